@@ -1,0 +1,1 @@
+"""`make bench`: speed and size measurements (never timed assertions in tests)."""

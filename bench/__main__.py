@@ -1,0 +1,25 @@
+"""Run every bench module: `python -m bench [name ...]`.
+
+Each `bench/bench_<name>.py` exposes `main() -> None` and prints its own result lines.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str]) -> int:
+    here = Path(__file__).parent
+    names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
+    wanted = [n for n in names if not argv or n.removeprefix("bench_") in argv]
+    for name in wanted:
+        print(f"== {name}", flush=True)
+        importlib.import_module(f"bench.{name}").main()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

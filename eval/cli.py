@@ -1,0 +1,77 @@
+"""The `lbeval` console command: parses arguments and calls one function per subcommand.
+
+Each subcommand lives in `eval/commands/<name>.py` and exposes:
+    HELP: str                                   one-line description
+    configure(parser: argparse.ArgumentParser)  adds its arguments
+    run(args: argparse.Namespace) -> int        does the work, returns the exit code
+No logic lives here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from eval import __version__
+from eval.errors import LbevalError
+
+# subcommand name -> module under eval.commands (imported lazily so `--help` stays fast)
+COMMANDS: dict[str, str] = {
+    "datasets": "datasets",
+    "prepare": "prepare",
+    "run": "run",
+    "serve": "serve",
+    "score": "score",
+    "compare": "compare",
+    "gate": "gate",
+    "longbench-eval": "longbench_eval",
+}
+
+
+def _load(module: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(f"eval.commands.{module}")
+    except ModuleNotFoundError as exc:  # a subcommand not built yet must not break the others
+        if exc.name == f"eval.commands.{module}":
+            return None
+        raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lbeval",
+        description="LongBench accuracy and cold/warm prefix-cache determinism evaluation for vLLM servers.",
+    )
+    parser.add_argument("--version", action="version", version=f"lbeval {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module_name in COMMANDS.items():
+        module = _load(module_name)
+        if module is None:
+            continue
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.configure(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "_run"):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args))
+    except LbevalError as exc:
+        print(f"lbeval {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"lbeval {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

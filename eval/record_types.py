@@ -1,0 +1,93 @@
+"""Typed request records: one per request sent to a server, append-only, versioned.
+
+This module holds the in-memory types only (shared by the runner, which writes them, and the
+scorers/compare stages, which read them). The on-disk codec and the append-only writer/reader live in
+`eval/records.py`.
+
+Passes (`RequestRecord.pass_name`):
+    cold            first request of an input, with a fresh cache_salt (or after /reset_prefix_cache)
+    warm            the same prompt and salt right after cold (must hit the prefix cache)
+    repeat          warm again
+    timing_cold     max_tokens=1, repetition r in [0, R), fresh salt each time
+    timing_warm     max_tokens=1, repetition r, same salt as the timing_cold of the same r
+    control_salt    a warm prompt re-sent with a new salt: must hit 0 cached tokens
+    control_sibling the same context with a different question: must hit about the context's blocks
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+RECORD_SCHEMA_VERSION = 1
+
+PASSES = ("cold", "warm", "repeat", "timing_cold", "timing_warm", "control_salt", "control_sibling")
+STATUSES = ("ok", "error", "invalid")
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens, None if not reported
+
+
+@dataclass(frozen=True)
+class ClientTimings:
+    """Wall-clock epoch seconds (time.time()) and a monotonic TTFT/latency in seconds."""
+
+    sent_at: float
+    first_token_s: float | None  # seconds from send to the first content chunk (streaming only)
+    done_s: float | None  # seconds from send to the last byte
+
+
+@dataclass(frozen=True)
+class TopK:
+    """Per generated position, the top-k alternatives: ids[i][j] has logprob logprobs[i][j].
+
+    Rows may be shorter than k (the server returned fewer); a position without logprobs has an
+    empty row. `chosen_logprobs[i]` is the logprob of the sampled token at position i.
+    """
+
+    ids: list[list[int]]
+    logprobs: list[list[float]]
+    chosen_logprobs: list[float]
+
+    def as_dicts(self) -> list[dict[int, float]]:
+        return [dict(zip(i, lp, strict=True)) for i, lp in zip(self.ids, self.logprobs, strict=True)]
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    run_id: str
+    variant: str
+    dataset: str
+    example_id: str
+    pass_name: str  # one of PASSES
+    repetition: int  # 0 for cold/warm/repeat/controls; r for timing passes
+    attempt: int  # 0 first try; a re-primed warm retry is attempt 1 (the invalid attempt 0 is kept)
+    seq: int  # global send order within the run (0, 1, 2, ...), for order/interleaving analysis
+    group: int  # restarts of a cold/warm group after a server restart increment this
+    endpoint: str  # "chat" | "completions"
+    settings: dict[str, Any]  # the request body minus prompt/messages (never an API key)
+    cache_salt: str | None
+    prompt_sha256: str
+    status: str  # one of STATUSES
+    error: str | None = None  # error text (status error) or invalid reason (status invalid)
+    output_text: str | None = None
+    finish_reason: str | None = None
+    output_token_ids: list[int] | None = None
+    topk: TopK | None = None
+    usage: Usage = field(default_factory=Usage)
+    expected_cached_tokens: int | None = None  # what verification expected (0 for cold)
+    timings: ClientTimings | None = None
+    # server metric deltas over this request at concurrency 1 (None if /metrics unavailable):
+    # prefill_time_s, queue_time_s, ttft_s, prefix_cache_queries, prefix_cache_hits
+    server_metrics: dict[str, float] | None = None
+    retries: int = 0  # transport retries spent on this record
+    schema_version: int = RECORD_SCHEMA_VERSION
+
+    @property
+    def key(self) -> tuple[str, str, str, int, int, int]:
+        """Identity for resume and de-duplication."""
+        return (self.dataset, self.example_id, self.pass_name, self.repetition, self.attempt, self.group)

@@ -1,0 +1,84 @@
+"""Dataset specs: template, metric, output limit and chat/raw mode for each LongBench v1 dataset.
+
+The data lives in `prompts/` (official JSON files byte-for-byte, plus `datasets.toml`); this module
+only reads it, on demand (nothing is read at import).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from eval.errors import ConfigError
+
+PROMPT_FILE = "dataset2prompt.json"
+MAXLEN_FILE = "dataset2maxlen.json"
+SPEC_FILE = "datasets.toml"
+MODES = ("chat", "raw")
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str
+    template: str
+    metric: str
+    max_tokens: int
+    mode: str  # "chat" | "raw"
+    language: str
+    first_line_only: bool = False
+    stop_at_newline: bool = False
+
+    def format(self, context: str, input: str) -> str:  # noqa: A002 - the official field name
+        """The official prompt: `template.format(context=..., input=...)`."""
+        return self.template.format(context=context, input=input)
+
+
+def read_prompt_file(name: str) -> bytes:
+    return resources.files("prompts").joinpath(name).read_bytes()
+
+
+@lru_cache(maxsize=1)
+def load_specs() -> dict[str, DatasetSpec]:
+    templates: dict[str, str] = json.loads(read_prompt_file(PROMPT_FILE))
+    limits: dict[str, int] = json.loads(read_prompt_file(MAXLEN_FILE))
+    table: dict[str, dict[str, Any]] = tomllib.loads(read_prompt_file(SPEC_FILE).decode("utf-8"))
+    specs: dict[str, DatasetSpec] = {}
+    for name, entry in table.items():
+        if name not in templates or name not in limits:
+            raise ConfigError(f"prompts/{SPEC_FILE}: [{name}] has no template or output limit in prompts/")
+        if entry.get("mode") not in MODES:
+            raise ConfigError(f"prompts/{SPEC_FILE}: [{name}].mode must be one of {MODES}")
+        specs[name] = DatasetSpec(
+            name=name,
+            template=templates[name],
+            metric=str(entry["metric"]),
+            max_tokens=int(limits[name]),
+            mode=str(entry["mode"]),
+            language=str(entry.get("language", "en")),
+            first_line_only=bool(entry.get("first_line_only", False)),
+            stop_at_newline=bool(entry.get("stop_at_newline", False)),
+        )
+    return specs
+
+
+def base_name(dataset: str) -> str:
+    """`qasper_e` (LongBench-E) -> `qasper`; other names unchanged."""
+    return dataset[:-2] if dataset.endswith("_e") else dataset
+
+
+def get_spec(dataset: str) -> DatasetSpec:
+    specs = load_specs()
+    spec = specs.get(base_name(dataset))
+    if spec is None:
+        known = ", ".join(sorted(specs))
+        raise ConfigError(f"unknown dataset {dataset!r}; known LongBench v1 datasets: {known}")
+    return spec
