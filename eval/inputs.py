@@ -55,7 +55,6 @@ class InputsHeader:
     lbeval_version: str
     git_commit: str | None
     git_dirty: bool | None
-    created_at: str
     schema_version: int = INPUTS_SCHEMA_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -1,0 +1,150 @@
+"""Official prompts and middle truncation with the served model's own tokenizer.
+
+Truncation follows LongBench's pred.py: tokenize the formatted prompt (with the tokenizer's special
+tokens, as `tokenizer(prompt)` does); if it is longer than the input budget L, keep the first int(L/2)
+and the last int(L/2) tokens, decode each half separately without special tokens and join the strings.
+
+The budget is max_model_len - output limit - chat template overhead, where the overhead is measured
+with the tokenizer (tokens of the prompt wrapped as one chat user message with the generation prompt,
+minus tokens of the bare prompt); raw datasets have no chat overhead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from eval.errors import ConfigError, LbevalError
+
+OVERHEAD_PROBE = "Answer the question based on the passage."
+
+
+class Tokenizer(Protocol):
+    def encode(self, text: str) -> list[int]: ...
+    def decode(self, ids: Sequence[int]) -> str: ...
+    def chat_token_count(self, text: str) -> int: ...
+    def describe(self) -> dict[str, Any]: ...
+    def max_model_len(self) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class Truncated:
+    text: str
+    original_tokens: int
+    truncated: bool
+
+
+def middle_truncate(prompt: str, tokenizer: Tokenizer, budget: int) -> Truncated:
+    if budget < 2:
+        raise ConfigError(f"input budget of {budget} tokens is too small to truncate into two halves")
+    ids = tokenizer.encode(prompt)
+    if len(ids) <= budget:
+        return Truncated(prompt, len(ids), False)
+    half = budget // 2
+    text = tokenizer.decode(ids[:half]) + tokenizer.decode(ids[-half:])
+    return Truncated(text, len(ids), True)
+
+
+def chat_overhead(tokenizer: Tokenizer) -> int:
+    """Tokens the chat template adds around one user message (measured, never negative)."""
+    return max(0, tokenizer.chat_token_count(OVERHEAD_PROBE) - len(tokenizer.encode(OVERHEAD_PROBE)))
+
+
+def input_budget(max_model_len: int, max_tokens: int, overhead: int) -> int:
+    budget = max_model_len - max_tokens - overhead
+    if budget < 2:
+        raise ConfigError(
+            f"no room for input: max_model_len {max_model_len} - output limit {max_tokens} "
+            f"- chat overhead {overhead} = {budget} tokens"
+        )
+    return budget
+
+
+class ServerTokenizer:
+    """The running vLLM server's /tokenize and /detokenize (no model download needed)."""
+
+    def __init__(self, base_url: str, model: str | None = None, timeout: float = 60.0) -> None:
+        import httpx
+
+        self.base_url = base_url.rstrip("/")
+        self.root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+        self._http = httpx.Client(timeout=timeout)
+        self._max_len: int | None = None
+        self.model = model or self._first_model()
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        import httpx
+
+        try:
+            resp = self._http.post(f"{self.root}{path}", json=body)
+        except httpx.HTTPError as exc:
+            raise LbevalError(f"tokenizer server {self.root}{path}: {exc}") from None
+        if resp.status_code != 200:
+            raise LbevalError(f"tokenizer server {self.root}{path}: HTTP {resp.status_code}: {resp.text[:300]}")
+        data: dict[str, Any] = resp.json()
+        return data
+
+    def _first_model(self) -> str:
+        import httpx
+
+        try:
+            resp = self._http.get(f"{self.base_url}/models")
+            resp.raise_for_status()
+            models = resp.json()["data"]
+        except (httpx.HTTPError, KeyError, ValueError) as exc:
+            raise LbevalError(f"cannot list models at {self.base_url}/models: {exc}") from None
+        if not models:
+            raise LbevalError(f"{self.base_url}/models lists no model")
+        self._max_len = models[0].get("max_model_len")
+        return str(models[0]["id"])
+
+    def encode(self, text: str) -> list[int]:
+        data = self._post("/tokenize", {"model": self.model, "prompt": text, "add_special_tokens": True})
+        self._max_len = data.get("max_model_len", self._max_len)
+        return [int(t) for t in data["tokens"]]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return str(self._post("/detokenize", {"model": self.model, "tokens": list(ids)})["prompt"])
+
+    def chat_token_count(self, text: str) -> int:
+        body = {"model": self.model, "messages": [{"role": "user", "content": text}], "add_generation_prompt": True}
+        return int(self._post("/tokenize", body)["count"])
+
+    def max_model_len(self) -> int | None:
+        return self._max_len
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "server", "base_url": self.base_url, "model": self.model, "max_model_len": self._max_len}
+
+
+class LocalTokenizer:
+    """A local Hugging Face tokenizer folder (needs `transformers`)."""
+
+    def __init__(self, path: str, max_model_len: int | None = None) -> None:
+        try:
+            from transformers import AutoTokenizer
+        except ImportError:
+            raise ConfigError("--tokenizer needs the `transformers` package (pip install transformers)") from None
+        self.path = path
+        self._tok = AutoTokenizer.from_pretrained(path)
+        self._max_len = max_model_len
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._tok(text)["input_ids"])
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return str(self._tok.decode(list(ids), skip_special_tokens=True))
+
+    def chat_token_count(self, text: str) -> int:
+        out = self._tok.apply_chat_template(
+            [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True
+        )
+        ids = out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out
+        return len(ids)
+
+    def max_model_len(self) -> int | None:
+        return self._max_len
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "local", "path": self.path, "max_model_len": self._max_len}
