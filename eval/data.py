@@ -71,7 +71,9 @@ def hub_download(repo: str, revision: str) -> Path:
     from huggingface_hub.errors import LocalEntryNotFoundError
 
     try:
-        return Path(hf_hub_download(repo_id=repo, filename=HUB_FILENAME, repo_type="dataset", revision=revision))
+        return Path(
+            hf_hub_download(repo_id=repo, filename=HUB_FILENAME, repo_type="dataset", revision=revision)
+        )
     except LocalEntryNotFoundError as exc:
         raise DataError(
             f"hf://datasets/{repo}@{revision}/{HUB_FILENAME}",
@@ -122,7 +124,9 @@ def parse_lines(lines: Iterable[str], where: Path | str) -> list[Row]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DataError(where, lineno, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+            raise DataError(
+                where, lineno, None, f"not valid JSON ({exc.msg} at column {exc.colno})"
+            ) from None
         row = parse_row(obj, where, lineno)
         if row.id in seen:
             raise DataError(where, lineno, "_id", f"duplicate _id {row.id!r} (first on line {seen[row.id]})")
@@ -168,13 +172,17 @@ class DatasetFiles:
             return parse_lines(text, f"{self.root}!{member}"), hashlib.sha256(raw).hexdigest()
         path = self._dir() / f"{name}.jsonl"
         if not path.is_file():
-            raise DataError(path, None, None, f"dataset file not found (is {self.root} a LongBench data folder?)")
+            raise DataError(
+                path, None, None, f"dataset file not found (is {self.root} a LongBench data folder?)"
+            )
         with path.open(encoding="utf-8") as fh:
             rows = parse_lines(fh, path)
         return rows, file_sha256(path)
 
 
-def open_source(source: DataSource, download: Downloader = hub_download) -> tuple[DatasetFiles, dict[str, Any]]:
+def open_source(
+    source: DataSource, download: Downloader = hub_download
+) -> tuple[DatasetFiles, dict[str, Any]]:
     """Resolve a source to readable files plus its provenance for the inputs header."""
     if source.kind == "hub":
         zip_path = download(source.repo, source.revision)
@@ -182,7 +190,11 @@ def open_source(source: DataSource, download: Downloader = hub_download) -> tupl
         prov["sha256"] = file_sha256(zip_path)
         return DatasetFiles(zip_path), prov
     if source.kind == "mini":
-        return DatasetFiles(mini_dir()), {"kind": "mini", "name": "longbench-mini", "note": "not LongBench data"}
+        return DatasetFiles(mini_dir()), {
+            "kind": "mini",
+            "name": "longbench-mini",
+            "note": "not LongBench data",
+        }
     if source.kind == "data_dir" and source.path is not None:
         prov = {"kind": "data_dir", "path": str(source.path.resolve())}
         if source.path.is_file():

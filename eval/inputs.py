@@ -43,13 +43,17 @@ class InputRow:
 
 @dataclass(frozen=True)
 class InputsHeader:
-    source: dict[str, Any]  # {"kind": "hub"|"data_dir"|"mini", "repo", "revision", "files": {name: sha256}, "path"}
+    source: dict[
+        str, Any
+    ]  # {"kind": "hub"|"data_dir"|"mini", "repo", "revision", "files": {name: sha256}, "path"}
     seed: int
     n: int | None  # None = all
     datasets: list[str]
     selected_ids: dict[str, list[str]]
     templates: dict[str, Any]  # provenance of prompts/ (file -> sha256) and per-dataset template sha256
-    tokenizer: dict[str, Any]  # {"kind": "server"|"local"|"none", "base_url"|"path", "model", "max_model_len"}
+    tokenizer: dict[
+        str, Any
+    ]  # {"kind": "server"|"local"|"none", "base_url"|"path", "model", "max_model_len"}
     max_input_tokens: dict[str, int] | None  # per dataset input budget, None with --no-truncate
     max_tokens: dict[str, int]  # per dataset output limit used
     lbeval_version: str
@@ -118,5 +122,9 @@ def _build(cls: Any, obj: dict[str, Any], path: Path, lineno: int) -> Any:
     try:
         return cls(**obj)
     except TypeError as exc:
-        missing = [n for n, f in cls.__dataclass_fields__.items() if n not in obj and f.default is MISSING and f.default_factory is MISSING]
+        missing = [
+            n
+            for n, f in cls.__dataclass_fields__.items()
+            if n not in obj and f.default is MISSING and f.default_factory is MISSING
+        ]
         raise DataError(path, lineno, missing[0] if missing else None, f"missing field ({exc})") from None

@@ -81,7 +81,9 @@ class ServerTokenizer:
         except httpx.HTTPError as exc:
             raise LbevalError(f"tokenizer server {self.root}{path}: {exc}") from None
         if resp.status_code != 200:
-            raise LbevalError(f"tokenizer server {self.root}{path}: HTTP {resp.status_code}: {resp.text[:300]}")
+            raise LbevalError(
+                f"tokenizer server {self.root}{path}: HTTP {resp.status_code}: {resp.text[:300]}"
+            )
         data: dict[str, Any] = resp.json()
         return data
 
@@ -108,14 +110,23 @@ class ServerTokenizer:
         return str(self._post("/detokenize", {"model": self.model, "tokens": list(ids)})["prompt"])
 
     def chat_token_count(self, text: str) -> int:
-        body = {"model": self.model, "messages": [{"role": "user", "content": text}], "add_generation_prompt": True}
+        body = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": text}],
+            "add_generation_prompt": True,
+        }
         return int(self._post("/tokenize", body)["count"])
 
     def max_model_len(self) -> int | None:
         return self._max_len
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "server", "base_url": self.base_url, "model": self.model, "max_model_len": self._max_len}
+        return {
+            "kind": "server",
+            "base_url": self.base_url,
+            "model": self.model,
+            "max_model_len": self._max_len,
+        }
 
 
 class LocalTokenizer:
@@ -125,7 +136,9 @@ class LocalTokenizer:
         try:
             from transformers import AutoTokenizer
         except ImportError:
-            raise ConfigError("--tokenizer needs the `transformers` package (pip install transformers)") from None
+            raise ConfigError(
+                "--tokenizer needs the `transformers` package (pip install transformers)"
+            ) from None
         self.path = path
         self._tok = AutoTokenizer.from_pretrained(path)
         self._max_len = max_model_len

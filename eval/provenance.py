@@ -32,7 +32,9 @@ def git_state(root: Path | None = None) -> tuple[str | None, bool | None]:
     return commit.strip(), (None if status is None else bool(status.strip()))
 
 
-def package_versions(names: tuple[str, ...] = ("openai", "httpx", "datasets", "huggingface_hub", "numpy")) -> dict[str, str]:
+def package_versions(
+    names: tuple[str, ...] = ("openai", "httpx", "datasets", "huggingface_hub", "numpy"),
+) -> dict[str, str]:
     versions: dict[str, str] = {}
     for name in names:
         try:

@@ -1,0 +1,86 @@
+"""`lbeval prepare`: select LongBench rows and write the inputs manifest (what will be asked)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from eval.data import HUB_REPO, HUB_REVISION, DataSource
+from eval.errors import ConfigError
+from eval.prepare import PrepareConfig, parse_max_tokens, prepare
+from eval.prompting import LocalTokenizer, ServerTokenizer, Tokenizer
+from eval.select import parse_n
+
+HELP = (
+    "Select a seeded subset of LongBench rows, apply the official prompts and truncation, write inputs.jsonl."
+)
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    src = p.add_argument_group("data source (default: the Hugging Face Hub at a pinned revision)")
+    src.add_argument(
+        "--source",
+        choices=["hub", "mini"],
+        default="hub",
+        help="hub, or the shipped longbench-mini sample (not LongBench data)",
+    )
+    src.add_argument(
+        "--data-dir", type=Path, help="a local LongBench data/ folder or data.zip (air-gapped use)"
+    )
+    src.add_argument("--repo", default=HUB_REPO, help=f"Hub dataset repository (default {HUB_REPO})")
+    src.add_argument("--revision", default=HUB_REVISION, help="pinned Hub revision (default: %(default)s)")
+    sel = p.add_argument_group("selection")
+    sel.add_argument(
+        "--datasets",
+        default="qasper,gov_report",
+        help="comma-separated LongBench v1 names (`<name>_e` for LongBench-E)",
+    )
+    sel.add_argument("--n", default="16", help="rows per dataset, or 'all' (default 16)")
+    sel.add_argument("--seed", type=int, default=20260909, help="selection seed (default 20260909)")
+    tok = p.add_argument_group("truncation (one of)")
+    tok.add_argument("--base-url", help="a running vLLM server (.../v1): its /tokenize is the tokenizer")
+    tok.add_argument("--model", help="model id at --base-url (default: the first one listed)")
+    tok.add_argument("--tokenizer", help="a local Hugging Face tokenizer folder (needs transformers)")
+    tok.add_argument(
+        "--no-truncate", action="store_true", help="no tokenizer, no truncation (for inspection)"
+    )
+    p.add_argument("--max-model-len", type=int, help="override the model's context length")
+    p.add_argument("--max-input-tokens", type=int, help="override the input budget (tokens)")
+    p.add_argument("--max-tokens", help="per-dataset output limits, e.g. qasper=512,gov_report=2048")
+    p.add_argument("--out", type=Path, required=True, help="inputs manifest to write (JSON Lines)")
+
+
+def make_tokenizer(args: argparse.Namespace) -> Tokenizer | None:
+    chosen = [bool(args.base_url), bool(args.tokenizer), bool(args.no_truncate)]
+    if sum(chosen) != 1:
+        raise ConfigError("choose exactly one of --base-url, --tokenizer, --no-truncate")
+    if args.no_truncate:
+        return None
+    if args.tokenizer:
+        return LocalTokenizer(args.tokenizer, args.max_model_len)
+    return ServerTokenizer(args.base_url, args.model)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.data_dir is not None:
+        source = DataSource("data_dir", path=args.data_dir)
+    else:
+        source = DataSource(args.source, repo=args.repo, revision=args.revision)
+    cfg = PrepareConfig(
+        source=source,
+        datasets=[d.strip() for d in args.datasets.split(",") if d.strip()],
+        n=parse_n(args.n),
+        seed=args.seed,
+        out=args.out,
+        tokenizer=make_tokenizer(args),
+        max_tokens=parse_max_tokens(args.max_tokens),
+        max_input_tokens=args.max_input_tokens,
+        max_model_len=args.max_model_len,
+    )
+    header, rows = prepare(cfg)
+    truncated = sum(r.truncated for r in rows)
+    print(
+        f"wrote {len(rows)} inputs ({', '.join(f'{d}: {len(v)}' for d, v in header.selected_ids.items())}; "
+        f"{truncated} truncated) to {args.out}"
+    )
+    return 0

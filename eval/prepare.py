@@ -1,0 +1,155 @@
+"""`lbeval prepare`: rows -> seeded subset -> official prompt -> middle truncation -> inputs manifest."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval.data import DataSource, Downloader, Row, hub_download, open_source
+from eval.errors import ConfigError
+from eval.inputs import InputRow, InputsHeader, sha256_text, write_inputs
+from eval.prompting import Tokenizer, chat_overhead, input_budget, middle_truncate
+from eval.provenance import git_state, lbeval_version
+from eval.select import select_ids
+from eval.specs import MAXLEN_FILE, PROMPT_FILE, SPEC_FILE, DatasetSpec, base_name, get_spec, read_prompt_file
+
+
+@dataclass
+class PrepareConfig:
+    source: DataSource
+    datasets: list[str]
+    n: int | None
+    seed: int
+    out: Path
+    tokenizer: Tokenizer | None = None  # None: --no-truncate
+    max_tokens: dict[str, int] = field(default_factory=dict)  # per-dataset output limit overrides
+    max_input_tokens: int | None = None  # overrides the computed budget
+    max_model_len: int | None = None  # overrides the tokenizer's / server's
+
+
+def parse_max_tokens(text: str | None) -> dict[str, int]:
+    """`qasper=512,gov_report=2048` -> {"qasper": 512, "gov_report": 2048}."""
+    result: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in (text or "").split(","))):
+        name, sep, value = part.partition("=")
+        if not sep or not value.strip().isdigit() or int(value) <= 0:
+            raise ConfigError(f"--max-tokens: expected DATASET=POSITIVE_INT, got {part!r}")
+        get_spec(name.strip())  # validates the name
+        result[name.strip()] = int(value)
+    return result
+
+
+def output_limit(spec: DatasetSpec, dataset: str, overrides: dict[str, int]) -> int:
+    return overrides.get(dataset, overrides.get(base_name(dataset), spec.max_tokens))
+
+
+def template_provenance(datasets: list[str]) -> dict[str, Any]:
+    files = {
+        name: hashlib.sha256(read_prompt_file(name)).hexdigest()
+        for name in (PROMPT_FILE, MAXLEN_FILE, SPEC_FILE)
+    }
+    per_dataset = {ds: sha256_text(get_spec(ds).template) for ds in datasets}
+    return {
+        "origin": "THUDM/LongBench LongBench/config @ 2e00731f",
+        "files": files,
+        "template_sha256": per_dataset,
+    }
+
+
+class Budgeter:
+    """Input budgets per (mode, output limit), measuring the chat overhead once."""
+
+    def __init__(self, cfg: PrepareConfig) -> None:
+        self.cfg = cfg
+        self._overhead: int | None = None
+
+    def max_model_len(self) -> int:
+        tok = self.cfg.tokenizer
+        value = self.cfg.max_model_len or (tok.max_model_len() if tok else None)
+        if value is None:
+            raise ConfigError(
+                "cannot tell the model's max_model_len: pass --max-model-len or --max-input-tokens"
+            )
+        return value
+
+    def budget(self, mode: str, max_tokens: int) -> int:
+        if self.cfg.max_input_tokens is not None:
+            return self.cfg.max_input_tokens
+        assert self.cfg.tokenizer is not None
+        overhead = 0
+        if mode == "chat":
+            if self._overhead is None:
+                self._overhead = chat_overhead(self.cfg.tokenizer)
+            overhead = self._overhead
+        return input_budget(self.max_model_len(), max_tokens, overhead)
+
+
+def build_row(
+    row: Row, dataset: str, spec: DatasetSpec, max_tokens: int, cfg: PrepareConfig, budgeter: Budgeter
+) -> InputRow:
+    prompt = spec.format(context=row.context, input=row.input)
+    tokens: int | None = None
+    truncated = False
+    stop_ids: list[int] | None = None
+    if cfg.tokenizer is not None:
+        cut = middle_truncate(prompt, cfg.tokenizer, budgeter.budget(spec.mode, max_tokens))
+        prompt, truncated = cut.text, cut.truncated
+        tokens = len(cfg.tokenizer.encode(prompt)) if truncated else cut.original_tokens
+        if spec.stop_at_newline:
+            stop_ids = [cfg.tokenizer.encode("\n")[-1]]
+    return InputRow(
+        dataset=dataset,
+        id=row.id,
+        prompt=prompt,
+        mode=spec.mode,
+        max_tokens=max_tokens,
+        prompt_sha256=sha256_text(prompt),
+        prompt_tokens=tokens,
+        truncated=truncated,
+        answers=row.answers,
+        all_classes=row.all_classes,
+        length=row.length,
+        stop_token_ids=stop_ids,
+    )
+
+
+def prepare(cfg: PrepareConfig, download: Downloader = hub_download) -> tuple[InputsHeader, list[InputRow]]:
+    if not cfg.datasets:
+        raise ConfigError("--datasets is empty")
+    specs = {ds: get_spec(ds) for ds in cfg.datasets}  # validate every name before any I/O
+    files, source = open_source(cfg.source, download)
+    source["files"] = {}
+    budgeter = Budgeter(cfg)
+    rows_out: list[InputRow] = []
+    selected: dict[str, list[str]] = {}
+    limits: dict[str, int] = {}
+    budgets: dict[str, int] = {}
+    for ds in cfg.datasets:
+        rows, sha = files.read(ds)
+        source["files"][ds] = {"file": files.describe(ds), "sha256": sha, "rows": len(rows)}
+        by_id = {r.id: r for r in rows}
+        ids = select_ids(list(by_id), seed=cfg.seed, dataset=ds, n=cfg.n)
+        selected[ds] = ids
+        limits[ds] = output_limit(specs[ds], ds, cfg.max_tokens)
+        if cfg.tokenizer is not None:
+            budgets[ds] = budgeter.budget(specs[ds].mode, limits[ds])
+        rows_out.extend(build_row(by_id[i], ds, specs[ds], limits[ds], cfg, budgeter) for i in ids)
+    commit, dirty = git_state()
+    header = InputsHeader(
+        source=source,
+        seed=cfg.seed,
+        n=cfg.n,
+        datasets=list(cfg.datasets),
+        selected_ids=selected,
+        templates=template_provenance(cfg.datasets),
+        tokenizer=cfg.tokenizer.describe() if cfg.tokenizer else {"kind": "none"},
+        max_input_tokens=budgets or None,
+        max_tokens=limits,
+        lbeval_version=lbeval_version(),
+        git_commit=commit,
+        git_dirty=dirty,
+    )
+    write_inputs(cfg.out, header, rows_out)
+    return header, rows_out
