@@ -1,0 +1,183 @@
+"""`lbeval prepare` end to end on the LongBench-format fixture (no server)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eval.cli import main
+from eval.data import DataSource
+from eval.inputs import read_inputs
+from eval.prepare import PrepareConfig, parse_max_tokens, prepare
+from tests.eval.test_prompting import WordTokenizer
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATES = json.loads((ROOT / "prompts" / "dataset2prompt.json").read_text(encoding="utf-8"))
+
+
+def run_prepare(data_dir: Path, out: Path, *extra: str) -> int:
+    return main(
+        [
+            "prepare",
+            "--data-dir",
+            str(data_dir),
+            "--datasets",
+            "qasper,gov_report",
+            "--n",
+            "4",
+            "--seed",
+            "1",
+            "--no-truncate",
+            "--out",
+            str(out),
+            *extra,
+        ]
+    )
+
+
+def raw_rows(data_dir: Path, ds: str) -> dict[str, dict[str, object]]:
+    lines = (data_dir / "data" / f"{ds}.jsonl").read_text(encoding="utf-8").splitlines()
+    return {r["_id"]: r for r in map(json.loads, lines)}
+
+
+def test_prompts_equal_official_format_byte_for_byte(fixture_data_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "x.jsonl"
+    assert run_prepare(fixture_data_dir, out) == 0
+    header, rows = read_inputs(out)
+    assert [len(header.selected_ids[d]) for d in ("qasper", "gov_report")] == [4, 4]
+    for row in rows:
+        src = raw_rows(fixture_data_dir, row.dataset)[row.id]
+        assert row.prompt == TEMPLATES[row.dataset].format(context=src["context"], input=src["input"])
+        assert row.answers == src["answers"] and row.length == src["length"]
+        assert (row.mode, row.truncated, row.prompt_tokens) == ("chat", False, None)
+    assert {r.max_tokens for r in rows if r.dataset == "qasper"} == {128}
+    assert {r.max_tokens for r in rows if r.dataset == "gov_report"} == {512}
+    assert header.source["files"]["qasper"]["rows"] == 7
+    assert header.tokenizer == {"kind": "none"}
+
+
+def test_same_call_twice_is_byte_identical_other_seed_other_ids(
+    fixture_data_dir: Path, tmp_path: Path
+) -> None:
+    a, b, c = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"
+    run_prepare(fixture_data_dir, a)
+    run_prepare(fixture_data_dir, b)
+    assert a.read_bytes() == b.read_bytes()
+    main(
+        [
+            "prepare",
+            "--data-dir",
+            str(fixture_data_dir),
+            "--datasets",
+            "qasper",
+            "--n",
+            "4",
+            "--seed",
+            "2",
+            "--no-truncate",
+            "--out",
+            str(c),
+        ]
+    )
+    assert read_inputs(a)[0].selected_ids["qasper"] != read_inputs(c)[0].selected_ids["qasper"]
+
+
+def test_malformed_row_gives_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    good = {
+        "input": "q",
+        "context": "c",
+        "answers": ["a"],
+        "length": 1,
+        "dataset": "qasper",
+        "language": "en",
+        "all_classes": None,
+        "_id": "a",
+    }
+    bad = dict(good, _id="b", length="long")
+    (data / "qasper.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    code = main(
+        [
+            "prepare",
+            "--data-dir",
+            str(tmp_path),
+            "--datasets",
+            "qasper",
+            "--n",
+            "1",
+            "--seed",
+            "1",
+            "--no-truncate",
+            "--out",
+            str(tmp_path / "x.jsonl"),
+        ]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 1
+    assert err == f"lbeval prepare: error: {data / 'qasper.jsonl'}:2:length: must be an integer, got str"
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_mini_source_and_max_tokens_override(tmp_path: Path) -> None:
+    out = tmp_path / "m.jsonl"
+    code = main(
+        [
+            "prepare",
+            "--source",
+            "mini",
+            "--datasets",
+            "qasper,gov_report",
+            "--n",
+            "all",
+            "--seed",
+            "3",
+            "--no-truncate",
+            "--max-tokens",
+            "qasper=32,gov_report=64",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    header, rows = read_inputs(out)
+    assert header.source["kind"] == "mini"
+    assert {(r.dataset, r.max_tokens) for r in rows} == {("qasper", 32), ("gov_report", 64)}
+
+
+def test_truncation_with_tokenizer_and_samsum_stop(fixture_data_dir: Path, tmp_path: Path) -> None:
+    tok = WordTokenizer()  # max_model_len 64, chat overhead 5, one token per word plus BOS
+    cfg = PrepareConfig(
+        source=DataSource("data_dir", path=fixture_data_dir),
+        datasets=["qasper", "samsum"],
+        n=None,
+        seed=1,
+        out=tmp_path / "t.jsonl",
+        tokenizer=tok,
+        max_tokens={"qasper": 20, "samsum": 10},
+    )
+    header, rows = prepare(cfg)
+    assert header.max_input_tokens == {"qasper": 64 - 20 - 5, "samsum": 64 - 10}
+    for row in rows:
+        src = raw_rows(fixture_data_dir, row.dataset)[row.id]
+        words = TEMPLATES[row.dataset].format(context=src["context"], input=src["input"]).split()
+        budget = 39 if row.dataset == "qasper" else 54
+        if len(words) + 1 <= budget:
+            assert not row.truncated and row.prompt_tokens == len(words) + 1
+            continue
+        half = budget // 2  # BOS takes one slot of the first half
+        expected = " ".join(words[: half - 1]) + " ".join(words[-half:])
+        assert row.truncated and row.prompt == expected
+        assert row.prompt_tokens == len(expected.split()) + 1
+    assert any(r.truncated for r in rows)
+    assert {tuple(r.stop_token_ids or ()) for r in rows if r.dataset == "samsum"} == {(tok.encode("\n")[-1],)}
+    assert {r.stop_token_ids for r in rows if r.dataset == "qasper"} == {None}
+
+
+def test_parse_max_tokens_errors() -> None:
+    assert parse_max_tokens("qasper=512, gov_report=2048") == {"qasper": 512, "gov_report": 2048}
+    for bad in ("qasper", "qasper=0", "qasper=x", "nope=3"):
+        with pytest.raises(Exception, match="--max-tokens|unknown dataset"):
+            parse_max_tokens(bad)
