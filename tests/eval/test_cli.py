@@ -1,0 +1,50 @@
+"""The `lbeval` command: help texts and the datasets listing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eval.cli import COMMANDS, build_parser, main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_registered_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = build_parser()
+    actions = [a for a in parser._actions if a.dest == "command"]
+    available = set(actions[0].choices) if actions else set()  # type: ignore[arg-type]
+    assert {"datasets", "prepare"} <= available <= set(COMMANDS)
+    for name in sorted(available):
+        with pytest.raises(SystemExit) as info:
+            main([name, "--help"])
+        assert info.value.code == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"usage: lbeval {name}")
+
+
+def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "COMMAND" in capsys.readouterr().out
+
+
+def test_datasets_json_lists_21_with_official_limits(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["datasets", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    limits = json.loads((ROOT / "prompts" / "dataset2maxlen.json").read_text())
+    assert {r["dataset"]: r["max_tokens"] for r in rows} == limits
+    modes = {r["dataset"]: r["mode"] for r in rows}
+    assert sorted(d for d, m in modes.items() if m == "raw") == sorted(
+        ["trec", "triviaqa", "samsum", "lsht", "lcc", "repobench-p"]
+    )
+    assert {r["dataset"]: r["metric"] for r in rows}["multifieldqa_zh"] == "qa_f1_zh"
+
+
+def test_datasets_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["datasets"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["dataset", "metric", "max_tokens", "mode", "lang"]
+    assert lines[1 + 1].split() == ["qasper", "qa_f1", "128", "chat", "en"]
+    assert lines[-1].startswith("21 datasets")
