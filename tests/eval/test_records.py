@@ -1,0 +1,228 @@
+"""Record codec, append-only writer, torn-line handling, manifest and load_run."""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from eval.errors import DataError
+from eval.record_types import ClientTimings, RequestRecord, TopK, Usage
+from eval.records import (
+    RECORDS_NAME,
+    RecordWriter,
+    RunManifest,
+    decode_topk,
+    dumps_record,
+    encode_topk,
+    final_records,
+    load_run,
+    read_manifest,
+    record_from_dict,
+    repair_records,
+    scan_records,
+    write_manifest,
+)
+
+
+def f32(x: float) -> float:
+    """The float32 nearest to x, widened to a Python float (what vLLM sends)."""
+    return float(struct.unpack("<f", struct.pack("<f", x))[0])
+
+
+def make_topk() -> TopK:
+    ids = [[5, 9, 100000], [7, 3], [], [2**31 - 1, 0, 42]]
+    lps = [
+        [f32(-0.01), f32(-4.5), f32(-9999.0)],
+        [f32(-0.3), f32(-1.7)],
+        [],
+        [f32(-2.0), f32(-2.5), f32(-30.0)],
+    ]
+    # position 1: the chosen token is not in the row (its logprob differs from every entry)
+    chosen = [lps[0][0], f32(-5.25), float("nan"), lps[3][2]]
+    return TopK(ids=ids, logprobs=lps, chosen_logprobs=chosen)
+
+
+def same_floats(a: list[float], b: list[float]) -> bool:
+    return len(a) == len(b) and all(
+        struct.pack("<d", x) == struct.pack("<d", y) for x, y in zip(a, b, strict=True)
+    )
+
+
+def test_topk_round_trip_is_bit_exact_float32() -> None:
+    tk = make_topk()
+    enc = encode_topk(tk)
+    assert enc["f"] == "f4"
+    back = decode_topk(json.loads(json.dumps(enc)))
+    assert back.ids == tk.ids
+    for a, b in zip(back.logprobs, tk.logprobs, strict=True):
+        assert same_floats(a, b)
+    assert same_floats(back.chosen_logprobs, tk.chosen_logprobs)
+    assert math.isnan(back.chosen_logprobs[2])
+
+
+def test_topk_keeps_float64_values_that_float32_cannot_hold() -> None:
+    tk = make_topk()
+    lps = [list(r) for r in tk.logprobs]
+    lps[1][1] = -1.7  # a double that is not a float32
+    wide = TopK(ids=tk.ids, logprobs=lps, chosen_logprobs=[0.1, *tk.chosen_logprobs[1:]])
+    enc = encode_topk(wide)
+    assert enc["f"] == "f8"
+    back = decode_topk(enc)
+    assert back.logprobs[1][1] == -1.7
+    assert back.chosen_logprobs[0] == 0.1
+
+
+def test_topk_rejects_mismatched_rows() -> None:
+    with pytest.raises(ValueError):
+        encode_topk(TopK(ids=[[1, 2]], logprobs=[[-1.0]], chosen_logprobs=[-1.0]))
+
+
+def test_topk_is_compact_for_512_positions_of_top20() -> None:
+    import random
+
+    rng = random.Random(7)
+    ids = [[rng.randrange(50_000) for _ in range(20)] for _ in range(512)]
+    lps = [sorted((f32(-rng.expovariate(0.3)) for _ in range(20)), reverse=True) for _ in range(512)]
+    enc = encode_topk(TopK(ids=ids, logprobs=lps, chosen_logprobs=[r[0] for r in lps]))
+    # raw float32 + int32 alone would be 160 bytes per position; the target for the whole record is < 200
+    assert len(json.dumps(enc)) / 512 < 160
+
+
+def make_record(**kw: object) -> RequestRecord:
+    base = RequestRecord(
+        run_id="r1",
+        variant="v",
+        dataset="qasper",
+        example_id="e1",
+        pass_name="cold",
+        repetition=0,
+        attempt=0,
+        seq=0,
+        group=0,
+        endpoint="chat",
+        settings={"temperature": 0.0, "cache_salt": "s"},
+        cache_salt="s",
+        prompt_sha256="ab" * 32,
+        status="ok",
+        output_text='an "answer"\n\u00e9',
+        finish_reason="length",
+        output_token_ids=[5, 7, 2],
+        topk=make_topk(),
+        usage=Usage(prompt_tokens=300, completion_tokens=4, cached_tokens=0),
+        expected_cached_tokens=0,
+        timings=ClientTimings(sent_at=1.5, first_token_s=None, done_s=0.25),
+        server_metrics={"prefill_time_s": 0.5},
+    )
+    return replace(base, **kw)  # type: ignore[arg-type]
+
+
+def test_record_round_trip() -> None:
+    rec = make_record()
+    back = record_from_dict(json.loads(dumps_record(rec)))
+    assert back.topk is not None and rec.topk is not None
+    assert back.topk.ids == rec.topk.ids
+    assert replace(back, topk=None) == replace(rec, topk=None)
+
+
+def test_record_rejects_other_schema_version_and_unknown_fields() -> None:
+    obj = json.loads(dumps_record(make_record()))
+    with pytest.raises(ValueError, match="schema_version"):
+        record_from_dict({**obj, "schema_version": 2})
+    with pytest.raises(ValueError, match="unknown field"):
+        record_from_dict({**obj, "api_key": "x"})
+
+
+def test_writer_appends_and_torn_tail_is_detected_then_dropped(tmp_path: Path) -> None:
+    path = tmp_path / RECORDS_NAME
+    with RecordWriter(path) as w:
+        w.write(make_record(seq=0))
+        w.write(make_record(seq=1, pass_name="warm"))
+    whole = path.read_bytes()
+    path.write_bytes(whole + dumps_record(make_record(seq=2, pass_name="repeat"))[:40])  # killed mid-write
+    scan = scan_records(path)
+    assert [r.seq for r in scan.records] == [0, 1]
+    assert scan.torn_lines == [3] and scan.tail_torn
+    repaired = repair_records(path)
+    assert repaired.torn_lines == [3]
+    assert path.read_bytes() == whole
+    with RecordWriter(path) as w:
+        w.write(make_record(seq=2, pass_name="repeat"))
+    assert [r.seq for r in scan_records(path).records] == [0, 1, 2]
+    assert scan_records(path).torn_lines == []
+
+
+def test_damaged_line_in_the_middle_refuses_repair(tmp_path: Path) -> None:
+    path = tmp_path / RECORDS_NAME
+    path.write_bytes(dumps_record(make_record(seq=0)) + b"{not json\n" + dumps_record(make_record(seq=1)))
+    assert scan_records(path).torn_lines == [2]
+    with pytest.raises(DataError, match=":2: unreadable"):
+        repair_records(path)
+
+
+def make_manifest(**kw: object) -> RunManifest:
+    m = RunManifest(
+        schema_version=1,
+        run_id="r1",
+        variant="v",
+        inputs_path="runs/v/inputs.jsonl",
+        inputs_sha256="00" * 32,
+        inputs_header={"seed": 1},
+        model="m",
+        probe={"block_size": 16},
+        settings={"temperature": 0.0},
+        lbeval_version="0.1.0",
+        git_commit=None,
+        git_dirty=None,
+        client_versions={"openai": "x"},
+        host={"hostname": "h"},
+        started_at="2026-01-01T00:00:00Z",
+        ended_at=None,
+        complete=False,
+        warnings=[],
+        expected_records=3,
+    )
+    return replace(m, **kw)  # type: ignore[arg-type]
+
+
+def test_manifest_written_atomically_and_read_back(tmp_path: Path) -> None:
+    write_manifest(tmp_path, make_manifest())
+    write_manifest(tmp_path, make_manifest(complete=True, ended_at="2026-01-01T01:00:00Z"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]
+    m = read_manifest(tmp_path)
+    assert m.complete and m.ended_at == "2026-01-01T01:00:00Z" and m.expected_records == 3
+
+
+def test_manifest_errors_name_the_field(tmp_path: Path) -> None:
+    write_manifest(tmp_path, make_manifest())
+    obj = json.loads((tmp_path / "manifest.json").read_text())
+    del obj["model"]
+    (tmp_path / "manifest.json").write_text(json.dumps(obj))
+    with pytest.raises(DataError, match="manifest.json:model: missing field"):
+        read_manifest(tmp_path)
+    with pytest.raises(DataError, match="no run manifest"):
+        read_manifest(tmp_path / "nope")
+
+
+def test_load_run_counts_torn_lines(tmp_path: Path) -> None:
+    write_manifest(tmp_path, make_manifest())
+    (tmp_path / RECORDS_NAME).write_bytes(dumps_record(make_record()) + b'{"run_id": "r1"')
+    run = load_run(tmp_path)
+    assert run.torn_lines == 1 and len(run.records) == 1 and run.manifest.run_id == "r1"
+
+
+def test_final_records_prefers_highest_group_then_attempt() -> None:
+    recs = [
+        make_record(pass_name="warm", attempt=0, status="invalid"),
+        make_record(pass_name="warm", attempt=1, seq=3),
+        make_record(pass_name="cold", group=0, seq=0),
+        make_record(pass_name="cold", group=1, seq=7),
+    ]
+    final = final_records(recs)
+    assert final[("qasper", "e1", "warm", 0)].attempt == 1
+    assert final[("qasper", "e1", "cold", 0)].seq == 7
+    assert len(final) == 2
