@@ -1,0 +1,53 @@
+"""`lbeval gate BASE VARIANT`: a release verdict from a policy; exit 0 pass, 1 fail, 2 no verdict."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from eval.errors import LbevalError
+from eval.gate import Verdict, evaluate, load_policy, no_verdict, write_junit
+
+HELP = "Release gate: check a policy (TOML) on base vs variant; exit 0 pass, 1 a rule fails, 2 no verdict."
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("base", metavar="BASE", help="base run folder, or a variant name (its latest run)")
+    p.add_argument(
+        "variant", metavar="VARIANT", help="variant run folder, or a variant name (its latest run)"
+    )
+    p.add_argument(
+        "--runs", type=Path, default=Path("runs"), help="where variant names are looked up (default runs/)"
+    )
+    p.add_argument("--policy", type=Path, help="policy file (default: the shipped eval/policy_default.toml)")
+    p.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML, one test case per rule")
+
+
+def verdict_for(args: argparse.Namespace) -> Verdict:
+    policy = load_policy(args.policy)  # a bad policy is a ConfigError: exit 2
+    print(f"lbeval gate: policy {policy.source}")
+    from eval.compare import compare  # heavy (scorers): imported when used
+    from eval.score import resolve_run, score_run
+
+    try:
+        base = score_run(resolve_run(args.base, args.runs))
+        variant = score_run(resolve_run(args.variant, args.runs))
+        comparison = compare(base, variant)
+    except LbevalError as exc:
+        return no_verdict(str(exc))
+    b, v = base.scores.run, variant.scores.run
+    print(f"lbeval gate: base {b.variant} run {b.run_id} vs variant {v.variant} run {v.run_id}")
+    return evaluate(comparison, policy)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        verdict = verdict_for(args)
+    except LbevalError as exc:
+        verdict = no_verdict(str(exc))
+    for result in verdict.results:
+        print("  " + result.line())
+    print(verdict.summary)
+    if args.junit:
+        write_junit(args.junit, verdict, f"lbeval gate {args.base} vs {args.variant}")
+    return verdict.exit_code

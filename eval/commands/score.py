@@ -1,0 +1,31 @@
+"""`lbeval score RUN`: compute a run's scores offline and write scores.json + scores.md beside its records."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "Score a run from its records (no server): official LongBench scores, agreement, timing, cache checks."
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "run", metavar="RUN", help="a run folder (runs/<variant>/<run_id>) or a variant name (its latest run)"
+    )
+    p.add_argument(
+        "--runs", type=Path, default=Path("runs"), help="where variant names are looked up (default runs/)"
+    )
+    p.add_argument(
+        "--inputs", type=Path, help="the run's inputs manifest, if it moved (its sha256 must match)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from eval.score import resolve_run, score_run, write_scores  # heavy (scorers): imported when used
+
+    run_dir = resolve_run(args.run, args.runs)
+    scored = score_run(run_dir, args.inputs)
+    json_path, md_path = write_scores(scored)
+    print(md_path.read_text(encoding="utf-8"), end="")
+    print(f"wrote {json_path} and {md_path}")
+    return 0

@@ -1,0 +1,483 @@
+"""`lbeval compare BASE VARIANT`: two scored runs -> the comparison tables, as data.
+
+The comparison refuses runs that asked different things (inputs manifest hash, model, sampling
+settings), naming each difference, unless `allow_mismatch` (then the report carries a warning).
+
+The four tables, in order (each with a one-line reading):
+    accuracy    official score per dataset: cold base/variant, cold outputs identical across the two
+                variants (k/N), warm base/variant, paired bootstrap CI of the warm-score change
+    agreement   within each variant: cold/warm, warm/repeat, first-token equality, top-k delta/overlap
+    timing      warm/cold prefill (server) and TTFT (client), base vs variant, relative change with a
+                paired bootstrap 95% CI over inputs
+    cache       cache-state checks and controls, invalid warm samples, errors, per variant
+
+Tables hold typed cells (`Num`, `Frac`, `Interval`, `Sci`, `Text`, `Flag`, `Ints`); the Markdown and
+HTML reports render the same cells with `cell_text`, and summary.json stores `cell_json` of each, so
+the numbers in every output are the same numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eval.errors import LbevalError
+from eval.records import RunManifest
+from eval.score import (
+    TIMING_MEASURES,
+    Divergence,
+    Key,
+    Pair,
+    ScoredRun,
+    ok_record,
+    response,
+    timing_values,
+)
+from scorers import determinism, stats
+
+SUMMARY_SCHEMA_VERSION = 1
+BOOTSTRAP_SEED = 20260909
+BOOTSTRAP_RESAMPLES = 10_000
+# manifest.settings keys that change what the model is asked or how it samples
+SAMPLING_KEYS = ("temperature", "top_p", "seed", "top_logprobs", "max_tokens", "chat_template_kwargs")
+
+
+class MismatchError(LbevalError):
+    """The two runs did not ask the same thing; comparing them would mislead."""
+
+    exit_code = 2
+
+    def __init__(self, mismatches: Sequence[Mismatch]) -> None:
+        listed = "; ".join(m.describe() for m in mismatches)
+        super().__init__(
+            f"the runs differ in {listed}; refusing to compare (pass --allow-mismatch to compare anyway)"
+        )
+        self.mismatches = list(mismatches)
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    field: str
+    base: str
+    variant: str
+
+    def describe(self) -> str:
+        return f"{self.field} (base {self.base}, variant {self.variant})"
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text[:12] + "…" if len(text) == 64 and all(c in "0123456789abcdef" for c in text) else text
+
+
+def find_mismatches(base: RunManifest, variant: RunManifest) -> list[Mismatch]:
+    found = []
+    if base.inputs_sha256 != variant.inputs_sha256:
+        found.append(Mismatch("inputs_sha256", _short(base.inputs_sha256), _short(variant.inputs_sha256)))
+    if base.model != variant.model:
+        found.append(Mismatch("model", base.model, variant.model))
+    for key in SAMPLING_KEYS:
+        a, b = base.settings.get(key), variant.settings.get(key)
+        if a != b:
+            found.append(Mismatch(f"settings.{key}", repr(a), repr(b)))
+    return found
+
+
+# ---------------------------------------------------------------- cells and tables
+
+
+@dataclass(frozen=True)
+class Num:
+    value: float | None
+    decimals: int = 2
+    suffix: str = ""
+    signed: bool = False
+
+
+@dataclass(frozen=True)
+class Frac:
+    k: int
+    n: int
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: float
+    low: float
+    high: float
+    decimals: int = 1
+    suffix: str = "%"
+
+
+@dataclass(frozen=True)
+class Sci:
+    value: float | None  # shown to 3 significant digits
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Flag:
+    value: bool
+
+
+@dataclass(frozen=True)
+class Ints:
+    values: tuple[int, ...]
+
+
+Cell = Num | Frac | Interval | Sci | Text | Flag | Ints | None
+
+
+def _round(value: float, decimals: int) -> float:
+    return round(float(value), decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def _sig3(value: float) -> float:
+    return float(f"{value:.3g}")
+
+
+def cell_json(cell: Cell) -> Any:
+    """The number(s) a cell shows, exactly as shown (rounded to the displayed precision)."""
+    if cell is None:
+        return None
+    if isinstance(cell, Num):
+        return None if cell.value is None else _round(cell.value, cell.decimals)
+    if isinstance(cell, Frac):
+        return {"k": cell.k, "n": cell.n}
+    if isinstance(cell, Interval):
+        return {
+            k: _round(v, cell.decimals)
+            for k, v in (("estimate", cell.estimate), ("low", cell.low), ("high", cell.high))
+        }
+    if isinstance(cell, Sci):
+        return None if cell.value is None else _sig3(cell.value)
+    if isinstance(cell, Text):
+        return cell.text
+    if isinstance(cell, Flag):
+        return cell.value
+    return list(cell.values)
+
+
+def _fmt(value: float, decimals: int, signed: bool) -> str:
+    text = f"{_round(value, decimals):{'+' if signed else ''}.{decimals}f}"
+    return text
+
+
+def cell_text(cell: Cell) -> str:
+    """Plain (unescaped) text of a cell; `n/a` for a missing value."""
+    if cell is None:
+        return "n/a"
+    if isinstance(cell, Num):
+        return "n/a" if cell.value is None else _fmt(cell.value, cell.decimals, cell.signed) + cell.suffix
+    if isinstance(cell, Frac):
+        return f"{cell.k}/{cell.n}"
+    if isinstance(cell, Interval):
+        d, s = cell.decimals, cell.suffix
+        return f"{_fmt(cell.estimate, d, True)}{s} [{_fmt(cell.low, d, True)}, {_fmt(cell.high, d, True)}]"
+    if isinstance(cell, Sci):
+        return "n/a" if cell.value is None else f"{_sig3(cell.value):.3g}"
+    if isinstance(cell, Text):
+        return cell.text
+    if isinstance(cell, Flag):
+        return "yes" if cell.value else "no"
+    return ", ".join(str(v) for v in cell.values) if cell.values else "none"
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str  # stable machine name (summary.json)
+    label: str  # shown in the first column
+    cells: list[Cell]
+
+
+@dataclass(frozen=True)
+class Table:
+    id: str
+    title: str
+    reading: str  # one line: what the table says
+    columns: list[str]  # including the first (label) column
+    rows: list[Row]
+    note: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "reading": self.reading,
+            "columns": self.columns,
+            "note": self.note,
+            "rows": [
+                {
+                    "key": r.key,
+                    "label": r.label,
+                    "cells": {c: cell_json(v) for c, v in zip(self.columns[1:], r.cells, strict=True)},
+                }
+                for r in self.rows
+            ],
+        }
+
+
+# ---------------------------------------------------------------- cross-variant data
+
+
+@dataclass(frozen=True)
+class CrossCold:
+    """Base cold vs variant cold outputs of the same input, per dataset."""
+
+    dataset: str
+    n_total: int
+    n_pairs: int
+    text_equal: int
+    pairs: list[Pair]
+
+
+def cross_cold(base: ScoredRun, variant: ScoredRun) -> list[CrossCold]:
+    by_ds: dict[str, list[Key]] = {}
+    for key in base.keys:
+        by_ds.setdefault(key[0], []).append(key)
+    out = []
+    for ds, keys in by_ds.items():
+        pairs = []
+        for key in keys:
+            a, b = ok_record(base.selection, key, "cold"), ok_record(variant.selection, key, "cold")
+            if a is not None and b is not None:
+                pairs.append(Pair(key, 0, a, b, determinism.compare_pair(response(a), response(b))))
+        out.append(CrossCold(ds, len(keys), len(pairs), sum(p.result.text_equal for p in pairs), pairs))
+    return out
+
+
+@dataclass(frozen=True)
+class Change:
+    """A paired bootstrap result in display units (percent for relative changes, points for scores)."""
+
+    estimate: float
+    low: float
+    high: float
+    n_inputs: int
+    n_resamples: int
+    seed: int
+
+
+def _change(result: stats.BootstrapResult, scale: float) -> Change:
+    return Change(
+        result.estimate * scale,
+        result.low * scale,
+        result.high * scale,
+        result.n_inputs,
+        result.n_resamples,
+        result.seed,
+    )
+
+
+def warm_score_change(base: ScoredRun, variant: ScoredRun, dataset: str, seed: int) -> Change | None:
+    """Variant minus base warm score, in points, paired by example (examples scored in both)."""
+    a_scores, b_scores = base.example_scores.get("warm", {}), variant.example_scores.get("warm", {})
+    keys = [k for k in base.keys if k[0] == dataset and k in a_scores and k in b_scores]
+    if not keys:
+        return None
+    a = np.array([100.0 * a_scores[k][0] for k in keys])
+    b = np.array([100.0 * b_scores[k][0] for k in keys])
+    result = stats.paired_bootstrap_difference(a, b, seed=seed, n_resamples=BOOTSTRAP_RESAMPLES)
+    return _change(result, 1.0)
+
+
+def paired_timing(base: ScoredRun, variant: ScoredRun, measure: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-input repetitions [n_inputs, reps] of both runs, inputs with values in both.
+
+    When every kept input has the same number of values on both sides the full matrices are used;
+    otherwise each input contributes the mean of its values (shape [n, 1]), which keeps inputs weighted
+    equally as the bootstrap resamples them.
+    """
+    rb, rv = base.scores.timing.reps, variant.scores.timing.reps
+    rows_a, rows_b = [], []
+    for key in base.keys:
+        a = timing_values(base.selection, key, measure, rb)
+        b = timing_values(variant.selection, key, measure, rv)
+        if a and b:
+            rows_a.append(a)
+            rows_b.append(b)
+    if not rows_a:
+        return np.zeros((0, 1)), np.zeros((0, 1))
+    widths = {len(r) for r in rows_a + rows_b}
+    if len(widths) == 1:
+        return np.array(rows_a, dtype=float), np.array(rows_b, dtype=float)
+    return (
+        np.array([[float(np.mean(r))] for r in rows_a]),
+        np.array([[float(np.mean(r))] for r in rows_b]),
+    )
+
+
+def timing_change(base: ScoredRun, variant: ScoredRun, measure: str, seed: int) -> Change | None:
+    a, b = paired_timing(base, variant, measure)
+    if a.shape[0] < 2 or float(a.mean()) <= 0.0:
+        return None
+    result = stats.paired_bootstrap_relative_change(a, b, seed=seed, n_resamples=BOOTSTRAP_RESAMPLES)
+    return _change(result, 100.0)
+
+
+# ---------------------------------------------------------------- the comparison
+
+
+@dataclass(frozen=True)
+class Comparison:
+    base: ScoredRun
+    variant: ScoredRun
+    mismatches: list[Mismatch]
+    allow_mismatch: bool
+    seed: int
+    cross: list[CrossCold]
+    warm_changes: dict[str, Change | None]  # dataset -> warm score change (points)
+    timing_changes: dict[str, Change | None]  # measure -> relative change (%)
+    execution: str  # "sequential" | "overlapping" | "unknown"
+    warnings: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.scores.run.variant}__{self.variant.scores.run.variant}"
+
+
+def execution_order(base: ScoredRun, variant: ScoredRun) -> str:
+    a, b = base.scores.run, variant.scores.run
+    if not (a.started_at and a.ended_at and b.started_at and b.ended_at):
+        return "unknown"
+    overlap = a.started_at < b.ended_at and b.started_at < a.ended_at
+    return "overlapping" if overlap else "sequential"
+
+
+def comparison_warnings(
+    base: ScoredRun, variant: ScoredRun, mismatches: Sequence[Mismatch], execution: str
+) -> list[str]:
+    warnings = [f"compared despite a mismatch in {m.describe()} (--allow-mismatch)" for m in mismatches]
+    for side, run in (("base", base), ("variant", variant)):
+        warnings += [f"{side} run {run.scores.run.run_id}: {w}" for w in run.scores.run.warnings]
+        warnings += [f"{side} timing: {f}" for f in run.scores.timing.flags]
+    if execution == "overlapping":
+        warnings.append("the two runs overlapped in time: their timings disturbed each other")
+    return warnings
+
+
+def compare(
+    base: ScoredRun, variant: ScoredRun, *, allow_mismatch: bool = False, seed: int = BOOTSTRAP_SEED
+) -> Comparison:
+    """Build the comparison; raises MismatchError when the runs asked different things."""
+    from eval.report_tables import build_tables
+
+    mismatches = find_mismatches(base.loaded.manifest, variant.loaded.manifest)
+    if mismatches and not allow_mismatch:
+        raise MismatchError(mismatches)
+    execution = execution_order(base, variant)
+    comparison = Comparison(
+        base=base,
+        variant=variant,
+        mismatches=mismatches,
+        allow_mismatch=allow_mismatch,
+        seed=seed,
+        cross=cross_cold(base, variant),
+        warm_changes={ds: warm_score_change(base, variant, ds, seed) for ds in base.scores.datasets},
+        timing_changes={m: timing_change(base, variant, m, seed) for m in TIMING_MEASURES},
+        execution=execution,
+        warnings=comparison_warnings(base, variant, mismatches, execution),
+    )
+    comparison.tables.extend(build_tables(comparison))
+    return comparison
+
+
+def summary_json(c: Comparison) -> dict[str, Any]:
+    """summary.json: every number in the tables (as shown), plus run identities and warnings."""
+    from eval.score import to_jsonable
+
+    return {
+        "schema_version": SUMMARY_SCHEMA_VERSION,
+        "base": to_jsonable(c.base.scores.run),
+        "variant": to_jsonable(c.variant.scores.run),
+        "mismatches": to_jsonable(c.mismatches),
+        "allow_mismatch": c.allow_mismatch,
+        "execution": c.execution,
+        "bootstrap": {"seed": c.seed, "n_resamples": BOOTSTRAP_RESAMPLES, "confidence": 0.95},
+        "warnings": c.warnings,
+        "tables": {t.id: t.as_json() for t in c.tables},
+        "divergences": [to_jsonable(d) for d in divergence_list(c)],
+    }
+
+
+@dataclass(frozen=True)
+class DivergentPair:
+    """One diverging pair for the drill-down: which outputs, where they part."""
+
+    kind: str  # e.g. "base cold/warm", "cold base/variant"
+    dataset: str
+    example_id: str
+    repetition: int
+    divergence: Divergence
+    a_label: str
+    b_label: str
+
+
+def divergence_list(c: Comparison) -> list[DivergentPair]:
+    out: list[DivergentPair] = []
+    for side, run in (("base", c.base), ("variant", c.variant)):
+        for name in ("cold_warm", "warm_repeat"):
+            stats_ = run.scores.agreement.get(name)
+            if stats_ is None:
+                continue
+            a, b = stats_.pass_a, stats_.pass_b
+            for d in stats_.divergences:
+                out.append(
+                    DivergentPair(
+                        f"{side} {a}/{b}",
+                        d.dataset,
+                        d.example_id,
+                        d.repetition,
+                        d,
+                        f"{side} {a}",
+                        f"{side} {b}",
+                    )
+                )
+    for cross in c.cross:
+        for p in cross.pairs:
+            r = p.result
+            if r.first_divergence is None:
+                continue
+            d = Divergence(p.key[0], p.key[1], 0, r.first_divergence, r.margin_a, r.margin_b, r.text_equal)
+            out.append(
+                DivergentPair("cold base/variant", p.key[0], p.key[1], 0, d, "base cold", "variant cold")
+            )
+    return out
+
+
+def pair_records(c: Comparison, dp: DivergentPair) -> tuple[Any, Any]:
+    """The two records of a diverging pair (for the drill-down's side-by-side outputs)."""
+    key = (dp.dataset, dp.example_id)
+    if dp.kind.startswith("cold base/variant"):
+        return ok_record(c.base.selection, key, "cold"), ok_record(c.variant.selection, key, "cold")
+    side, passes = dp.kind.split(" ", 1)
+    run = c.base if side == "base" else c.variant
+    pa, pb = passes.split("/")
+    return ok_record(run.selection, key, pa, dp.repetition), ok_record(run.selection, key, pb, dp.repetition)
+
+
+REPORT_MD, SUMMARY_JSON, REPORT_HTML = "report.md", "summary.json", "report.html"
+
+
+def write_reports(c: Comparison, out_dir: Path) -> tuple[Path, Path, Path]:
+    """Write report.md, summary.json and report.html into out_dir (each replaced atomically)."""
+    import json
+
+    from eval.report_html import html_report
+    from eval.report_md import comparison_markdown
+    from eval.score import atomic_write
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = (out_dir / REPORT_MD, out_dir / SUMMARY_JSON, out_dir / REPORT_HTML)
+    atomic_write(paths[0], comparison_markdown(c))
+    atomic_write(paths[1], json.dumps(summary_json(c), indent=2, ensure_ascii=False) + "\n")
+    atomic_write(paths[2], html_report(c))
+    return paths

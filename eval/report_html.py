@@ -1,0 +1,243 @@
+"""`report.html`: one self-contained file (inline CSS and SVG; no script, no external resource).
+
+Sections: run identities and warnings, the four tables (the same cells as report.md), plots (per-input
+warm timing with CIs, divergence positions, top-k logprob delta distribution) and a drill-down of every
+diverging pair, both outputs side by side with the first differing token highlighted.
+
+Every piece of data (model outputs above all) is escaped with `html.escape(..., quote=True)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from eval.compare import Comparison, DivergentPair, Table, cell_text, divergence_list, pair_records
+from eval.record_types import RequestRecord
+from eval.report_md import first_char_difference
+from eval.score import ScoredRun
+from eval.svg_plots import Point, Series, errorbar_plot, grouped_bars, strip_plot
+
+MAX_DRILLDOWN_PAIRS = 200
+BASE_COLOR, VARIANT_COLOR, CROSS_COLOR = "#1f77b4", "#d62728", "#7f7f7f"
+DELTA_BINS = [
+    (0.0, "0"),
+    (1e-6, "≤1e-6"),
+    (1e-5, "≤1e-5"),
+    (1e-4, "≤1e-4"),
+    (1e-3, "≤1e-3"),
+    (1e-2, "≤0.01"),
+    (1e-1, "≤0.1"),
+    (1.0, "≤1"),
+    (float("inf"), ">1"),
+]
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1200px;
+color:#222;padding:0 16px;line-height:1.4}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:8px 0;font-size:.9em}
+th,td{border:1px solid #ccc;padding:3px 8px;text-align:right;vertical-align:top}
+th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}
+.reading{font-weight:600}.note{color:#555;font-size:.9em;max-width:100ch}
+.warn{background:#fff4e5;border-left:4px solid #f0a020;padding:6px 12px}
+.plot{max-width:1000px;display:block;margin:12px 0}.plot-title{font-weight:600;font-size:14px}
+.plot-legend,.tick{font-size:11px;fill:#333}.axis{font-size:12px;fill:#333}.grid{stroke:#e5e5e5}
+details{border:1px solid #ddd;margin:6px 0;padding:4px 8px}summary{cursor:pointer}
+.pair{display:grid;grid-template-columns:1fr 1fr;gap:8px}
+.pair pre{white-space:pre-wrap;word-break:break-word;background:#fafafa;border:1px solid #eee;padding:6px;
+margin:4px 0;max-height:420px;overflow:auto;font-size:.85em}
+mark{background:#ffd54f;outline:1px solid #e65100}.meta{color:#555;font-size:.85em}
+"""
+
+
+def _e(text: object) -> str:
+    return escape(str(text), quote=True)
+
+
+def html_report(c: Comparison) -> str:
+    b, v = c.base.scores.run, c.variant.scores.run
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>lbeval: {_e(b.variant)} vs {_e(v.variant)}</title>",
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>lbeval: {_e(b.variant)} vs {_e(v.variant)}</h1>",
+        _identity(c),
+    ]
+    if c.warnings:
+        parts.append('<div class="warn"><strong>Warnings</strong><ul>')
+        parts += [f"<li>{_e(w)}</li>" for w in c.warnings]
+        parts.append("</ul></div>")
+    for i, table in enumerate(c.tables, start=1):
+        parts.append(render_table(table, i))
+    parts.append("<h2>Plots</h2>")
+    parts += [timing_plot(c), divergence_plot(c), delta_plot(c)]
+    parts.append(drilldown(c))
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _identity(c: Comparison) -> str:
+    rows = []
+    for side, run in (("base", c.base), ("variant", c.variant)):
+        r = run.scores.run
+        rows.append(
+            f"<tr><td>{side}</td><td>{_e(r.variant)}</td><td>{_e(r.run_id)}</td><td>{_e(r.model)}</td>"
+            f"<td>{_e(r.started_at or 'n/a')}</td><td>{_e(r.ended_at or 'n/a')}</td>"
+            f"<td>{'yes' if r.complete else 'no'}</td></tr>"
+        )
+    head = "".join(f"<th>{h}</th>" for h in ("", "variant", "run", "model", "started", "ended", "complete"))
+    s = c.base.scores
+    return (
+        f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+        f'<p class="meta">{s.n_inputs} inputs ({_e(", ".join(s.datasets))}); inputs sha256 '
+        f"{_e(s.run.inputs_sha256)}; execution: {_e(c.execution)}</p>"
+    )
+
+
+def render_table(table: Table, number: int) -> str:
+    head = "".join(f"<th>{_e(col)}</th>" for col in table.columns)
+    body = "".join(
+        f'<tr id="{_e(table.id)}-{_e(r.key)}"><td>{_e(r.label)}</td>'
+        + "".join(f"<td>{_e(cell_text(cell))}</td>" for cell in r.cells)
+        + "</tr>"
+        for r in table.rows
+    )
+    note = f'<p class="note">{_e(table.note)}</p>' if table.note else ""
+    return (
+        f'<h2 id="{_e(table.id)}">{number}. {_e(table.title)}</h2><p class="reading">{_e(table.reading)}</p>'
+        f"<table><tr>{head}</tr>{body}</table>{note}"
+    )
+
+
+# ---------------------------------------------------------------- plots
+
+
+def timing_plot(c: Comparison) -> str:
+    measure, what = "warm_prefill_ms", "warm prefill, server"
+    if not any(t.measures[measure] for t in c.base.scores.timing.per_input):
+        measure, what = "warm_ttft_ms", "warm TTFT, client"
+    categories = [f"{t.dataset}/{t.example_id[:6]}" for t in c.base.scores.timing.per_input]
+    series = [
+        Series(f"{side} ({run.scores.run.variant})", color, _timing_points(run, measure, c.base.keys))
+        for side, run, color in (("base", c.base, BASE_COLOR), ("variant", c.variant, VARIANT_COLOR))
+    ]
+    title = f"Per-input {what} (ms): mean and 95% t-interval over the repetitions"
+    return errorbar_plot(categories, series, "ms", title)
+
+
+def _timing_points(run: ScoredRun, measure: str, keys: Sequence[tuple[str, str]]) -> list[Point | None]:
+    by_key = {(t.dataset, t.example_id): t.measures[measure] for t in run.scores.timing.per_input}
+    points: list[Point | None] = []
+    for key in keys:
+        s = by_key.get(key)
+        points.append(None if s is None else Point(s.mean, s.ci_low, s.ci_high))
+    return points
+
+
+def divergence_plot(c: Comparison) -> str:
+    rows: list[tuple[str, str, Sequence[int]]] = []
+    for side, run, color in (("base", c.base, BASE_COLOR), ("variant", c.variant, VARIANT_COLOR)):
+        for name in ("cold_warm", "warm_repeat"):
+            s = run.scores.agreement.get(name)
+            if s is not None:
+                rows.append((f"{side} {s.pass_a}/{s.pass_b}", color, [d.position for d in s.divergences]))
+    cross = [
+        p.result.first_divergence for x in c.cross for p in x.pairs if p.result.first_divergence is not None
+    ]
+    rows.append(("cold base/variant", CROSS_COLOR, [int(p) for p in cross]))
+    return strip_plot(rows, "token position of the first divergence", "Where outputs diverge")
+
+
+def delta_counts(values: Sequence[float | None]) -> list[int]:
+    counts = [0] * len(DELTA_BINS)
+    for value in values:
+        if value is None:
+            continue
+        index = next(i for i, (edge, _) in enumerate(DELTA_BINS) if value <= edge)
+        counts[index] += 1
+    return counts
+
+
+def delta_plot(c: Comparison) -> str:
+    series = []
+    for name, label in (("cold_warm", "cold/warm outputs"), ("timing_first_token", "first token")):
+        for side, run, color in (("base", c.base, BASE_COLOR), ("variant", c.variant, VARIANT_COLOR)):
+            pairs = run.pairs.get(name, [])
+            shade = color if name == "cold_warm" else color + "88"
+            series.append(
+                (f"{side} {label}", shade, delta_counts([p.result.topk_max_abs_delta for p in pairs]))
+            )
+    bins = [label for _, label in DELTA_BINS]
+    title = "Max |top-k logprob delta| per pair (positions up to the first divergence)"
+    return grouped_bars(bins, series, "max |logprob delta| (nats)", "pairs", title)
+
+
+# ---------------------------------------------------------------- drill-down
+
+
+def highlighted(text: str, at: int) -> str:
+    """Escaped text with the word containing character `at` wrapped in <mark> (nothing if at == len)."""
+    if at >= len(text):
+        return _e(text) + ("<mark>⟨end⟩</mark>" if text else "<mark>⟨empty⟩</mark>")
+    start = at
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    end = at + 1
+    while end < len(text) and not text[end].isspace():
+        end += 1
+    return f"{_e(text[:start])}<mark>{_e(text[start:end])}</mark>{_e(text[end:])}"
+
+
+def _token_at(rec: RequestRecord | None, pos: int) -> str:
+    ids = rec.output_token_ids if rec is not None else None
+    if ids is None:
+        return "n/a"
+    return str(ids[pos]) if pos < len(ids) else "end"
+
+
+def pair_html(c: Comparison, dp: DivergentPair) -> str:
+    a, b = pair_records(c, dp)
+    ta = (a.output_text or "") if a else ""
+    tb = (b.output_text or "") if b else ""
+    d = dp.divergence
+    at = first_char_difference(ta, tb)
+    margins = " / ".join("n/a" if m is None else f"{m:.3g}" for m in (d.margin_a, d.margin_b))
+    meta = (
+        f'<p class="meta"><strong>{_e(dp.kind)}</strong>'
+        + (f" (timing repetition {dp.repetition})" if dp.repetition else "")
+        + f": first differing token #{d.position} (id {_e(_token_at(a, d.position))} vs "
+        f"{_e(_token_at(b, d.position))}); top-1/top-2 margins {_e(margins)}"
+        + (" <strong>near tie</strong>" if d.near_tie else "")
+        + ("; the texts are equal, only the token IDs differ" if ta == tb else "")
+        + "</p>"
+    )
+    cols = "".join(
+        f'<div><div class="meta">{_e(label)}</div><pre>{highlighted(text, at) if ta != tb else _e(text)}</pre></div>'
+        for label, text in ((dp.a_label, ta), (dp.b_label, tb))
+    )
+    return meta + f'<div class="pair">{cols}</div>'
+
+
+def drilldown(c: Comparison) -> str:
+    found = divergence_list(c)
+    parts = [f'<h2 id="divergences">Diverging outputs ({len(found)})</h2>']
+    if not found:
+        return parts[0] + "<p>No pair of outputs diverged.</p>"
+    parts.append(
+        '<p class="note">Each diverging example, both outputs side by side; the word holding the '
+        "first differing character is highlighted. Token positions count generated tokens from 0.</p>"
+    )
+    groups: dict[tuple[str, str], list[DivergentPair]] = {}
+    for dp in found[:MAX_DRILLDOWN_PAIRS]:
+        groups.setdefault((dp.dataset, dp.example_id), []).append(dp)
+    for (ds, ex), dps in groups.items():
+        kinds = ", ".join(f"{dp.kind} @ token {dp.divergence.position}" for dp in dps)
+        parts.append(f"<details><summary>{_e(ds)} / {_e(ex)}: {_e(kinds)}</summary>")
+        parts += [pair_html(c, dp) for dp in dps]
+        parts.append("</details>")
+    if len(found) > MAX_DRILLDOWN_PAIRS:
+        parts.append(f"<p>… and {len(found) - MAX_DRILLDOWN_PAIRS} more pairs (listed in summary.json).</p>")
+    return "\n".join(parts)

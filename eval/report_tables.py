@@ -1,0 +1,398 @@
+"""The four comparison tables as data (typed cells), each with its one-line reading.
+
+Every number a report shows is a cell built here; report_md, report_html and summary.json only render
+these cells (see eval.compare's cell types).
+"""
+
+from __future__ import annotations
+
+from eval.compare import (
+    BOOTSTRAP_RESAMPLES,
+    Cell,
+    Change,
+    Comparison,
+    Flag,
+    Frac,
+    Interval,
+    Ints,
+    Num,
+    Row,
+    Sci,
+    Table,
+    Text,
+)
+from eval.score import NEAR_TIE_MARGIN, DatasetAccuracy, PairStats, RunScores
+
+MAX_POSITIONS_SHOWN = 12
+
+
+def build_tables(c: Comparison) -> list[Table]:
+    return [accuracy_table(c), agreement_table(c), timing_table(c), cache_table(c)]
+
+
+def _sides(c: Comparison) -> tuple[str, str]:
+    return f"base ({c.base.scores.run.variant})", f"variant ({c.variant.scores.run.variant})"
+
+
+def _interval(change: Change | None, suffix: str, decimals: int) -> Cell:
+    if change is None:
+        return None
+    return Interval(change.estimate, change.low, change.high, decimals, suffix)
+
+
+# ---------------------------------------------------------------- 1. accuracy
+
+
+def accuracy_table(c: Comparison) -> Table:
+    base, var = c.base.scores, c.variant.scores
+    acc_b = {a.dataset: a for a in base.accuracy}
+    acc_v = {a.dataset: a for a in var.accuracy}
+    cross = {x.dataset: x for x in c.cross}
+    has_rouge = any(a.metric in ("rouge", "rouge_zh") for a in base.accuracy)
+    columns = [
+        "dataset",
+        "metric",
+        "scored",
+        "base cold",
+        "variant cold",
+        "cold outputs identical",
+        "base warm",
+        "variant warm",
+        "warm change, pts [95% CI]",
+    ]
+    if has_rouge:
+        columns += ["base cold ROUGE-L*", "variant cold ROUGE-L*"]
+    rows = []
+    for ds in base.datasets:
+        b, v = acc_b[ds], acc_v.get(ds)
+        cells: list[Cell] = [Text(b.metric), _scored(b, v)]
+        cells += [_score(b, "cold"), _score(v, "cold"), Frac(cross[ds].text_equal, cross[ds].n_total)]
+        cells += [_score(b, "warm"), _score(v, "warm"), _interval(c.warm_changes.get(ds), "", 2)]
+        if has_rouge:
+            cells += [_rouge(b), _rouge(v)]
+        rows.append(Row(ds, ds, cells))
+    note = ""
+    if has_rouge:
+        note = (
+            "* secondary column: ROUGE-L F-measure from Google's rouge-score package (the official "
+            "score column uses the `rouge` package LongBench uses; the two give different numbers)."
+        )
+    return Table(
+        "accuracy", "Accuracy (official LongBench score, 0-100)", accuracy_reading(c), columns, rows, note
+    )
+
+
+def _score(acc: DatasetAccuracy | None, pass_name: str) -> Cell:
+    ps = acc.passes.get(pass_name) if acc is not None else None
+    return None if ps is None else Num(ps.score, 2)
+
+
+def _rouge(acc: DatasetAccuracy | None) -> Cell:
+    ps = acc.passes.get("cold") if acc is not None else None
+    return None if ps is None else Num(ps.rouge_l, 2)
+
+
+def _scored(*accs: DatasetAccuracy | None) -> Cell:
+    """The fewest examples scored in any of the four score cells, of the dataset's inputs."""
+    counts = [
+        (ps.n_scored, ps.n_total)
+        for acc in accs
+        if acc is not None
+        for p, ps in acc.passes.items()
+        if p in ("cold", "warm")
+    ]
+    if not counts:
+        return None
+    return Frac(min(k for k, _ in counts), max(n for _, n in counts))
+
+
+def accuracy_reading(c: Comparison) -> str:
+    same = sum(x.text_equal for x in c.cross)
+    total = sum(x.n_total for x in c.cross)
+    diffs = []
+    for b in c.base.scores.accuracy:
+        v = next((a for a in c.variant.scores.accuracy if a.dataset == b.dataset), None)
+        bs, vs = b.passes.get("cold"), v.passes.get("cold") if v else None
+        if bs and vs and bs.score is not None and vs.score is not None:
+            diffs.append(abs(vs.score - bs.score))
+    text = f"Cold outputs are identical across the two variants on {same}/{total} inputs"
+    if diffs:
+        text += f"; cold scores differ by at most {max(diffs):.2f} points"
+    changes = [ch for ch in c.warm_changes.values() if ch is not None]
+    if changes:
+        lo, hi = min(ch.low for ch in changes), max(ch.high for ch in changes)
+        text += f"; every warm-score change CI lies within [{lo:+.2f}, {hi:+.2f}] points"
+    return text + "."
+
+
+# ---------------------------------------------------------------- 2. agreement
+
+
+def _frac_equal(s: PairStats | None, attr: str) -> Cell:
+    return None if s is None else Frac(int(getattr(s, attr)), s.n_total)
+
+
+def _near_ties(s: PairStats | None) -> Cell:
+    if s is None:
+        return None
+    return Frac(sum(d.near_tie for d in s.divergences), len(s.divergences))
+
+
+def _positions(s: PairStats | None) -> Cell:
+    if s is None:
+        return None
+    return Ints(tuple(sorted(d.position for d in s.divergences))[:MAX_POSITIONS_SHOWN])
+
+
+AGREEMENT_ROWS: list[tuple[str, str, str, str]] = [
+    # key, label, pair kind, what
+    ("cold_warm_text", "cold/warm outputs equal (text)", "cold_warm", "text_equal"),
+    ("cold_warm_tokens", "cold/warm outputs equal (token IDs)", "cold_warm", "tokens_equal"),
+    (
+        "cold_warm_positions",
+        f"cold/warm first divergence positions (first {MAX_POSITIONS_SHOWN})",
+        "cold_warm",
+        "positions",
+    ),
+    (
+        "cold_warm_near_ties",
+        f"cold/warm divergences at a near tie (margin < {NEAR_TIE_MARGIN})",
+        "cold_warm",
+        "near_ties",
+    ),
+    ("cold_warm_max_delta", "cold/warm max |top-k logprob delta| (full outputs)", "cold_warm", "max_delta"),
+    ("cold_warm_min_overlap", "cold/warm min top-k overlap (full outputs)", "cold_warm", "min_overlap"),
+    ("warm_repeat_text", "warm/repeat outputs equal (text)", "warm_repeat", "text_equal"),
+    ("warm_repeat_tokens", "warm/repeat outputs equal (token IDs)", "warm_repeat", "tokens_equal"),
+    ("first_token", "first token equal, timing cold/warm (N x R)", "timing_first_token", "first_token_equal"),
+    ("first_token_max_delta", "first token max |top-k logprob delta|", "timing_first_token", "max_delta"),
+    ("first_token_min_overlap", "first token min top-k overlap", "timing_first_token", "min_overlap"),
+]
+
+
+def _agreement_cell(scores: RunScores, kind: str, what: str) -> Cell:
+    s = scores.agreement.get(kind)
+    if what == "positions":
+        return _positions(s)
+    if what == "near_ties":
+        return _near_ties(s)
+    if what == "max_delta":
+        return None if s is None else Sci(s.max_delta)
+    if what == "min_overlap":
+        return None if s is None or s.min_overlap is None else Num(s.min_overlap, 0)
+    return _frac_equal(s, what)
+
+
+def agreement_table(c: Comparison) -> Table:
+    rows = [
+        Row(key, label, [_agreement_cell(run.scores, kind, what) for run in (c.base, c.variant)])
+        for key, label, kind, what in AGREEMENT_ROWS
+    ]
+    b, v = c.base.scores.unique, c.variant.scores.unique
+    rows.append(
+        Row(
+            "multiple_outputs",
+            "prompts with more than one distinct output (cold, warm, repeat)",
+            [Frac(b.n_multiple, b.n_prompts), Frac(v.n_multiple, v.n_prompts)],
+        )
+    )
+    return Table(
+        "agreement", "Agreement within each variant", agreement_reading(c), ["measure", *_sides(c)], rows
+    )
+
+
+def _kn(s: PairStats | None, attr: str) -> str:
+    return "n/a" if s is None else f"{getattr(s, attr)}/{s.n_total}"
+
+
+def agreement_reading(c: Comparison) -> str:
+    parts = []
+    for label, kind, attr in (
+        ("cold/warm", "cold_warm", "text_equal"),
+        ("warm/repeat", "warm_repeat", "text_equal"),
+        ("first-token", "timing_first_token", "first_token_equal"),
+    ):
+        vb, vv = c.base.scores.agreement.get(kind), c.variant.scores.agreement.get(kind)
+        parts.append(f"{label} {_kn(vv, attr)} (base {_kn(vb, attr)})")
+    return "Variant " + ", ".join(parts) + "."
+
+
+# ---------------------------------------------------------------- 3. timing
+
+
+TIMING_ROWS = [
+    ("warm_prefill_ms", "warm prefill, server (ms)"),
+    ("warm_ttft_ms", "warm TTFT, client (ms)"),
+    ("cold_prefill_ms", "cold prefill, server (ms)"),
+    ("cold_ttft_ms", "cold TTFT, client (ms)"),
+]
+
+
+def timing_table(c: Comparison) -> Table:
+    tb, tv = c.base.scores.timing, c.variant.scores.timing
+    rows = []
+    for key, label in TIMING_ROWS:
+        ch = c.timing_changes.get(key)
+        rows.append(
+            Row(
+                key,
+                label,
+                [
+                    Num(tb.means.get(key), 1),
+                    Num(tv.means.get(key), 1),
+                    _interval(ch, "%", 1),
+                    Num(ch.n_inputs if ch else 0, 0),
+                ],
+            )
+        )
+    rows.append(Row("reps", "repetitions per input", [Num(tb.reps, 0), Num(tv.reps, 0), None, None]))
+    rows.append(
+        Row(
+            "valid",
+            "timing valid (concurrency 1, no invalid samples)",
+            [Flag(tb.valid), Flag(tv.valid), None, None],
+        )
+    )
+    columns = ["measure", *_sides(c), "change [95% CI]", "inputs"]
+    return Table(
+        "timing",
+        "Timing (mean over inputs of per-input means)",
+        timing_reading(c),
+        columns,
+        rows,
+        timing_note(c),
+    )
+
+
+def timing_reading(c: Comparison) -> str:
+    ch = c.timing_changes.get("warm_prefill_ms")
+    what = "warm prefill (server)"
+    if ch is None:
+        ch, what = c.timing_changes.get("warm_ttft_ms"), "warm TTFT (client)"
+    if ch is None:
+        return "No paired timing data: the timing change cannot be estimated."
+    if ch.high < 0:
+        verdict = f"Variant {what} is {-ch.estimate:.1f}% lower than base (95% CI {-ch.high:.1f}% to {-ch.low:.1f}% lower)"
+    elif ch.low > 0:
+        verdict = f"Variant {what} is {ch.estimate:.1f}% higher than base (95% CI {ch.low:.1f}% to {ch.high:.1f}% higher)"
+    else:
+        verdict = (
+            f"No detectable change in {what}: {ch.estimate:+.1f}%, "
+            f"95% CI {ch.low:+.1f}% to {ch.high:+.1f}% includes 0"
+        )
+    valid = c.base.scores.timing.valid and c.variant.scores.timing.valid
+    return (
+        verdict
+        + f", over {ch.n_inputs} inputs"
+        + ("." if valid else "; timing is flagged invalid (see below).")
+    )
+
+
+def timing_note(c: Comparison) -> str:
+    a, b = c.base.scores.run, c.variant.scores.run
+    note = (
+        f"The interval is a paired bootstrap over inputs ({BOOTSTRAP_RESAMPLES:,} resamples, seed {c.seed}, "
+        "all repetitions of an input kept together): it covers how much the change varies from input to "
+        "input, not machine drift. "
+    )
+    if c.execution == "sequential":
+        note += (
+            f"The runs were executed sequentially (base {a.started_at} to {a.ended_at}, variant "
+            f"{b.started_at} to {b.ended_at}), so anything that made the machine slower or busier during "
+            "one run shifts all its timings and is not in the interval. "
+        )
+    elif c.execution == "overlapping":
+        note += "The runs overlapped in time, so they competed for the machine: these timings are not valid. "
+    else:
+        note += "The runs' start and end times are unknown, so their execution order cannot be checked. "
+    note += (
+        "Within each run, cold and warm timing requests were interleaved per input (concurrency 1), so the "
+        "cold/warm contrast inside a run is protected from slow drift."
+    )
+    return note
+
+
+# ---------------------------------------------------------------- 4. cache and validity
+
+
+def cache_table(c: Comparison) -> Table:
+    rows: list[Row] = []
+    checks = [{x.pass_name: x for x in run.scores.cache} for run in (c.base, c.variant)]
+    passes = list(dict.fromkeys([*checks[0], *checks[1]]))
+    for p in passes:
+        expectation = (checks[0].get(p) or checks[1][p]).expectation
+        rows.append(
+            Row(
+                f"{p}_ok",
+                f"{p}: {expectation}",
+                [Frac(ch[p].ok, ch[p].n_total) if p in ch else None for ch in checks],
+            )
+        )
+    for key, label, attr in (
+        ("invalid_attempts", "invalid warm attempts (cache miss)", "invalid_attempts"),
+        ("recovered", "recovered by the retry", "recovered"),
+    ):
+        rows.append(
+            Row(
+                key,
+                label,
+                [Num(ch["warm"].__getattribute__(attr), 0) if "warm" in ch else None for ch in checks],
+            )
+        )
+    rows.append(
+        Row(
+            "invalid_final",
+            "warm samples still invalid (not scored)",
+            [Num(run.scores.invalid_warm_final, 0) for run in (c.base, c.variant)],
+        )
+    )
+    rows.append(
+        Row(
+            "errors",
+            "errored requests (all passes)",
+            [Num(run.scores.errors, 0) for run in (c.base, c.variant)],
+        )
+    )
+    rows.append(
+        Row(
+            "records",
+            "records / expected",
+            [Frac(run.scores.run.n_records, run.scores.run.expected_records) for run in (c.base, c.variant)],
+        )
+    )
+    rows.append(
+        Row(
+            "torn_lines",
+            "torn record lines dropped",
+            [Num(run.scores.run.torn_lines, 0) for run in (c.base, c.variant)],
+        )
+    )
+    rows.append(
+        Row("complete", "run complete", [Flag(run.scores.run.complete) for run in (c.base, c.variant)])
+    )
+    rows.append(
+        Row("concurrency", "concurrency", [Num(_concurrency(run.scores), 0) for run in (c.base, c.variant)])
+    )
+    return Table("cache", "Cache controls and validity", cache_reading(c), ["check", *_sides(c)], rows)
+
+
+def _concurrency(scores: RunScores) -> float | None:
+    value = scores.timing.concurrency
+    return float(value) if isinstance(value, int | float) else None
+
+
+def cache_reading(c: Comparison) -> str:
+    problems = []
+    for side, run in (("base", c.base), ("variant", c.variant)):
+        s = run.scores
+        unmet = [f"{x.pass_name} {x.ok}/{x.n_total}" for x in s.cache if x.ok < x.n_total]
+        invalid = sum(x.invalid_attempts for x in s.cache if x.pass_name == "warm")
+        items = [f"cache expectation unmet ({', '.join(unmet)})"] if unmet else []
+        items += [f"{invalid} invalid warm attempt(s)"] if invalid else []
+        items += [f"{s.errors} error(s)"] if s.errors else []
+        items += ["incomplete"] if not s.run.complete else []
+        if items:
+            problems.append(f"{side}: " + "; ".join(items))
+    if not problems:
+        return "Every cache check and control met its expectation in both runs; no errors, no invalid warm samples."
+    return "Problems: " + " | ".join(problems) + "."
