@@ -77,10 +77,11 @@ server-model: server-venv
 serve: setup server-model
 	$(LBEVAL) serve --variant $(SPEC)
 
-# Compare the latest runs of two variants (newest manifest under $(RUNS)/<variant>/):
-# writes $(RUNS)/compare/$(BASE)__$(VARIANT)/report.md, summary.json, report.html
+# Compare the latest runs of two variants (newest manifest under $(RUNS)/<variant>/), writing
+# $(RUNS)/compare/$(BASE)__$(VARIANT)/report.md, summary.json, report.html; then the gate decides the exit code.
 compare: setup
 	$(LBEVAL) compare $(BASE) $(VARIANT) --runs $(RUNS)
+	$(LBEVAL) gate $(BASE) $(VARIANT) --runs $(RUNS) $(if $(POLICY),--policy $(POLICY)) $(if $(JUNIT),--junit $(JUNIT))
 
 # Release gate on the same two runs: exit 0 pass, 1 a rule fails, 2 no verdict.
 # POLICY=file.toml overrides the shipped eval/policy_default.toml; JUNIT=file.xml also writes JUnit XML.
