@@ -191,8 +191,10 @@ def dumps_record(rec: RequestRecord) -> bytes:
     return (json.dumps(record_to_dict(rec), ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
-def record_from_dict(obj: dict[str, Any]) -> RequestRecord:
-    """Build a RequestRecord; raises ValueError/KeyError/TypeError on a malformed object."""
+def record_from_dict(obj: dict[str, Any], *, with_topk: bool = True) -> RequestRecord:
+    """Build a RequestRecord; raises ValueError/KeyError/TypeError on a malformed object.
+
+    `with_topk=False` skips decoding the top-k (left None): a light read for resuming."""
     version = obj.get("schema_version")
     if version != RECORD_SCHEMA_VERSION:
         raise ValueError(f"record schema_version {version!r}, this lbeval reads {RECORD_SCHEMA_VERSION}")
@@ -204,7 +206,7 @@ def record_from_dict(obj: dict[str, Any]) -> RequestRecord:
     timings = obj.get("timings")
     kwargs["timings"] = None if timings is None else ClientTimings(**timings)
     topk = obj.get("topk")
-    kwargs["topk"] = None if topk is None else decode_topk(topk)
+    kwargs["topk"] = None if topk is None or not with_topk else decode_topk(topk)
     return RequestRecord(**kwargs)
 
 
@@ -216,7 +218,7 @@ class ScanResult:
     tail_torn: bool  # the last line is incomplete (no newline) or unreadable: a killed writer
 
 
-def scan_records(path: Path) -> ScanResult:
+def scan_records(path: Path, *, with_topk: bool = True) -> ScanResult:
     """Read a records file, skipping unreadable lines (reported by line number)."""
     if not path.exists():
         return ScanResult([], [], 0, False)
@@ -235,7 +237,7 @@ def scan_records(path: Path) -> ScanResult:
         try:
             if not complete:
                 raise ValueError("no newline")
-            records.append(record_from_dict(json.loads(line)))
+            records.append(record_from_dict(json.loads(line), with_topk=with_topk))
         except (ValueError, KeyError, TypeError):
             torn.append(lineno)
             continue
@@ -246,8 +248,10 @@ def scan_records(path: Path) -> ScanResult:
 
 
 def repair_records(path: Path) -> ScanResult:
-    """Before appending: drop a torn last line (a killed writer); refuse a damaged line elsewhere."""
-    scan = scan_records(path)
+    """Before appending: drop a torn last line (a killed writer); refuse a damaged line elsewhere.
+
+    The records returned are light (topk None)."""
+    scan = scan_records(path, with_topk=False)
     if not scan.torn_lines:
         return scan
     if scan.torn_lines != [scan.torn_lines[0]] or not scan.tail_torn:

@@ -1,0 +1,484 @@
+"""Talking to an OpenAI-compatible (vLLM) server: request building (pure) and a small client.
+
+`build_request` turns one InputRow plus the pass settings into the keyword arguments of the openai package's
+`create` call (vLLM-specific parameters under `extra_body`); it is a pure function, tested by dict equality.
+
+`Client.send` posts it through the openai package but reads the raw body itself: a 512-token answer with
+top-20 logprobs is about 1.4 MB of JSON, which pydantic models would take tens of milliseconds to build, while a
+typed msgspec decode that skips what lbeval does not keep takes a few. Non-OpenAI endpoints (/metrics,
+/version, /tokenize, /reset_prefix_cache) go through httpx. The API key is held only by the two HTTP clients.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import httpx2
+import msgspec
+import openai
+
+from eval.inputs import InputRow
+from eval.record_types import ClientTimings, TopK, Usage
+
+TOKEN_ID_PREFIX = "token_id:"
+ENDPOINTS = {"chat": "chat", "raw": "completions"}
+
+
+@dataclass(frozen=True)
+class RequestSettings:
+    """What every request of a run shares (recorded in the manifest; changing it refuses a resume)."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0
+    top_logprobs: int = 20
+    chat_template_kwargs: dict[str, Any] | None = field(default_factory=lambda: {"enable_thinking": False})
+    max_tokens_override: int | None = None  # replaces every example's max_tokens (smoke runs)
+
+
+def endpoint_for(row: InputRow) -> str:
+    """ "chat" (/v1/chat/completions) for chat datasets, "completions" (/v1/completions) for raw ones."""
+    try:
+        return ENDPOINTS[row.mode]
+    except KeyError:
+        raise ValueError(f"{row.dataset}/{row.id}: unknown mode {row.mode!r}") from None
+
+
+def build_request(
+    row: InputRow,
+    settings: RequestSettings,
+    *,
+    model: str,
+    cache_salt: str | None,
+    stream: bool,
+    max_tokens: int | None = None,
+    prompt: str | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments for `client.chat.completions.create` or `client.completions.create`.
+
+    `max_tokens` overrides the example's limit (timing passes and re-primes use 1); `prompt` replaces the
+    example's prompt (the sibling-prefix control). Never sets `prompt_logprobs`: vLLM skips prefix-cache reads
+    for such requests, which would make a warm pass cold.
+    """
+    endpoint = endpoint_for(row)
+    text = row.prompt if prompt is None else prompt
+    limit = max_tokens if max_tokens is not None else (settings.max_tokens_override or row.max_tokens)
+    req: dict[str, Any] = {"model": model}
+    if endpoint == "chat":
+        req["messages"] = [{"role": "user", "content": text}]
+    else:
+        req["prompt"] = text
+    req.update(temperature=settings.temperature, top_p=settings.top_p, seed=settings.seed, max_tokens=limit)
+    if endpoint == "chat":
+        req.update(logprobs=True, top_logprobs=settings.top_logprobs)
+    else:
+        req["logprobs"] = settings.top_logprobs
+    req["stream"] = stream
+    if stream:
+        req["stream_options"] = {"include_usage": True}
+    extra: dict[str, Any] = {"return_tokens_as_token_ids": True}
+    if endpoint == "chat" and settings.chat_template_kwargs is not None:
+        extra["chat_template_kwargs"] = dict(settings.chat_template_kwargs)
+    if cache_salt is not None:
+        extra["cache_salt"] = cache_salt
+    if row.stop_token_ids:
+        extra["stop_token_ids"] = list(row.stop_token_ids)
+        extra["min_tokens"] = 1
+    req["extra_body"] = extra
+    return req
+
+
+def wire_body(request: dict[str, Any]) -> dict[str, Any]:
+    """The JSON body the server receives (extra_body merged in)."""
+    body = {k: v for k, v in request.items() if k != "extra_body"}
+    body.update(request.get("extra_body") or {})
+    return body
+
+
+def request_settings(request: dict[str, Any]) -> dict[str, Any]:
+    """What a record keeps of a request: the body minus the prompt text (never credentials)."""
+    return {k: v for k, v in wire_body(request).items() if k not in ("messages", "prompt")}
+
+
+# --- wire types (only what lbeval keeps; msgspec skips the rest, e.g. the per-token "bytes" arrays) ---------
+
+
+class _Details(msgspec.Struct):
+    cached_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    prompt_tokens_details: _Details | None = None
+
+
+# gc=False: these hold only str/float (no cycles); 10,000 of them per answer would otherwise wake the collector
+class _ChatAlt(msgspec.Struct, gc=False):
+    token: str
+    logprob: float | None = None
+
+
+class _ChatTok(msgspec.Struct, gc=False):
+    token: str
+    logprob: float | None = None
+    top_logprobs: list[_ChatAlt] | None = None
+
+
+class _ChatLogprobs(msgspec.Struct):
+    content: list[_ChatTok] | None = None
+
+
+class _CmplLogprobs(msgspec.Struct):
+    tokens: list[str] | None = None
+    token_logprobs: list[float | None] | None = None
+    top_logprobs: list[dict[str, float | None] | None] | None = None
+
+
+class _Message(msgspec.Struct):
+    content: str | None = None
+
+
+class _ErrorBody(msgspec.Struct):
+    message: str | None = None
+    code: int | str | None = None
+
+
+class _ChatChoice(msgspec.Struct):
+    message: _Message | None = None  # whole body
+    delta: _Message | None = None  # stream chunk
+    logprobs: _ChatLogprobs | None = None
+    finish_reason: str | None = None
+
+
+class _CmplChoice(msgspec.Struct):
+    text: str | None = None
+    logprobs: _CmplLogprobs | None = None
+    finish_reason: str | None = None
+
+
+class _ChatBody(msgspec.Struct):
+    choices: list[_ChatChoice] | None = None
+    usage: _Usage | None = None
+    error: _ErrorBody | str | None = None
+    message: str | None = None  # older vLLM error shape {"object": "error", "message": ..., "code": ...}
+    code: int | str | None = None
+
+
+class _CmplBody(msgspec.Struct):
+    choices: list[_CmplChoice] | None = None
+    usage: _Usage | None = None
+    error: _ErrorBody | str | None = None
+    message: str | None = None
+    code: int | str | None = None
+
+
+_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
+    "chat": msgspec.json.Decoder(_ChatBody),
+    "completions": msgspec.json.Decoder(_CmplBody),
+}
+
+
+# --- responses and failures --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Response:
+    text: str
+    token_ids: list[int]
+    topk: TopK | None
+    usage: Usage
+    timings: ClientTimings
+    finish_reason: str | None
+
+
+class RequestFailed(Exception):
+    """A request that did not produce a response. `retryable` failures are retried with backoff."""
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool, refused: bool = False):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.retryable = retryable
+        self.refused = refused  # the connection was refused: the server was down (maybe restarting)
+
+
+def _status_failure(status: int, message: str) -> RequestFailed:
+    retryable = status >= 500 or status in (408, 409, 429)
+    return RequestFailed(f"HTTP {status}: {message}", status=status, retryable=retryable)
+
+
+def _error_message(body: bytes) -> str:
+    try:
+        obj = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return body[:500].decode("utf-8", "replace").strip() or "(empty body)"
+    if isinstance(obj, dict):
+        err = obj.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        for key in ("message", "detail", "error"):
+            if obj.get(key):
+                return str(obj[key])
+    return str(obj)[:500]
+
+
+# --- parsing -----------------------------------------------------------------------------------------------
+
+
+class _Accumulator:
+    """Collects text, token ids and top-k from a whole body or from stream chunks."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+        self.text: list[str] = []
+        self.ids: list[int] = []
+        self.top_ids: list[list[int]] = []
+        self.top_lps: list[list[float]] = []
+        self.chosen: list[float] = []
+        self.finish_reason: str | None = None
+        self.usage: _Usage | None = None
+        self.saw_logprobs = False
+
+    def add(self, body: Any) -> bool:
+        """Add one decoded body or chunk; True when it carried generated tokens or text."""
+        if body.error is not None or (body.choices is None and body.message):
+            err = body.error
+            msg = err if isinstance(err, str) else (err.message if err is not None else body.message)
+            code = err.code if isinstance(err, _ErrorBody) else body.code
+            status = int(code) if isinstance(code, int) or (isinstance(code, str) and code.isdigit()) else 500
+            raise _status_failure(status, str(msg))
+        if body.usage is not None:
+            self.usage = body.usage
+        got = False
+        for choice in body.choices or ():
+            if isinstance(choice, _ChatChoice):
+                msg = choice.message or choice.delta
+                piece = msg.content if msg is not None else None
+            else:
+                piece = choice.text
+            if piece:
+                self.text.append(piece)
+                got = True
+            if choice.logprobs is not None:
+                got = self._add_logprobs(choice.logprobs) or got
+            if choice.finish_reason is not None:
+                self.finish_reason = choice.finish_reason
+        return got
+
+    def _add_logprobs(self, lp: Any) -> bool:
+        self.saw_logprobs = True
+        try:
+            if isinstance(lp, _ChatLogprobs):
+                return self._add_chat(lp)
+            return self._add_completions(lp)
+        except ValueError:
+            raise RequestFailed(
+                "the server did not return tokens as 'token_id:N' (return_tokens_as_token_ids unsupported?)",
+                retryable=False,
+            ) from None
+
+    def _add_chat(self, lp: _ChatLogprobs) -> bool:
+        for tok in lp.content or ():
+            if not tok.token.startswith(TOKEN_ID_PREFIX):
+                raise ValueError(tok.token)
+            self.ids.append(int(tok.token[9:]))
+            self.chosen.append(_nan_if_none(tok.logprob))
+            alts = tok.top_logprobs or ()
+            self.top_ids.append([int(a.token[9:]) for a in alts])
+            self.top_lps.append(_no_none([a.logprob for a in alts]))
+        return bool(lp.content)
+
+    def _add_completions(self, lp: _CmplLogprobs) -> bool:
+        tokens = lp.tokens or []
+        chosen = lp.token_logprobs or [None] * len(tokens)
+        tops = lp.top_logprobs or [None] * len(tokens)
+        for tok, value, top in zip(tokens, chosen, tops, strict=True):
+            if not tok.startswith(TOKEN_ID_PREFIX):
+                raise ValueError(tok)
+            self.ids.append(int(tok[9:]))
+            self.chosen.append(_nan_if_none(value))
+            top = top or {}
+            self.top_ids.append([int(k[9:]) for k in top])
+            self.top_lps.append(_no_none(list(top.values())))
+        return bool(tokens)
+
+    def response(self, timings: ClientTimings) -> Response:
+        u = self.usage
+        usage = Usage(
+            prompt_tokens=u.prompt_tokens if u else None,
+            completion_tokens=u.completion_tokens if u else None,
+            cached_tokens=u.prompt_tokens_details.cached_tokens if u and u.prompt_tokens_details else None,
+        )
+        topk = TopK(self.top_ids, self.top_lps, self.chosen) if self.saw_logprobs else None
+        return Response("".join(self.text), self.ids, topk, usage, timings, self.finish_reason)
+
+
+def _nan_if_none(value: float | None) -> float:
+    return float("nan") if value is None else value
+
+
+def _no_none(values: list[float | None]) -> list[float]:
+    """A missing logprob (null) becomes NaN; the common case costs one C-level scan."""
+    if None in values:
+        return [_nan_if_none(v) for v in values]
+    return values  # type: ignore[return-value]
+
+
+def parse_body(endpoint: str, raw: bytes, timings: ClientTimings) -> Response:
+    """Parse a whole (non-streamed) response body."""
+    acc = _Accumulator(endpoint)
+    try:
+        acc.add(_DECODERS[endpoint].decode(raw))
+    except msgspec.DecodeError as exc:
+        raise RequestFailed(f"unreadable response body ({exc})", retryable=True) from None
+    return acc.response(timings)
+
+
+def parse_stream(
+    endpoint: str, lines: Iterator[str], sent_at: float, t0: float, clock: Any = time.perf_counter
+) -> Response:
+    """Parse server-sent events until `data: [DONE]`; the first chunk with tokens sets the TTFT."""
+    acc = _Accumulator(endpoint)
+    decoder = _DECODERS[endpoint]
+    first: float | None = None
+    done = False
+    for line in lines:
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            done = True
+            break
+        try:
+            got = acc.add(decoder.decode(payload))
+        except msgspec.DecodeError as exc:
+            raise RequestFailed(f"unreadable stream chunk ({exc})", retryable=True) from None
+        if got and first is None:
+            first = clock() - t0
+    if not done:
+        raise RequestFailed("the stream ended before data: [DONE]", retryable=True)
+    return acc.response(ClientTimings(sent_at=sent_at, first_token_s=first, done_s=clock() - t0))
+
+
+# --- the client ----------------------------------------------------------------------------------------------
+
+
+def root_url(base_url: str) -> str:
+    """http://host:8000/v1 -> http://host:8000 (where vLLM serves /metrics, /version, /tokenize...)."""
+    base = base_url.rstrip("/")
+    return base[: -len("/v1")] if base.endswith("/v1") else base
+
+
+_TRANSPORT_ERRORS = (httpx2.TransportError, httpx2.StreamError, httpx.TransportError, OSError)
+
+
+class Client:
+    """One server. Methods raise RequestFailed; nothing here retries (the pass runner does)."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = 600.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.root = root_url(self.base_url)
+        timeout = httpx2.Timeout(timeout_s, connect=min(10.0, timeout_s))
+        self._oa = openai.OpenAI(
+            base_url=self.base_url, api_key=api_key or "EMPTY", max_retries=0, timeout=timeout
+        )
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(
+            timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)), headers=headers
+        )
+
+    def close(self) -> None:
+        self._oa.close()
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send(self, endpoint: str, request: dict[str, Any]) -> Response:
+        """Send one request built by build_request; streams when request["stream"] is true."""
+        resource = self._oa.chat.completions if endpoint == "chat" else self._oa.completions
+        sent_at = time.time()
+        t0 = time.perf_counter()
+        try:
+            with resource.with_streaming_response.create(**request) as raw:
+                if request.get("stream"):
+                    return parse_stream(endpoint, raw.iter_lines(), sent_at, t0)
+                body = raw.read()
+                done = time.perf_counter() - t0
+                return parse_body(
+                    endpoint, body, ClientTimings(sent_at=sent_at, first_token_s=None, done_s=done)
+                )
+        except openai.APIStatusError as exc:
+            raise _status_failure(exc.status_code, _error_message(exc.response.read())) from None
+        except openai.APIConnectionError as exc:
+            refused = isinstance(exc.__cause__, httpx2.ConnectError | ConnectionRefusedError)
+            raise RequestFailed(
+                f"connection failed: {exc.__cause__ or exc}", retryable=True, refused=refused
+            ) from None
+        except _TRANSPORT_ERRORS as exc:
+            raise RequestFailed(f"connection lost: {type(exc).__name__}: {exc}", retryable=True) from None
+
+    # non-OpenAI endpoints
+
+    def _call(self, method: str, url: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        try:
+            resp = self._http.request(method, url, json=body)
+        except httpx.ConnectError as exc:
+            raise RequestFailed(f"connection failed: {exc}", retryable=True, refused=True) from None
+        except httpx.TransportError as exc:
+            raise RequestFailed(f"connection lost: {exc}", retryable=True) from None
+        if resp.status_code >= 400:
+            raise _status_failure(resp.status_code, _error_message(resp.content))
+        return resp
+
+    def get_json(self, path: str, *, v1: bool = False) -> Any:
+        return self._call("GET", (self.base_url if v1 else self.root) + path).json()
+
+    def post_json(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        resp = self._call("POST", self.root + path, body)
+        return resp.json() if resp.content.strip() else None
+
+    def metrics_text(self) -> str:
+        return self._call("GET", self.root + "/metrics").text
+
+    def models(self) -> list[dict[str, Any]]:
+        data = self.get_json("/models", v1=True)
+        return list(data.get("data") or []) if isinstance(data, dict) else []
+
+    def version(self) -> str | None:
+        data = self.get_json("/version")
+        return str(data.get("version")) if isinstance(data, dict) and data.get("version") else None
+
+    def reset_prefix_cache(self) -> bool:
+        """POST /reset_prefix_cache; True only when the server says it reset (vLLM can answer success false)."""
+        data = self.post_json("/reset_prefix_cache")
+        if isinstance(data, dict) and "success" in data:
+            return bool(data["success"])
+        return data is None  # older vLLM: 200 with an empty body
+
+    def tokenize(
+        self,
+        model: str,
+        *,
+        prompt: str | None = None,
+        messages: list[dict[str, str]] | None = None,
+        chat_template_kwargs: dict[str, Any] | None = None,
+    ) -> list[int]:
+        body: dict[str, Any] = {"model": model}
+        if messages is not None:
+            body["messages"] = messages
+            body["add_generation_prompt"] = True
+            if chat_template_kwargs is not None:
+                body["chat_template_kwargs"] = chat_template_kwargs
+        else:
+            body["prompt"] = prompt
+        data = self.post_json("/tokenize", body)
+        return [int(t) for t in data["tokens"]]

@@ -1,0 +1,113 @@
+"""`lbeval run`: send the prepared inputs to a running server in cold/warm/repeat/timing passes, record all.
+
+Argument parsing only; the work is `eval.runner.execute_run(config_from_args(args))`. The last line printed
+on stdout is the run directory (for `make eval`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from eval.client import RequestSettings
+from eval.errors import ConfigError
+from eval.passes import PASS_CHOICES, RetryPolicy
+from eval.records import read_manifest
+from eval.runner import DEFAULT_PASSES, RunConfig, execute_run
+
+HELP = "Send the inputs to a server in cold/warm/repeat/timing passes and record every request (resumable)."
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--variant", required=True, help="name of the server variant (letters, digits, . _ -)")
+    p.add_argument("--inputs", type=Path, required=True, help="inputs manifest written by `lbeval prepare`")
+    p.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--model", help="served model id (default: the first one /v1/models lists)")
+    p.add_argument(
+        "--api-key-env", metavar="VAR", help="environment variable holding the API key (never stored)"
+    )
+    p.add_argument(
+        "--passes", default=",".join(DEFAULT_PASSES), help=f"comma list of {', '.join(PASS_CHOICES)}"
+    )
+    p.add_argument("--timing-reps", type=int, default=5, help="timing repetitions per input (default 5)")
+    p.add_argument("--concurrency", type=int, default=1, help="units in flight (timing is valid only at 1)")
+    p.add_argument(
+        "--cold", choices=["salt", "reset"], default="salt", help="how cold requests miss the cache"
+    )
+    p.add_argument("--out", type=Path, default=Path("runs"), help="runs folder (default runs/)")
+    p.add_argument("--run-id", help="run directory name (default: derived from the inputs file's hash)")
+    req = p.add_argument_group("request settings")
+    req.add_argument("--seed", type=int, default=0, help="sampling seed sent with every request (default 0)")
+    req.add_argument(
+        "--top-logprobs", type=int, default=20, help="top-k logprobs per token (0-20, default 20)"
+    )
+    req.add_argument("--max-tokens", type=int, help="replace every example's output limit (smoke runs)")
+    req.add_argument(
+        "--chat-template-kwargs",
+        default='{"enable_thinking": false}',
+        help="JSON object for chat_template_kwargs, or 'none' (default %(default)s)",
+    )
+    req.add_argument(
+        "--stream-all", action="store_true", help="stream cold/warm/repeat too (TTFT on every request)"
+    )
+    net = p.add_argument_group("retries")
+    net.add_argument("--retries", type=int, default=4, help="retries of connection errors, timeouts and 5xx")
+    net.add_argument("--backoff", type=float, default=1.0, help="first retry wait in seconds (doubles)")
+    net.add_argument("--timeout", type=float, default=600.0, help="per-request timeout in seconds")
+    p.add_argument("--quiet", action="store_true", help="no progress bars (CI logs)")
+
+
+def _template_kwargs(text: str) -> dict[str, object] | None:
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--chat-template-kwargs: not JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise ConfigError("--chat-template-kwargs: must be a JSON object or 'none'")
+    return value
+
+
+def config_from_args(args: argparse.Namespace, base_url: str | None = None) -> RunConfig:
+    url = base_url or args.base_url
+    if not url:
+        raise ConfigError("give --base-url (the server's .../v1 URL)")
+    if args.retries < 0 or args.backoff < 0 or args.timeout <= 0:
+        raise ConfigError("--retries and --backoff must be >= 0, --timeout > 0")
+    return RunConfig(
+        variant=args.variant,
+        inputs=args.inputs,
+        base_url=url,
+        out=args.out,
+        model=args.model,
+        api_key_env=args.api_key_env,
+        passes=tuple(p.strip() for p in args.passes.split(",") if p.strip()),
+        timing_reps=args.timing_reps,
+        concurrency=args.concurrency,
+        cold_mode=args.cold,
+        request=RequestSettings(
+            seed=args.seed,
+            top_logprobs=args.top_logprobs,
+            chat_template_kwargs=_template_kwargs(args.chat_template_kwargs),
+            max_tokens_override=args.max_tokens,
+        ),
+        stream_all=args.stream_all,
+        retry=RetryPolicy(retries=args.retries, backoff_s=args.backoff),
+        timeout_s=args.timeout,
+        run_id=args.run_id,
+        quiet=args.quiet,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    run_dir = execute_run(config_from_args(args))
+    manifest = read_manifest(run_dir)
+    for warning in manifest.warnings:
+        print(f"lbeval run: warning: {warning}", file=sys.stderr)
+    state = "complete" if manifest.complete else "INCOMPLETE (re-run the same command to resume)"
+    print(f"lbeval run: {manifest.stats.get('records', 0)} records, {state}", file=sys.stderr)
+    print(run_dir)
+    return 0 if manifest.complete else 3

@@ -1,0 +1,158 @@
+"""Prometheus text exposition (vLLM's /metrics): parsing, and counter/histogram deltas between two scrapes.
+
+Only what lbeval reads is kept by default (the `vllm:` metrics and `process_start_time_seconds`); values of
+the same metric with different labels (engines, finished reasons) are summed unless a label filter is given.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+# the histograms whose per-request deltas a record keeps, by record key
+REQUEST_HISTOGRAMS = {
+    "prefill_time_s": "vllm:request_prefill_time_seconds",
+    "queue_time_s": "vllm:request_queue_time_seconds",
+    "ttft_s": "vllm:time_to_first_token_seconds",
+}
+# counters a record keeps, by record key
+REQUEST_COUNTERS = {
+    "prefix_cache_queries": "vllm:prefix_cache_queries",
+    "prefix_cache_hits": "vllm:prefix_cache_hits",
+}
+CACHE_CONFIG_INFO = "vllm:cache_config_info"
+PROCESS_START = "process_start_time_seconds"
+
+_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
+_ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
+
+Labels = tuple[tuple[str, str], ...]
+
+
+def _unescape(value: str) -> str:
+    return re.sub(r'\\[\\"n]', lambda m: _ESCAPES[m.group(0)], value) if "\\" in value else value
+
+
+def _parse_labels(text: str) -> Labels:
+    out: list[tuple[str, str]] = []
+    pos = 0
+    while pos < len(text):
+        m = _LABEL.match(text, pos)
+        if m is None:
+            raise ValueError(f"bad label set {{{text}}}")
+        out.append((m.group(1), _unescape(m.group(2))))
+        pos = m.end()
+    return tuple(out)
+
+
+def _parse_value(text: str) -> float:
+    special = {"+Inf": math.inf, "-Inf": -math.inf, "NaN": math.nan}
+    return special[text] if text in special else float(text)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One scrape: metric sample name -> list of (labels, value)."""
+
+    samples: dict[str, list[tuple[Labels, float]]] = field(default_factory=dict)
+
+    def values(self, name: str, **match: str) -> list[float]:
+        return [
+            v for labels, v in self.samples.get(name, ()) if all((k, x) in labels for k, x in match.items())
+        ]
+
+    def total(self, name: str, **match: str) -> float | None:
+        """Sum over label sets; None when the metric is absent."""
+        vals = self.values(name, **match)
+        return math.fsum(vals) if vals else None
+
+    def counter(self, name: str) -> float | None:
+        """A counter by its base name (prometheus_client exposes `<name>_total`)."""
+        value = self.total(name + "_total")
+        return value if value is not None else self.total(name)
+
+    def info_labels(self, name: str) -> dict[str, str] | None:
+        """Labels of an info-style gauge such as vllm:cache_config_info (the first label set)."""
+        entries = self.samples.get(name)
+        return dict(entries[0][0]) if entries else None
+
+
+def parse_metrics(text: str, prefixes: tuple[str, ...] | None = ("vllm:", PROCESS_START)) -> Snapshot:
+    """Parse exposition text; keep samples whose name starts with one of `prefixes` (None: keep all)."""
+    samples: dict[str, list[tuple[Labels, float]]] = {}
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line[0] == "#":
+            continue
+        if prefixes is not None and not line.startswith(prefixes):
+            continue
+        try:
+            brace = line.find("{")
+            space = line.find(" ")
+            if brace != -1 and (space == -1 or brace < space):
+                end = line.rindex("}")
+                name, labels, rest = line[:brace], _parse_labels(line[brace + 1 : end]), line[end + 1 :]
+            else:
+                name, labels, rest = line[:space], (), line[space:]
+            value = _parse_value(rest.split()[0])
+        except (ValueError, IndexError) as exc:
+            raise ValueError(f"/metrics line {lineno}: cannot parse {raw[:120]!r} ({exc})") from None
+        samples.setdefault(name, []).append((labels, value))
+    return Snapshot(samples)
+
+
+def counter_delta(before: Snapshot, after: Snapshot, name: str) -> float | None:
+    a, b = before.counter(name), after.counter(name)
+    return None if a is None or b is None else b - a
+
+
+@dataclass(frozen=True)
+class HistogramDelta:
+    count: float
+    sum: float
+
+
+def histogram_delta(before: Snapshot, after: Snapshot, name: str) -> HistogramDelta | None:
+    counts = (before.total(name + "_count"), after.total(name + "_count"))
+    sums = (before.total(name + "_sum"), after.total(name + "_sum"))
+    if None in counts or None in sums:
+        return None
+    return HistogramDelta(count=counts[1] - counts[0], sum=sums[1] - sums[0])  # type: ignore[operator]
+
+
+def went_backwards(before: Snapshot, after: Snapshot) -> bool:
+    """True when the server restarted between the scrapes: its start time changed or a counter decreased."""
+    s0, s1 = before.total(PROCESS_START), after.total(PROCESS_START)
+    if s0 is not None and s1 is not None and s0 != s1:
+        return True
+    for name in (*REQUEST_COUNTERS.values(), "vllm:request_success"):
+        d = counter_delta(before, after, name)
+        if d is not None and d < 0:
+            return True
+    return any(
+        (h := histogram_delta(before, after, name)) is not None and h.count < 0
+        for name in REQUEST_HISTOGRAMS.values()
+    )
+
+
+def request_deltas(before: Snapshot, after: Snapshot) -> dict[str, float]:
+    """What one request changed, for a record's server_metrics (only meaningful at concurrency 1).
+
+    Histogram sums are kept only when exactly one observation was added (`requests` says how many were)."""
+    out: dict[str, float] = {}
+    requests: float | None = None
+    for key, name in REQUEST_HISTOGRAMS.items():
+        h = histogram_delta(before, after, name)
+        if h is None:
+            continue
+        requests = h.count if requests is None else requests
+        if h.count == 1:
+            out[key] = h.sum
+    for key, name in REQUEST_COUNTERS.items():
+        d = counter_delta(before, after, name)
+        if d is not None:
+            out[key] = d
+    if requests is not None:
+        out["requests"] = requests
+    return out

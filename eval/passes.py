@@ -1,0 +1,532 @@
+"""Passes: the schedule of requests per input, cache-state verification, and executing one unit of work.
+
+A *unit* is what must run back to back on one server for its cache state to mean something:
+    main unit of an input     cold -> warm -> repeat -> control_salt -> control_sibling
+    timing unit r of an input timing_cold r -> timing_warm r   (max_tokens=1, streamed for TTFT)
+Units of one input run in that order (main, then timing r = 0..R-1: cold and warm interleaved per input).
+
+Verification per request (vLLM caches whole blocks and never the last prompt token):
+    cold, timing_cold, control_salt   must report 0 cached tokens
+    warm, repeat, timing_warm         must report floor((prompt_tokens - 1) / block) * block cached tokens
+    control_sibling                   must hit the blocks of the prefix it shares with the input's prompt
+A cold that hit is retried once with a fresh salt; a warm/repeat that missed is re-primed (same prompt and
+salt, max_tokens=1, not recorded) and retried once. The failing attempt stays on disk as `invalid`.
+A server restart noticed inside a group (process start time or counters went back, connection refused) marks
+the request `invalid` and re-runs the whole group from cold as group g+1.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from eval.client import (
+    Client,
+    RequestFailed,
+    RequestSettings,
+    Response,
+    build_request,
+    endpoint_for,
+    request_settings,
+)
+from eval.errors import LbevalError
+from eval.inputs import InputRow, sha256_text
+from eval.metrics_text import Snapshot, parse_metrics, request_deltas, went_backwards
+from eval.record_types import RequestRecord, Usage
+from eval.specs import get_spec
+
+PASS_CHOICES = ("cold", "warm", "repeat", "timing", "controls")
+MAIN_ORDER = ("cold", "warm", "repeat")
+SIBLING_QUESTION = "\n\nQuestion: Which topic does the text above discuss first?\n\nAnswer:"
+MAX_GROUP_RESTARTS = 3
+
+
+@dataclass(frozen=True)
+class Step:
+    pass_name: str
+    repetition: int = 0
+    salt: str = (
+        "group"  # "fresh": a new salt that becomes the group's; "group": the group's; "new": throwaway
+    )
+    expect: str = "hit"  # "miss" | "hit" | "sibling"
+    max_tokens: int | None = None  # None: the example's limit
+    stream: bool = False
+    retry_invalid: bool = True  # retry once when verification fails (not for controls: they measure)
+    sibling: bool = False
+
+
+@dataclass(frozen=True)
+class Unit:
+    row_index: int
+    kind: str  # "main" | "timing"
+    repetition: int
+    steps: tuple[Step, ...]
+
+
+def validate_passes(passes: tuple[str, ...]) -> None:
+    from eval.errors import ConfigError
+
+    unknown = [p for p in passes if p not in PASS_CHOICES]
+    if unknown:
+        raise ConfigError(f"--passes: unknown pass {unknown[0]!r} (choose from {', '.join(PASS_CHOICES)})")
+    needs_cold = [p for p in passes if p in ("warm", "repeat", "controls")]
+    if needs_cold and "cold" not in passes:
+        raise ConfigError(
+            f"--passes: {needs_cold[0]} needs cold (it re-sends the cold request's prompt and salt)"
+        )
+    if "repeat" in passes and "warm" not in passes:
+        raise ConfigError("--passes: repeat needs warm")
+    if not passes:
+        raise ConfigError("--passes: give at least one pass")
+
+
+def main_steps(passes: tuple[str, ...], stream: bool) -> tuple[Step, ...]:
+    steps: list[Step] = []
+    if "cold" in passes:
+        steps.append(Step("cold", salt="fresh", expect="miss", stream=stream))
+    for name in ("warm", "repeat"):
+        if name in passes:
+            steps.append(Step(name, stream=stream))
+    if "controls" in passes:
+        steps.append(Step("control_salt", salt="new", expect="miss", max_tokens=1, retry_invalid=False))
+        steps.append(
+            Step("control_sibling", expect="sibling", max_tokens=1, retry_invalid=False, sibling=True)
+        )
+    return tuple(steps)
+
+
+def timing_steps(r: int) -> tuple[Step, ...]:
+    return (
+        Step("timing_cold", r, salt="fresh", expect="miss", max_tokens=1, stream=True),
+        Step("timing_warm", r, expect="hit", max_tokens=1, stream=True),
+    )
+
+
+def plan_units(
+    n_rows: int, passes: tuple[str, ...], timing_reps: int, stream_all: bool = False
+) -> list[Unit]:
+    """Every unit of a run, in send order."""
+    main = main_steps(passes, stream_all)
+    units: list[Unit] = []
+    for i in range(n_rows):
+        if main:
+            units.append(Unit(i, "main", 0, main))
+        if "timing" in passes:
+            units.extend(Unit(i, "timing", r, timing_steps(r)) for r in range(timing_reps))
+    return units
+
+
+def expected_cached(prompt_tokens: int, shared_tokens: int, block_size: int) -> int:
+    """Cached tokens vLLM reports: whole blocks of the shared prefix, never covering the last prompt token."""
+    usable = max(0, min(shared_tokens, prompt_tokens - 1))
+    return (usable // block_size) * block_size
+
+
+@dataclass(frozen=True)
+class CacheFacts:
+    prefix_caching: bool | None  # None: unknown (treated as on)
+    block_size: int | None
+
+
+def verify(
+    expect: str, usage: Usage, facts: CacheFacts, shared_tokens: int | None = None
+) -> tuple[str, str | None, int | None]:
+    """(status, reason, expected_cached_tokens) of one response, by the rules in the module docstring."""
+    cached = usage.cached_tokens
+    if cached is None:
+        return "invalid", "the server reported no usage.prompt_tokens_details.cached_tokens", None
+    if expect == "miss":
+        if cached == 0:
+            return "ok", None, 0
+        return "invalid", f"expected a prefix-cache miss, but {cached} tokens were cached", 0
+    if facts.prefix_caching is False:
+        return "ok", None, 0  # warm cannot hit on this server: recorded, not verified (the probe warned)
+    n = usage.prompt_tokens
+    shared = n if expect == "hit" else shared_tokens
+    if facts.block_size is None or n is None or shared is None:
+        if cached > 0:
+            return "ok", None, None
+        return "invalid", f"expected a prefix-cache hit ({expect}), but 0 tokens were cached", None
+    expected = expected_cached(n, shared, facts.block_size)
+    if cached >= expected:
+        return "ok", None, expected
+    return "invalid", f"expected {expected} cached tokens ({expect}), the server reported {cached}", expected
+
+
+def sibling_prompt(row: InputRow) -> str:
+    """The same context with a different question: the prompt up to the end of its context, then
+    SIBLING_QUESTION. The context's end is found from the dataset template's text that follows {context};
+    without a usable template, the last tenth of the prompt is replaced."""
+    tail = ""
+    try:
+        template = get_spec(row.dataset).template
+        after = template.split("{context}", 1)[1]
+        tail = after.split("{input}", 1)[0]
+    except Exception:  # noqa: BLE001 - unknown dataset or template without {context}: fall back
+        tail = ""
+    cut = row.prompt.rfind(tail) if len(tail.strip()) >= 8 else -1
+    if cut <= 0:
+        cut = len(row.prompt) - max(1, len(row.prompt) // 10)
+    return row.prompt[:cut] + SIBLING_QUESTION
+
+
+def new_salt() -> str:
+    return "lbeval-" + secrets.token_hex(12)
+
+
+# --- retries ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    retries: int = 4  # transport retries after the first try
+    backoff_s: float = 1.0  # first wait; doubles each time
+    max_backoff_s: float = 30.0
+
+    def wait(self, attempt: int) -> float:
+        return float(min(self.max_backoff_s, self.backoff_s * 2.0**attempt))
+
+
+@dataclass
+class SendOutcome:
+    response: Response | None
+    failure: RequestFailed | None
+    retries: int
+    refused: bool  # a connection was refused on the way (the server was down)
+
+
+def send_with_retries(
+    client: Client,
+    endpoint: str,
+    request: dict[str, Any],
+    policy: RetryPolicy,
+    what: str,
+    sleep: Callable[[float], None] = time.sleep,
+) -> SendOutcome:
+    """Send; retry retryable failures with backoff; a 4xx (or an unusable answer) stops the run."""
+    refused = False
+    for attempt in range(policy.retries + 1):
+        try:
+            return SendOutcome(client.send(endpoint, request), None, attempt, refused)
+        except RequestFailed as exc:
+            refused = refused or exc.refused
+            if not exc.retryable:
+                raise LbevalError(f"the server rejected {what}: {exc.message}") from None
+            if attempt == policy.retries:
+                return SendOutcome(None, exc, attempt, refused)
+            sleep(policy.wait(attempt))
+    raise AssertionError("unreachable")
+
+
+# --- server watch ------------------------------------------------------------------------------------------------
+
+
+class ServerWatch:
+    """Notices server restarts: `epoch` increases when the metrics go back or a connection is refused."""
+
+    def __init__(self, client: Client, metrics: bool, start_time: float | None) -> None:
+        self.client = client
+        self.metrics = metrics
+        self.epoch = 0
+        self.start_time = start_time
+        self._last: Snapshot | None = None
+        self._lock = threading.Lock()
+
+    def scrape(self) -> Snapshot | None:
+        if not self.metrics:
+            return None
+        try:
+            return parse_metrics(self.client.metrics_text())
+        except (RequestFailed, ValueError):
+            return None
+
+    def observe(self, snap: Snapshot | None, refused: bool = False) -> int:
+        with self._lock:
+            changed = refused
+            if snap is not None:
+                if self._last is not None and went_backwards(self._last, snap):
+                    changed = True
+                self._last = snap
+                self.start_time = snap.total("process_start_time_seconds")
+            if changed:
+                self.epoch += 1
+            return self.epoch
+
+
+# --- executing one unit ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Context:
+    """Everything a unit needs; shared by the worker threads of a run."""
+
+    client: Client
+    settings: RequestSettings
+    model: str
+    run_id: str
+    variant: str
+    cold_mode: str  # "salt" | "reset"
+    facts: CacheFacts
+    policy: RetryPolicy
+    per_request_metrics: bool  # concurrency 1 and /metrics: record server deltas per request
+    tokenize: bool
+    watch: ServerWatch
+    emit: Callable[[RequestRecord, bool], None]  # (record, final for its slot)
+    seq_start: int = 0
+    metrics_wait_s: float = 2.0
+    sleep: Callable[[float], None] = time.sleep
+    stop: threading.Event = field(default_factory=threading.Event)
+    counters: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def next_seq(self) -> int:
+        with self._lock:
+            seq = self.seq_start
+            self.seq_start += 1
+            return seq
+
+    def count(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            self.counters[name] = self.counters.get(name, 0) + n
+
+
+@dataclass
+class GroupState:
+    group: int
+    salt: str | None = None
+    epoch: int | None = None
+
+
+class RestartDetected(Exception):
+    pass
+
+
+class UnitFailed(Exception):
+    pass
+
+
+def _shared_tokens(ctx: Context, row: InputRow, sibling: str) -> int | None:
+    """Tokens the sibling prompt shares with the input's prompt (as the server tokenizes them), or None."""
+    if not ctx.tokenize:
+        return None
+    kwargs = ctx.settings.chat_template_kwargs
+    try:
+        if row.mode == "chat":
+            a = ctx.client.tokenize(
+                ctx.model, messages=[{"role": "user", "content": row.prompt}], chat_template_kwargs=kwargs
+            )
+            b = ctx.client.tokenize(
+                ctx.model, messages=[{"role": "user", "content": sibling}], chat_template_kwargs=kwargs
+            )
+        else:
+            a = ctx.client.tokenize(ctx.model, prompt=row.prompt)
+            b = ctx.client.tokenize(ctx.model, prompt=sibling)
+    except (RequestFailed, KeyError, TypeError, ValueError):
+        return None
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _reset_cache(ctx: Context) -> None:
+    for attempt in range(ctx.policy.retries + 1):
+        try:
+            if ctx.client.reset_prefix_cache():
+                return
+        except RequestFailed:
+            pass
+        ctx.sleep(ctx.policy.wait(attempt))
+    ctx.count("reset_failures")  # the cold request's own verification will tell whether it hit
+
+
+def _metrics_after(ctx: Context, before: Snapshot | None) -> Snapshot | None:
+    """Scrape until the request's histogram observation shows up (vLLM records it after answering)."""
+    snap = ctx.watch.scrape()
+    if before is None or snap is None:
+        return snap
+    deadline = time.monotonic() + ctx.metrics_wait_s
+    while request_deltas(before, snap).get("requests", 1) < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+        snap = ctx.watch.scrape() or snap
+    return snap
+
+
+def _reprime(ctx: Context, row: InputRow, salt: str | None, prompt: str | None) -> None:
+    req = build_request(
+        row, ctx.settings, model=ctx.model, cache_salt=salt, stream=False, max_tokens=1, prompt=prompt
+    )
+    send_with_retries(
+        ctx.client, endpoint_for(row), req, ctx.policy, f"{row.dataset}/{row.id} re-prime", ctx.sleep
+    )
+    ctx.count("reprimes")
+
+
+@dataclass
+class Attempt:
+    step: Step
+    attempt: int
+    salt: str | None
+    prompt: str | None  # None: the row's prompt
+
+
+def _send_attempt(ctx: Context, row: InputRow, unit: Unit, gs: GroupState, at: Attempt) -> RequestRecord:
+    step = at.step
+    req = build_request(
+        row,
+        ctx.settings,
+        model=ctx.model,
+        cache_salt=at.salt,
+        stream=step.stream,
+        max_tokens=step.max_tokens,
+        prompt=at.prompt,
+    )
+    what = f"{row.dataset}/{row.id} {step.pass_name}"
+    before = ctx.watch.scrape() if ctx.per_request_metrics else None
+    seq = ctx.next_seq()
+    out = send_with_retries(ctx.client, endpoint_for(row), req, ctx.policy, what, ctx.sleep)
+    after = _metrics_after(ctx, before) if out.response is not None else ctx.watch.scrape()
+    epoch = ctx.watch.observe(after, out.refused)
+    base = dict(
+        run_id=ctx.run_id,
+        variant=ctx.variant,
+        dataset=row.dataset,
+        example_id=row.id,
+        pass_name=step.pass_name,
+        repetition=step.repetition,
+        attempt=at.attempt,
+        seq=seq,
+        group=gs.group,
+        endpoint=endpoint_for(row),
+        settings=request_settings(req),
+        cache_salt=at.salt,
+        prompt_sha256=sha256_text(at.prompt if at.prompt is not None else row.prompt),
+        retries=out.retries,
+    )
+    if out.response is None:
+        assert out.failure is not None
+        return RequestRecord(**base, status="error", error=out.failure.message)  # type: ignore[arg-type]
+    resp = out.response
+    shared = (
+        _shared_tokens(ctx, row, at.prompt) if step.expect == "sibling" and at.prompt is not None else None
+    )
+    status, reason, expected = verify(step.expect, resp.usage, ctx.facts, shared)
+    server = request_deltas(before, after) if before is not None and after is not None else None
+    hits = None if server is None else server.get("prefix_cache_hits")
+    if server is not None and hits is not None and resp.usage.cached_tokens not in (None, hits):
+        server["cached_tokens_mismatch"] = 1.0
+        ctx.count("cached_tokens_mismatch")
+    if step.salt != "fresh" and gs.epoch is not None and epoch != gs.epoch:
+        status, reason = "invalid", "server restart detected during the group; the group is re-run from cold"
+    elif step.salt == "fresh":
+        gs.epoch = epoch
+    return RequestRecord(
+        **base,  # type: ignore[arg-type]
+        status=status,
+        error=reason,
+        output_text=resp.text,
+        finish_reason=resp.finish_reason,
+        output_token_ids=resp.token_ids,
+        topk=resp.topk,
+        usage=resp.usage,
+        expected_cached_tokens=expected,
+        timings=resp.timings,
+        server_metrics=server,
+    )
+
+
+def run_step(ctx: Context, row: InputRow, unit: Unit, step: Step, gs: GroupState) -> None:
+    """Send one step (and its one retry if verification fails); raises RestartDetected / UnitFailed."""
+    prompt = sibling_prompt(row) if step.sibling else None
+    for attempt in (0, 1):
+        salt = gs.salt
+        if step.salt in ("fresh", "new"):
+            salt = None if (ctx.cold_mode == "reset" and step.salt == "fresh") else new_salt()
+            if ctx.cold_mode == "reset" and step.salt == "fresh":
+                _reset_cache(ctx)
+        rec = _send_attempt(ctx, row, unit, gs, Attempt(step, attempt, salt, prompt))
+        if step.salt == "fresh" and rec.status != "error":
+            gs.salt = salt
+        restart = rec.error is not None and rec.error.startswith("server restart detected")
+        retry = rec.status == "invalid" and step.retry_invalid and attempt == 0 and not restart
+        ctx.emit(rec, not (retry or restart))
+        if rec.status == "error":
+            raise UnitFailed(rec.error)
+        if restart:
+            raise RestartDetected()
+        if not retry:
+            return
+        ctx.count(f"invalid_{step.pass_name}")
+        if step.expect == "hit":
+            _reprime(ctx, row, gs.salt, prompt)
+
+
+def run_unit(ctx: Context, row: InputRow, unit: Unit, start: GroupState, first_step: int = 0) -> bool:
+    """Run a unit from `first_step` in group `start.group`; re-run from cold on a restart. True when complete."""
+    gs, index = start, first_step
+    if index > 0 and gs.epoch is None:
+        gs.epoch = ctx.watch.epoch  # a continued group: restarts from now on count
+    for _ in range(MAX_GROUP_RESTARTS + 1):
+        try:
+            for step in unit.steps[index:]:
+                if ctx.stop.is_set():
+                    return False
+                run_step(ctx, row, unit, step, gs)
+            return True
+        except RestartDetected:
+            ctx.count("group_restarts")
+            gs, index = GroupState(group=gs.group + 1), 0
+        except UnitFailed:
+            ctx.count("failed_units")
+            return False
+    raise LbevalError(
+        f"the server restarted {MAX_GROUP_RESTARTS + 1} times during {row.dataset}/{row.id}; giving up"
+    )
+
+
+# --- resume ------------------------------------------------------------------------------------------------------
+
+
+def unit_key(dataset: str, example_id: str, pass_name: str, repetition: int) -> tuple[str, str, str, int]:
+    kind = "timing" if pass_name.startswith("timing_") else "main"
+    return (dataset, example_id, kind, repetition if kind == "timing" else 0)
+
+
+def _step_done(step: Step, final: RequestRecord | None) -> bool:
+    if final is None or final.status == "error":
+        return False
+    # an invalid first attempt of a retried step whose retry was never sent is not done
+    return not (final.status == "invalid" and step.retry_invalid and final.attempt == 0)
+
+
+def resume_point(
+    unit: Unit, records: list[RequestRecord], same_server: bool
+) -> tuple[GroupState, int] | None:
+    """Where a unit picks up: None when it is complete; else (group state, first step to send).
+
+    A partial group is continued only on the same server process with every record so far `ok`;
+    otherwise it starts over from cold as the next group (its earlier records stay, superseded)."""
+    if not records:
+        return GroupState(group=0), 0
+    g = max(r.group for r in records)
+    finals: dict[tuple[str, int], RequestRecord] = {}
+    for r in records:
+        if r.group == g:
+            cur = finals.get((r.pass_name, r.repetition))
+            if cur is None or r.attempt > cur.attempt:
+                finals[(r.pass_name, r.repetition)] = r
+    done = [_step_done(s, finals.get((s.pass_name, s.repetition))) for s in unit.steps]
+    if all(done):
+        return None
+    index = done.index(False)
+    clean = all(r.status == "ok" for r in finals.values()) and all(done[:index]) and not any(done[index:])
+    if not (same_server and clean and index > 0):
+        return GroupState(group=g + 1), 0
+    fresh = [finals[(s.pass_name, s.repetition)] for s in unit.steps[:index] if s.salt == "fresh"]
+    return GroupState(group=g, salt=fresh[-1].cache_salt if fresh else None), index

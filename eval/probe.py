@@ -1,0 +1,238 @@
+"""Server probe, before any pass: what the server is and which capabilities lbeval can rely on.
+
+Required capabilities stop the run with a message naming the vLLM flag to add; optional ones degrade with a
+warning that the manifest (and so the report) repeats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from eval.client import Client, RequestFailed, RequestSettings, build_request, endpoint_for
+from eval.errors import ConfigError, LbevalError
+from eval.inputs import InputRow
+from eval.metrics_text import CACHE_CONFIG_INFO, PROCESS_START, Snapshot, parse_metrics
+
+PROBE_WORDS = 400  # long enough to fill a few 128-token blocks on any tokenizer
+
+
+@dataclass
+class Capability:
+    ok: bool | None  # None: not checked
+    required: bool
+    detail: str
+    fix: str = ""  # the server flag or setting that provides it
+
+
+@dataclass
+class ProbeResult:
+    model: str
+    model_ids: list[str]
+    max_model_len: int | None = None
+    version: str | None = None
+    metrics: bool = False
+    prefix_caching: bool | None = None
+    block_size: int | None = None
+    cached_tokens_reported: bool = False
+    top_logprobs: int = 20
+    cache_hit_seen: bool | None = None  # the probe's repeated prompt hit the cache
+    salt_honored: bool | None = None
+    reset_prefix_cache: bool | None = None
+    tokenize: bool = False
+    process_start_time: float | None = None
+    capabilities: dict[str, Capability] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def missing(self) -> list[str]:
+        return [
+            f"{name}: {cap.detail}" + (f" (add {cap.fix})" if cap.fix else "")
+            for name, cap in self.capabilities.items()
+            if cap.required and cap.ok is False
+        ]
+
+    def require(self) -> None:
+        missing = self.missing()
+        if missing:
+            raise ConfigError("the server lacks what lbeval needs: " + "; ".join(missing))
+
+
+def _probe_row(mode: str) -> InputRow:
+    words = " ".join(f"w{i % 97}x{i // 97}" for i in range(PROBE_WORDS))
+    text = f"lbeval capability probe. {words} Reply with one word."
+    return InputRow(
+        dataset="lbeval_probe",
+        id=f"probe-{mode}",
+        prompt=text,
+        mode=mode,
+        max_tokens=1,
+        prompt_sha256="",
+        prompt_tokens=None,
+        truncated=False,
+        answers=[],
+        all_classes=None,
+        length=0,
+    )
+
+
+def _models(client: Client, wanted: str | None) -> tuple[str, list[str], int | None]:
+    try:
+        entries = client.models()
+    except RequestFailed as exc:
+        raise LbevalError(f"cannot list models at {client.base_url}/models: {exc.message}") from None
+    ids = [str(e.get("id")) for e in entries if e.get("id")]
+    if not ids:
+        raise LbevalError(f"{client.base_url}/models lists no model")
+    model = wanted or ids[0]
+    if model not in ids:
+        raise ConfigError(f"model {model!r} is not served at {client.base_url} (served: {', '.join(ids)})")
+    entry = next(e for e in entries if e.get("id") == model)
+    mml = entry.get("max_model_len")
+    return model, ids, int(mml) if isinstance(mml, int) else None
+
+
+def _metrics(client: Client, res: ProbeResult) -> Snapshot | None:
+    try:
+        snap = parse_metrics(client.metrics_text())
+    except (RequestFailed, ValueError) as exc:
+        msg = exc.message if isinstance(exc, RequestFailed) else str(exc)
+        res.capabilities["metrics"] = Capability(
+            False, False, f"/metrics unavailable ({msg})", "remove --disable-log-stats"
+        )
+        res.warnings.append(
+            "no /metrics: no server-side prefill/queue times and no cache counter cross-check"
+        )
+        return None
+    res.metrics = True
+    res.process_start_time = snap.total(PROCESS_START)
+    info = snap.info_labels(CACHE_CONFIG_INFO) or {}
+    if "enable_prefix_caching" in info:
+        res.prefix_caching = info["enable_prefix_caching"].lower() == "true"
+    if info.get("block_size", "").isdigit():
+        res.block_size = int(info["block_size"])
+    res.capabilities["metrics"] = Capability(True, False, "/metrics answers")
+    if res.block_size is None:
+        res.warnings.append("vllm:cache_config_info gives no block_size: warm hits are checked as 'any hit'")
+    return snap
+
+
+def _send_probe(
+    client: Client, res: ProbeResult, row: InputRow, settings: RequestSettings, salt: str
+) -> int | None:
+    """One max_tokens=1 probe request; returns cached tokens (None if not reported). Records capabilities."""
+    req = build_request(row, settings, model=res.model, cache_salt=salt, stream=False, max_tokens=1)
+    try:
+        resp = client.send(endpoint_for(row), req)
+    except RequestFailed as exc:
+        if exc.status is not None and 400 <= exc.status < 500 and "logprob" in exc.message.lower():
+            detail = f"top {settings.top_logprobs} logprobs refused ({exc.message})"
+            res.capabilities["top_logprobs"] = Capability(
+                False, True, detail, f"--max-logprobs {settings.top_logprobs}"
+            )
+            return None
+        if exc.status is None and not exc.retryable:
+            fix = "a vLLM with return_tokens_as_token_ids"
+            res.capabilities["token_ids"] = Capability(False, True, exc.message, fix)
+            return None
+        raise LbevalError(f"probe request to {client.base_url} failed: {exc.message}") from None
+    res.capabilities.setdefault(
+        "top_logprobs", Capability(True, True, f"top {settings.top_logprobs} logprobs")
+    )
+    res.capabilities.setdefault("token_ids", Capability(True, True, "tokens come back as token_id:N"))
+    cached = resp.usage.cached_tokens
+    if "cached_tokens" not in res.capabilities:
+        res.cached_tokens_reported = cached is not None
+        detail = "usage.prompt_tokens_details.cached_tokens " + (
+            "reported" if cached is not None else "missing"
+        )
+        res.capabilities["cached_tokens"] = Capability(
+            cached is not None, True, detail, "--enable-prompt-tokens-details"
+        )
+    return cached
+
+
+def _cache_checks(
+    client: Client, res: ProbeResult, row: InputRow, settings: RequestSettings, cold_mode: str
+) -> None:
+    first = _send_probe(client, res, row, settings, "lbeval-probe-a")
+    if first is None:
+        return
+    again = _send_probe(client, res, row, settings, "lbeval-probe-a") or 0
+    other = _send_probe(client, res, row, settings, "lbeval-probe-b") or 0
+    res.cache_hit_seen = again > 0
+    if res.prefix_caching is False:
+        res.capabilities["prefix_caching"] = Capability(
+            False, False, "prefix caching is off", "--enable-prefix-caching"
+        )
+        res.warnings.append(
+            "prefix caching is off: warm/repeat cannot hit; they are recorded without hit checks"
+        )
+    elif again == 0:
+        res.warnings.append("the probe's repeated prompt did not hit the prefix cache")
+    else:
+        res.salt_honored = other == 0
+        res.capabilities["cache_salt"] = Capability(
+            res.salt_honored,
+            cold_mode == "salt",
+            "cache_salt isolates requests"
+            if res.salt_honored
+            else f"a new cache_salt still hit {other} tokens",
+            "a vLLM with cache_salt support, or use --cold reset (VLLM_SERVER_DEV_MODE=1)",
+        )
+    _reset_check(client, res, cold_mode, lambda: _send_probe(client, res, row, settings, "lbeval-probe-a"))
+
+
+def _reset_check(client: Client, res: ProbeResult, cold_mode: str, resend: Any) -> None:
+    try:
+        res.reset_prefix_cache = client.reset_prefix_cache()
+        detail = "POST /reset_prefix_cache " + (
+            "works" if res.reset_prefix_cache else "answered success false"
+        )
+    except RequestFailed as exc:
+        res.reset_prefix_cache = False
+        detail = f"POST /reset_prefix_cache failed ({exc.message})"
+    if res.reset_prefix_cache and cold_mode == "reset" and res.cache_hit_seen and (resend() or 0) > 0:
+        res.reset_prefix_cache = False
+        detail = "POST /reset_prefix_cache said success but the cache still hit"
+    required = cold_mode == "reset"
+    res.capabilities["reset_prefix_cache"] = Capability(
+        res.reset_prefix_cache, required, detail, "VLLM_SERVER_DEV_MODE=1"
+    )
+
+
+def _tokenize_check(client: Client, res: ProbeResult) -> None:
+    try:
+        res.tokenize = len(client.tokenize(res.model, prompt="lbeval tokenize probe")) > 0
+        detail = "POST /tokenize works"
+    except (RequestFailed, KeyError, TypeError, ValueError) as exc:
+        detail = f"POST /tokenize unavailable ({exc})"
+        res.warnings.append("no /tokenize: the sibling-prefix control is checked as 'any hit'")
+    res.capabilities["tokenize"] = Capability(res.tokenize, False, detail)
+
+
+def probe_server(
+    client: Client,
+    *,
+    model: str | None,
+    settings: RequestSettings,
+    modes: set[str],
+    cold_mode: str = "salt",
+) -> ProbeResult:
+    """Probe `client`'s server; call `.require()` on the result to stop on missing required capabilities."""
+    name, ids, mml = _models(client, model)
+    res = ProbeResult(model=name, model_ids=ids, max_model_len=mml, top_logprobs=settings.top_logprobs)
+    res.capabilities["models"] = Capability(True, True, f"serves {name}")
+    try:
+        res.version = client.version()
+    except RequestFailed:
+        res.warnings.append("no /version: the server version is not recorded")
+    _metrics(client, res)
+    ordered = [m for m in ("chat", "raw") if m in modes] or ["chat"]
+    _cache_checks(client, res, _probe_row(ordered[0]), settings, cold_mode)
+    for mode in ordered[1:]:
+        _send_probe(client, res, _probe_row(mode), settings, "lbeval-probe-c")
+    _tokenize_check(client, res)
+    return res

@@ -1,0 +1,520 @@
+"""`lbeval run`: probe the server, then send every unit of the plan, appending one record per request.
+
+    execute_run(RunConfig(variant=..., inputs=..., base_url=...)) -> run directory
+
+Re-running the same configuration resumes into the same run (run_id defaults to one derived from the inputs
+file's hash): complete units are kept, missing ones are sent, nothing is sent twice. A run directory made with
+other inputs, model or settings is refused with the differences. Ctrl-C stops after flushing; the manifest says
+the run is incomplete until a later invocation completes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from tqdm import tqdm
+
+from eval.client import Client, RequestSettings
+from eval.errors import ConfigError, DataError, LbevalError
+from eval.inputs import InputRow, file_sha256, read_inputs
+from eval.passes import (
+    CacheFacts,
+    Context,
+    GroupState,
+    RetryPolicy,
+    ServerWatch,
+    Unit,
+    plan_units,
+    resume_point,
+    run_unit,
+    unit_key,
+    validate_passes,
+)
+from eval.probe import ProbeResult, probe_server
+from eval.provenance import git_state, host_info, lbeval_version, package_versions
+from eval.record_types import RECORD_SCHEMA_VERSION, RequestRecord
+from eval.records import (
+    RECORDS_NAME,
+    RecordWriter,
+    RunManifest,
+    final_records,
+    read_manifest,
+    repair_records,
+    write_manifest,
+)
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+DEFAULT_PASSES = ("cold", "warm", "repeat", "timing", "controls")
+LATEST_NAME = "LATEST"
+CLIENT_PACKAGES = ("openai", "httpx", "httpx2", "msgspec", "numpy", "tqdm")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    variant: str
+    inputs: Path
+    base_url: str
+    out: Path = Path("runs")
+    model: str | None = None
+    api_key_env: str | None = None  # name of the environment variable holding the key (never the key)
+    passes: tuple[str, ...] = DEFAULT_PASSES
+    timing_reps: int = 5
+    concurrency: int = 1
+    cold_mode: str = "salt"  # "salt": a fresh cache_salt per cold request; "reset": POST /reset_prefix_cache
+    request: RequestSettings = field(default_factory=RequestSettings)
+    stream_all: bool = False  # stream cold/warm/repeat too (TTFT everywhere; costs more client CPU)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeout_s: float = 600.0
+    run_id: str | None = None
+    quiet: bool = False
+    metrics_wait_s: float = 2.0
+
+
+def validate_name(kind: str, name: str) -> str:
+    if not NAME_RE.match(name) or ".." in name:
+        raise ConfigError(
+            f"{kind} {name!r}: use letters, digits, '.', '_' and '-' (not starting with '.' or '-')"
+        )
+    return name
+
+
+def _validate(config: RunConfig) -> None:
+    validate_name("variant", config.variant)
+    if config.run_id is not None:
+        validate_name("run id", config.run_id)
+    validate_passes(config.passes)
+    if config.concurrency < 1:
+        raise ConfigError("--concurrency must be at least 1")
+    if "timing" in config.passes and config.timing_reps < 1:
+        raise ConfigError("--timing-reps must be at least 1 with the timing pass")
+    if config.cold_mode not in ("salt", "reset"):
+        raise ConfigError("--cold must be 'salt' or 'reset'")
+    if config.cold_mode == "reset" and config.concurrency != 1:
+        raise ConfigError("--cold reset needs --concurrency 1 (a reset would empty other requests' cache)")
+    if not 0 <= config.request.top_logprobs <= 20:
+        raise ConfigError("--top-logprobs must be between 0 and 20")
+
+
+def _api_key(config: RunConfig) -> str | None:
+    if config.api_key_env is None:
+        return None
+    key = os.environ.get(config.api_key_env)
+    if not key:
+        raise ConfigError(f"--api-key-env {config.api_key_env}: that environment variable is not set")
+    return key
+
+
+def safe_url(url: str) -> str:
+    """The URL without user:password@ (never written anywhere with credentials)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def run_settings(config: RunConfig) -> dict[str, Any]:
+    """The settings a resume must match (operational ones such as retries and the URL are per session)."""
+    req = config.request
+    settings = {
+        "temperature": req.temperature,
+        "top_p": req.top_p,
+        "seed": req.seed,
+        "top_logprobs": req.top_logprobs,
+        "chat_template_kwargs": req.chat_template_kwargs,
+        "max_tokens_override": req.max_tokens_override,
+        "return_tokens_as_token_ids": True,
+        "passes": list(config.passes),
+        "timing_reps": config.timing_reps if "timing" in config.passes else 0,
+        "cold_mode": config.cold_mode,
+        "concurrency": config.concurrency,
+        "stream_all": config.stream_all,
+        "endpoints": {"chat": "/v1/chat/completions", "raw": "/v1/completions"},
+    }
+    normalized: dict[str, Any] = json.loads(json.dumps(settings))  # as it reads back from the manifest
+    return normalized
+
+
+def default_run_id(inputs_sha256: str) -> str:
+    return f"run-{inputs_sha256[:12]}"
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _differences(old: RunManifest, inputs_sha: str, model: str, settings: dict[str, Any]) -> list[str]:
+    diffs: list[str] = []
+    if old.inputs_sha256 != inputs_sha:
+        diffs.append(f"inputs_sha256 {old.inputs_sha256[:12]} -> {inputs_sha[:12]}")
+    if old.model != model:
+        diffs.append(f"model {old.model!r} -> {model!r}")
+    for key in sorted(set(old.settings) | set(settings)):
+        if old.settings.get(key) != settings.get(key):
+            diffs.append(f"{key} {old.settings.get(key)!r} -> {settings.get(key)!r}")
+    return diffs
+
+
+def _new_manifest(
+    config: RunConfig, run_id: str, header: dict[str, Any], sha: str, probe: ProbeResult, expected: int
+) -> RunManifest:
+    commit, dirty = git_state()
+    return RunManifest(
+        schema_version=RECORD_SCHEMA_VERSION,
+        run_id=run_id,
+        variant=config.variant,
+        inputs_path=str(config.inputs),
+        inputs_sha256=sha,
+        inputs_header=header,
+        model=probe.model,
+        probe=probe.to_dict(),
+        settings=run_settings(config),
+        lbeval_version=lbeval_version(),
+        git_commit=commit,
+        git_dirty=dirty,
+        client_versions=package_versions(CLIENT_PACKAGES),
+        host=host_info(),
+        started_at=now_iso(),
+        ended_at=None,
+        complete=False,
+        warnings=[],
+        expected_records=expected,
+    )
+
+
+def _open_manifest(config: RunConfig, run_dir: Path, fresh: RunManifest) -> RunManifest:
+    if not (run_dir / "manifest.json").exists():
+        return fresh
+    old = read_manifest(run_dir)
+    diffs = _differences(old, fresh.inputs_sha256, fresh.model, fresh.settings)
+    if diffs:
+        raise ConfigError(
+            f"{run_dir} holds a run with a different configuration ({'; '.join(diffs)}); it will not be resumed "
+            "into. Pass --run-id NAME for a new run, or run with the original configuration."
+        )
+    # the latest probe and provenance describe the server and client now; the first start time stays
+    return replace(
+        old,
+        probe=fresh.probe,
+        git_commit=fresh.git_commit,
+        git_dirty=fresh.git_dirty,
+        client_versions=fresh.client_versions,
+        host=fresh.host,
+        inputs_path=fresh.inputs_path,
+        ended_at=None,
+        complete=False,
+    )
+
+
+# --- progress ----------------------------------------------------------------------------------------------------
+
+BAR_OF = {
+    "cold": "cold",
+    "warm": "warm",
+    "repeat": "repeat",
+    "timing_cold": "timing",
+    "timing_warm": "timing",
+    "control_salt": "controls",
+    "control_sibling": "controls",
+}
+
+
+class Progress:
+    """One tqdm bar per pass (ETA, errors, invalid samples); silent with --quiet."""
+
+    def __init__(self, units: list[Unit], done: Counter[str], quiet: bool) -> None:
+        totals: Counter[str] = Counter(BAR_OF[s.pass_name] for u in units for s in u.steps)
+        self.bars: dict[str, Any] = {}
+        self.errors: Counter[str] = Counter()
+        self.invalid: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        for pos, name in enumerate(
+            b for b in ("cold", "warm", "repeat", "timing", "controls") if b in totals
+        ):
+            self.bars[name] = tqdm(
+                total=totals[name], initial=done[name], desc=f"{name:8}", position=pos, disable=quiet,
+                file=sys.stderr, dynamic_ncols=True, leave=True,
+            )  # fmt: skip
+
+    def record(self, rec: RequestRecord, final: bool) -> None:
+        name = BAR_OF[rec.pass_name]
+        with self._lock:
+            if rec.status == "error":
+                self.errors[name] += 1
+            elif rec.status == "invalid":
+                self.invalid[name] += 1
+            bar = self.bars[name]
+            if final:
+                bar.update(1)
+            bar.set_postfix_str(f"errors={self.errors[name]} invalid={self.invalid[name]}", refresh=final)
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+
+
+# --- the run -----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Session:
+    """State of one invocation of `lbeval run` on a run directory."""
+
+    config: RunConfig
+    run_dir: Path
+    manifest: RunManifest
+    rows: list[InputRow]
+    units: list[Unit]
+    todo: list[tuple[Unit, GroupState, int]]
+    slim: list[RequestRecord]  # every record on disk and written now, without top-k
+    torn_dropped: int
+    on_record: Callable[[RequestRecord], None] | None = None
+    written: int = 0
+    completed_units: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _existing(run_dir: Path) -> tuple[list[RequestRecord], int]:
+    scan = repair_records(run_dir / RECORDS_NAME)
+    return scan.records, len(scan.torn_lines)
+
+
+def _todo(
+    units: list[Unit], rows: list[InputRow], records: list[RequestRecord], same_server: bool
+) -> list[tuple[Unit, GroupState, int]]:
+    by_unit: dict[tuple[str, str, str, int], list[RequestRecord]] = {}
+    for r in records:
+        by_unit.setdefault(unit_key(r.dataset, r.example_id, r.pass_name, r.repetition), []).append(r)
+    todo: list[tuple[Unit, GroupState, int]] = []
+    for unit in units:
+        row = rows[unit.row_index]
+        point = resume_point(
+            unit, by_unit.get((row.dataset, row.id, unit.kind, unit.repetition), []), same_server
+        )
+        if point is not None:
+            todo.append((unit, *point))
+    return todo
+
+
+def _prepare(config: RunConfig, client: Client) -> tuple[Session, ProbeResult]:
+    _validate(config)
+    header, rows = read_inputs(config.inputs)
+    if not rows:
+        raise DataError(config.inputs, None, None, "no inputs to run")
+    keys = Counter(r.key for r in rows)
+    dup = next((k for k, n in keys.items() if n > 1), None)
+    if dup is not None:
+        raise DataError(config.inputs, None, "id", f"{dup[0]}/{dup[1]} appears twice")
+    sha = file_sha256(config.inputs)
+    probe = probe_server(
+        client,
+        model=config.model,
+        settings=config.request,
+        modes={r.mode for r in rows},
+        cold_mode=config.cold_mode,
+    )
+    probe.require()
+    units = plan_units(len(rows), config.passes, config.timing_reps, config.stream_all)
+    run_id = config.run_id or default_run_id(sha)
+    run_dir = config.out / config.variant / run_id
+    fresh = _new_manifest(config, run_id, asdict(header), sha, probe, sum(len(u.steps) for u in units))
+    manifest = _open_manifest(config, run_dir, fresh)
+    records, torn = _existing(run_dir)
+    last = manifest.sessions[-1].get("server_process_start_time") if manifest.sessions else None
+    same_server = last is not None and last == probe.process_start_time
+    todo = _todo(units, rows, records, same_server)
+    session = Session(config, run_dir, manifest, rows, units, todo, records, torn)
+    return session, probe
+
+
+def _stats(session: Session, counters: dict[str, int]) -> dict[str, Any]:
+    finals = final_records(session.slim)
+    by_pass: dict[str, dict[str, int]] = {}
+    for rec in finals.values():
+        by_pass.setdefault(rec.pass_name, {"ok": 0, "invalid": 0, "error": 0})[rec.status] += 1
+    retried = Counter(r.pass_name for r in session.slim if r.status == "invalid" and r.attempt == 0)
+    return {
+        "records": len(session.slim),
+        "slots_final": len(finals),
+        "by_pass": by_pass,
+        "invalid_attempts": dict(retried),
+        "transport_retries": sum(r.retries for r in session.slim),
+        **{k: v for k, v in sorted(counters.items())},
+    }
+
+
+def _warnings(session: Session, probe: ProbeResult, stats: dict[str, Any], complete: bool) -> list[str]:
+    config = session.config
+    out = list(probe.warnings)
+    if config.concurrency != 1:
+        out.append(
+            f"concurrency {config.concurrency}: timing figures are not valid (timing needs concurrency 1)"
+        )
+    errors = sum(p["error"] for p in stats["by_pass"].values())
+    if errors:
+        out.append(f"{errors} request(s) failed after retries; re-run the same command to retry them")
+    missing = session.manifest.expected_records - stats["slots_final"]
+    if not complete and missing > 0:
+        out.append(
+            f"incomplete: {missing} of {session.manifest.expected_records} request slots have no record yet"
+        )
+    warm_invalid = sum(
+        n for p, n in stats["invalid_attempts"].items() if p in ("warm", "repeat", "timing_warm")
+    )
+    if warm_invalid:
+        out.append(
+            f"{warm_invalid} warm/repeat request(s) missed the prefix cache, were marked invalid and retried"
+        )
+    if session.torn_dropped:
+        out.append(
+            f"{session.torn_dropped} torn record line(s) from an interrupted run were dropped on resume"
+        )
+    if stats.get("cached_tokens_mismatch"):
+        out.append(
+            f"{stats['cached_tokens_mismatch']} request(s): /metrics cache hits differ from cached_tokens"
+        )
+    return out
+
+
+def _finish(session: Session, probe: ProbeResult, ctx: Context | None, outcome: str) -> None:
+    counters = dict(ctx.counters) if ctx is not None else {}
+    stats = _stats(session, counters)
+    complete = outcome == "complete" and stats["slots_final"] >= session.manifest.expected_records
+    complete = complete and not any(p["error"] for p in stats["by_pass"].values())
+    m = session.manifest
+    m.sessions[-1].update(
+        ended_at=now_iso(),
+        outcome=outcome,
+        records_written=session.written,
+        server_process_start_time=ctx.watch.start_time if ctx is not None else probe.process_start_time,
+    )
+    m.stats = stats
+    m.complete = complete
+    m.ended_at = now_iso() if complete else None
+    m.warnings = _warnings(session, probe, stats, complete)
+    write_manifest(session.run_dir, m)
+
+
+def _emit_to(
+    session: Session, writer: RecordWriter, progress: Progress
+) -> Callable[[RequestRecord, bool], None]:
+    def emit(rec: RequestRecord, final: bool) -> None:
+        writer.write(rec)
+        with session.lock:
+            session.written += 1
+            session.slim.append(replace(rec, topk=None, output_token_ids=None, output_text=None))
+        progress.record(rec, final)
+        if session.on_record is not None:
+            session.on_record(rec)
+
+    return emit
+
+
+def _run_all(session: Session, ctx: Context) -> bool:
+    """Run every pending unit; True when all completed."""
+    rows = session.rows
+    if session.config.concurrency == 1:
+        ok = True
+        for unit, gs, index in session.todo:
+            ok = run_unit(ctx, rows[unit.row_index], unit, gs, index) and ok
+        return ok
+    with ThreadPoolExecutor(max_workers=session.config.concurrency) as pool:
+        futures = [pool.submit(run_unit, ctx, rows[u.row_index], u, gs, i) for u, gs, i in session.todo]
+        try:
+            while True:
+                done, pending = wait(futures, timeout=0.2, return_when=FIRST_EXCEPTION)
+                if any(f.exception() is not None for f in done) or not pending:
+                    break
+        except BaseException:
+            ctx.stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        ctx.stop.set()
+        for f in futures:
+            if f.done() and f.exception() is not None:
+                raise f.exception()  # type: ignore[misc]
+        return all(f.done() and f.result() for f in futures)
+
+
+def _context(
+    session: Session, client: Client, probe: ProbeResult, emit: Callable[[RequestRecord, bool], None]
+) -> Context:
+    config = session.config
+    return Context(
+        client=client,
+        settings=config.request,
+        model=probe.model,
+        run_id=session.manifest.run_id,
+        variant=config.variant,
+        cold_mode=config.cold_mode,
+        facts=CacheFacts(probe.prefix_caching, probe.block_size),
+        policy=config.retry,
+        per_request_metrics=probe.metrics and config.concurrency == 1,
+        tokenize=probe.tokenize,
+        watch=ServerWatch(client, probe.metrics, probe.process_start_time),
+        emit=emit,
+        seq_start=max((r.seq for r in session.slim), default=-1) + 1,
+        metrics_wait_s=config.metrics_wait_s,
+    )
+
+
+def _start_session(session: Session, probe: ProbeResult) -> None:
+    config = session.config
+    session.manifest.sessions.append(
+        {
+            "started_at": now_iso(),
+            "base_url": safe_url(config.base_url),
+            "server_version": probe.version,
+            "server_process_start_time": probe.process_start_time,
+            "records_on_disk": len(session.slim),
+            "units_to_run": len(session.todo),
+            "torn_lines_dropped": session.torn_dropped,
+            "retry": asdict(config.retry),
+            "timeout_s": config.timeout_s,
+            "quiet": config.quiet,
+        }
+    )
+    write_manifest(session.run_dir, session.manifest)
+
+
+def execute_run(config: RunConfig, *, on_record: Callable[[RequestRecord], None] | None = None) -> Path:
+    """Run (or resume) the passes against the server at `config.base_url`; returns the run directory."""
+    with Client(config.base_url, _api_key(config), config.timeout_s) as client:
+        session, probe = _prepare(config, client)
+        session.on_record = on_record
+        _start_session(session, probe)
+        done = Counter(BAR_OF[r.pass_name] for r in final_records(session.slim).values())
+        progress = Progress(session.units, done, config.quiet)
+        ctx: Context | None = None
+        outcome = "interrupted"
+        try:
+            with RecordWriter(session.run_dir / RECORDS_NAME) as writer:
+                ctx = _context(session, client, probe, _emit_to(session, writer, progress))
+                outcome = "complete" if _run_all(session, ctx) else "incomplete"
+        except LbevalError as exc:
+            outcome = f"stopped: {exc}"
+            raise
+        finally:
+            progress.close()
+            _finish(session, probe, ctx, outcome)
+            _write_latest(session.run_dir)
+    return session.run_dir
+
+
+def _write_latest(run_dir: Path) -> None:
+    """runs/<variant>/LATEST holds the run id of the last run (for make; readers never need it)."""
+    latest = run_dir.parent / LATEST_NAME
+    tmp = latest.with_name(LATEST_NAME + ".tmp")
+    tmp.write_text(run_dir.name + "\n", encoding="utf-8")
+    os.replace(tmp, latest)

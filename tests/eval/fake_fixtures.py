@@ -1,0 +1,89 @@
+"""Fixtures and helpers for runner tests: a fake server per test and small inputs manifests.
+
+Import the fixtures into a test module (`from tests.eval.fake_fixtures import fake, inputs_file`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval.client import RequestSettings
+from eval.inputs import InputRow, InputsHeader, sha256_text, write_inputs
+from eval.passes import RetryPolicy
+from eval.runner import RunConfig
+from tests.fake_server import FakeServer
+
+FAST_RETRY = RetryPolicy(retries=2, backoff_s=0.01, max_backoff_s=0.02)
+
+
+def make_row(i: int, *, dataset: str = "qasper", mode: str = "chat", words: int = 60, **kw: Any) -> InputRow:
+    """A prompt of `words` distinct words (one fake token each) that names its example."""
+    body = " ".join(f"ex{i}w{j}" for j in range(words))
+    prompt = f"Example ex{i}: {body}\n\n Question: what is ex{i}?\n\nAnswer:"
+    row = InputRow(
+        dataset=dataset,
+        id=f"ex{i}",
+        prompt=prompt,
+        mode=mode,
+        max_tokens=6,
+        prompt_sha256=sha256_text(prompt),
+        prompt_tokens=None,
+        truncated=False,
+        answers=[f"answer {i}"],
+        all_classes=None,
+        length=words,
+    )
+    return replace(row, **kw)
+
+
+def make_header(**kw: Any) -> InputsHeader:
+    header = InputsHeader(
+        source={"kind": "test"},
+        seed=1,
+        n=None,
+        datasets=["qasper"],
+        selected_ids={},
+        templates={},
+        tokenizer={"kind": "none"},
+        max_input_tokens=None,
+        max_tokens={"qasper": 6},
+        lbeval_version="test",
+        git_commit=None,
+        git_dirty=None,
+    )
+    return replace(header, **kw)
+
+
+def write_rows(path: Path, rows: list[InputRow]) -> Path:
+    write_inputs(path, make_header(), rows)
+    return path
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeServer]:
+    with FakeServer() as server:
+        yield server
+
+
+@pytest.fixture
+def inputs_file(tmp_path: Path) -> Path:
+    return write_rows(tmp_path / "inputs.jsonl", [make_row(0), make_row(1)])
+
+
+def config_for(server: FakeServer, inputs: Path, out: Path, **kw: Any) -> RunConfig:
+    base = RunConfig(
+        variant="v1",
+        inputs=inputs,
+        base_url=server.base_url,
+        out=out,
+        timing_reps=2,
+        retry=FAST_RETRY,
+        quiet=True,
+        request=RequestSettings(seed=3),
+        metrics_wait_s=0.5,
+    )
+    return replace(base, **kw)

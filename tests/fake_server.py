@@ -1,0 +1,617 @@
+"""A fake OpenAI-compatible vLLM server for tests and benches (a test double, not a product feature).
+
+Serves on 127.0.0.1 (free port) from a thread: /v1/models, /v1/chat/completions, /v1/completions (whole or
+streamed), /version, /health, /metrics (vllm:* counters and histograms), /tokenize, /detokenize and
+/reset_prefix_cache. It behaves like vLLM where lbeval depends on it:
+
+- Tokens: every whitespace-separated word is one token (`t<N>` is token N, others hash to an id), "\\n" is
+  NEWLINE_ID. Chat adds CHAT_PREFIX before and CHAT_SUFFIX after the user text.
+- Prefix cache: blocks of `block_size` tokens, chained hashes with the cache_salt mixed into the first block;
+  a request reports cached_tokens for whole leading blocks found, never covering the last prompt token.
+- Output: deterministic greedy tokens from the prompt tokens and seed, top-k alternatives with float32
+  logprobs, tokens returned as "token_id:N" when return_tokens_as_token_ids is set.
+- /metrics: prefix_cache_queries/hits counters, request prefill/queue/TTFT/e2e histograms, cache_config_info,
+  process_start_time_seconds; optionally updated after a lag (vLLM records them after answering).
+
+Faults (`Fault`): 5xx N times, a 4xx with a message, a dropped connection mid-stream or mid-body, a slow
+stream, a divergence from generated position p, a warm cache miss (the prompt's blocks evicted first), a
+restart before a request (counters, version start time and cache reset). `restart(down_s)` also closes the
+port for a while (connection refused, then back).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import random
+import re
+import socket
+import struct
+import threading
+import time
+import zlib
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+NEWLINE_ID = 198
+CHAT_PREFIX = [1, 882, 198]  # <|im_start|> user \n
+CHAT_SUFFIX = [2, 198, 1, 520, 198]  # <|im_end|> \n <|im_start|> assistant \n
+VOCAB_LOW, VOCAB_HIGH = 1000, 49_000
+BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, float("inf"))
+_WORD = re.compile(r"\n|[^\s]+")
+
+
+def tokenize_text(text: str) -> list[int]:
+    out: list[int] = []
+    for word in _WORD.findall(text):
+        if word == "\n":
+            out.append(NEWLINE_ID)
+        elif word[0] == "t" and word[1:].isdigit():
+            out.append(int(word[1:]))
+        else:
+            out.append(VOCAB_LOW + zlib.crc32(word.encode("utf-8")) % (VOCAB_HIGH - VOCAB_LOW))
+    return out
+
+
+def detokenize(ids: list[int]) -> str:
+    return "".join("\n" if i == NEWLINE_ID else f" t{i}" for i in ids)
+
+
+def f32(x: float) -> float:
+    return float(struct.unpack("<f", struct.pack("<f", x))[0])
+
+
+@dataclass
+class Fault:
+    """One injected fault. Matches requests whose prompt contains `match` (None: any), optionally only the
+    n-th request with the same prompt and salt (`salt_seen`: 0 cold, 1 warm, 2 repeat...) and only those with
+    `max_tokens`. Affects `times` matching requests (-1: all)."""
+
+    kind: str  # "5xx" | "4xx" | "drop" | "slow" | "divergence" | "warm_miss" | "restart" | "jitter"
+    match: str | None = None
+    salt_seen: int | None = None
+    max_tokens: int | None = None
+    stream: bool | None = None
+    times: int = 1
+    status: int = 503
+    message: str = "injected failure"
+    after_chunks: int = (
+        2  # drop: stream chunks sent before the connection is closed (non-stream: half the body)
+    )
+    position: int = 0  # divergence: first generated position that differs
+    delay_s: float = 0.02  # slow: per streamed chunk
+    amount: float = 1e-5  # jitter: added to every logprob
+
+    def matches(self, prompt: str, seen: int, body: dict[str, Any]) -> bool:
+        if self.times == 0:
+            return False
+        if self.match is not None and self.match not in prompt:
+            return False
+        if self.salt_seen is not None and self.salt_seen != seen:
+            return False
+        if self.max_tokens is not None and body.get("max_tokens") != self.max_tokens:
+            return False
+        return self.stream is None or bool(body.get("stream")) == self.stream
+
+
+@dataclass
+class Histogram:
+    total: float = 0.0
+    count: int = 0
+    buckets: list[int] = field(default_factory=lambda: [0] * len(BUCKETS))
+
+    def observe(self, value: float) -> None:
+        self.total += value
+        self.count += 1
+        for i, edge in enumerate(BUCKETS):
+            if value <= edge:
+                self.buckets[i] += 1
+
+
+@dataclass
+class FakeState:
+    start_time: float = field(default_factory=time.time)
+    cache: set[bytes] = field(default_factory=set)
+    seen: dict[tuple[str, str | None], int] = field(default_factory=dict)
+    queries: int = 0
+    hits: int = 0
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    success: int = 0
+    hist: dict[str, Histogram] = field(default_factory=dict)
+
+
+HISTOGRAMS = (
+    "vllm:request_prefill_time_seconds",
+    "vllm:request_queue_time_seconds",
+    "vllm:time_to_first_token_seconds",
+    "vllm:e2e_request_latency_seconds",
+)
+
+
+class FakeServer:
+    def __init__(
+        self,
+        *,
+        model: str = "fake-model",
+        block_size: int = 16,
+        max_model_len: int = 8192,
+        max_logprobs: int = 20,
+        prefix_caching: bool = True,
+        report_cached_tokens: bool = True,
+        honor_salt: bool = True,
+        reset_enabled: bool = True,
+        reset_success: bool = True,
+        tokenize_enabled: bool = True,
+        metrics_enabled: bool = True,
+        metrics_lag_s: float = 0.0,
+        api_key: str | None = None,
+        version: str = "0.0.0+fake",
+    ) -> None:
+        self.model = model
+        self.block_size = block_size
+        self.max_model_len = max_model_len
+        self.max_logprobs = max_logprobs
+        self.prefix_caching = prefix_caching
+        self.report_cached_tokens = report_cached_tokens
+        self.honor_salt = honor_salt
+        self.reset_enabled = reset_enabled
+        self.reset_success = reset_success
+        self.tokenize_enabled = tokenize_enabled
+        self.metrics_enabled = metrics_enabled
+        self.metrics_lag_s = metrics_lag_s
+        self.api_key = api_key
+        self.version = version
+        self.faults: list[Fault] = []
+        self.requests: list[tuple[str, dict[str, Any]]] = []  # (path, body) of every generation request
+        self.reset_calls = 0
+        self.restarts = 0
+        self.lock = threading.RLock()
+        self.state = FakeState()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    # lifecycle -------------------------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> FakeServer:
+        handler = type("Handler", (_Handler,), {"fake": self})
+        httpd = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        httpd.daemon_threads = True
+        self.port = httpd.server_address[1]
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def restart(self, down_s: float = 0.0) -> None:
+        """Simulate a server restart: cache, counters and start time reset; the port is closed for down_s."""
+        if down_s > 0:
+            self.stop()
+            time.sleep(down_s)
+        with self.lock:
+            self.state = FakeState(start_time=max(time.time(), self.state.start_time + 1.0))
+            self.restarts += 1
+        if down_s > 0:
+            for _ in range(50):
+                try:
+                    self.start()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+    def add_fault(self, fault: Fault) -> Fault:
+        with self.lock:
+            self.faults.append(fault)
+        return fault
+
+    def take_faults(self, prompt: str, seen: int, body: dict[str, Any]) -> list[Fault]:
+        with self.lock:
+            hit = [f for f in self.faults if f.matches(prompt, seen, body)]
+            for f in hit:
+                if f.times > 0:
+                    f.times -= 1
+            return hit
+
+    # model ----------------------------------------------------------------------------------------------
+
+    def prompt_ids(self, body: dict[str, Any], chat: bool) -> tuple[str, list[int]]:
+        if chat:
+            text = "".join(str(m.get("content", "")) for m in body.get("messages", []))
+            return text, CHAT_PREFIX + tokenize_text(text) + CHAT_SUFFIX
+        prompt = body.get("prompt", "")
+        return str(prompt), tokenize_text(str(prompt))
+
+    def _block_hashes(self, ids: list[int], salt: str | None) -> list[bytes]:
+        out: list[bytes] = []
+        parent = hashlib.sha256((salt or "").encode() if self.honor_salt else b"").digest()
+        for b in range(len(ids) // self.block_size):
+            block = ids[b * self.block_size : (b + 1) * self.block_size]
+            parent = hashlib.sha256(parent + struct.pack(f"<{len(block)}i", *block)).digest()
+            out.append(parent)
+        return out
+
+    def cache_lookup_and_fill(self, ids: list[int], salt: str | None, evict: bool) -> int:
+        """Cached tokens for this prompt (whole blocks, never the last token), then cache its full blocks."""
+        if not self.prefix_caching:
+            return 0
+        hashes = self._block_hashes(ids, salt)
+        with self.lock:
+            if evict:
+                self.state.cache.difference_update(hashes)
+            usable = (len(ids) - 1) // self.block_size
+            hit_blocks = 0
+            for h in hashes[:usable]:
+                if h not in self.state.cache:
+                    break
+                hit_blocks += 1
+            self.state.cache.update(hashes)
+        return hit_blocks * self.block_size
+
+    def generate(
+        self, ids: list[int], body: dict[str, Any], diverge_at: int | None, jitter: float
+    ) -> tuple[list[int], list[list[tuple[int, float]]], str]:
+        """Greedy tokens with their top-k alternatives; a stop token id (after min_tokens) ends generation."""
+        k = max(
+            int(body.get("top_logprobs") or 0),
+            int(body.get("logprobs") or 0) if "messages" not in body else 0,
+        )
+        seed = hashlib.sha256(struct.pack(f"<{len(ids)}i", *ids) + str(body.get("seed")).encode()).digest()
+        rng = random.Random(seed)
+        stops = set(body.get("stop_token_ids") or ())
+        min_tokens = int(body.get("min_tokens") or 0)
+        out: list[int] = []
+        tops: list[list[tuple[int, float]]] = []
+        finish = "length"
+        for pos in range(int(body.get("max_tokens") or 16)):
+            if pos == diverge_at:
+                rng = random.Random(seed + b"diverged")
+            first = NEWLINE_ID if rng.random() < 0.08 else rng.randrange(VOCAB_LOW, VOCAB_HIGH)
+            alts = [first] + [rng.randrange(VOCAB_LOW, VOCAB_HIGH) for _ in range(max(k, 1) - 1)]
+            lps = sorted(
+                (-rng.random() * 0.05 if i == 0 else -1.0 - rng.random() * 12.0) for i in range(len(alts))
+            )
+            lps.reverse()
+            row = [(tid, f32(lp + jitter)) for tid, lp in zip(alts, lps, strict=True)]
+            out.append(first)
+            tops.append(row)
+            if first in stops and pos + 1 >= min_tokens:
+                finish = "stop"
+                break
+        return out, tops, finish
+
+    def observe(self, prompt_tokens: int, cached: int, completion: int) -> None:
+        def record() -> None:
+            with self.lock:
+                st = self.state
+                st.queries += prompt_tokens
+                st.hits += cached
+                st.prompt_tokens += prompt_tokens
+                st.generation_tokens += completion
+                st.success += 1
+                prefill = 1e-4 + (prompt_tokens - cached) * 1e-5
+                values = (prefill, 2e-4, prefill + 3e-4, prefill + 3e-4 + completion * 1e-4)
+                for name, value in zip(HISTOGRAMS, values, strict=True):
+                    st.hist.setdefault(name, Histogram()).observe(value)
+
+        if self.metrics_lag_s > 0:
+            threading.Timer(self.metrics_lag_s, record).start()
+        else:
+            record()
+
+    def metrics(self) -> str:
+        with self.lock:
+            st = self.state
+            lab = f'engine="0",model_name="{self.model}"'
+            lines = [
+                "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.",
+                "# TYPE process_start_time_seconds gauge",
+                f"process_start_time_seconds {st.start_time}",
+                "# TYPE vllm:cache_config_info gauge",
+                f'vllm:cache_config_info{{block_size="{self.block_size}",cache_dtype="auto",'
+                f'enable_prefix_caching="{self.prefix_caching}",engine="0",num_gpu_blocks="4096"}} 1.0',
+            ]
+            for name, value in (
+                ("vllm:prefix_cache_queries", st.queries),
+                ("vllm:prefix_cache_hits", st.hits),
+                ("vllm:prompt_tokens", st.prompt_tokens),
+                ("vllm:generation_tokens", st.generation_tokens),
+            ):
+                lines += [f"# TYPE {name} counter", f"{name}_total{{{lab}}} {float(value)}"]
+                lines.append(f"{name}_created{{{lab}}} {st.start_time}")
+            lines += ["# TYPE vllm:request_success counter"]
+            lines.append(f'vllm:request_success_total{{{lab},finished_reason="length"}} {float(st.success)}')
+            for name in HISTOGRAMS:
+                h = st.hist.get(name, Histogram())
+                lines.append(f"# TYPE {name} histogram")
+                for edge, count in zip(BUCKETS, h.buckets, strict=True):
+                    le = "+Inf" if edge == float("inf") else repr(edge)
+                    lines.append(f'{name}_bucket{{{lab},le="{le}"}} {float(count)}')
+                lines += [f"{name}_count{{{lab}}} {float(h.count)}", f"{name}_sum{{{lab}}} {h.total!r}"]
+            return "\n".join(lines) + "\n"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence the default stderr log
+        pass
+
+    # plumbing --------------------------------------------------------------------------------------------
+
+    def _send(self, status: int, payload: bytes, ctype: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _json(self, status: int, obj: Any) -> None:
+        self._send(status, json.dumps(obj).encode())
+
+    def _error(self, status: int, message: str) -> None:
+        self._json(status, {"error": {"message": message, "type": "BadRequestError", "code": status}})
+
+    def _body(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b"{}"
+        obj = json.loads(raw or b"{}")
+        return obj if isinstance(obj, dict) else {}
+
+    def _authorized(self) -> bool:
+        key = self.fake.api_key
+        if key is None or self.headers.get("Authorization") == f"Bearer {key}":
+            return True
+        self._error(401, "Unauthorized")
+        return False
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    # routes ----------------------------------------------------------------------------------------------
+
+    def do_GET(self) -> None:  # noqa: N802
+        fake = self.fake
+        if self.path == "/v1/models":
+            if self._authorized():
+                data = [
+                    {
+                        "id": fake.model,
+                        "object": "model",
+                        "owned_by": "fake",
+                        "max_model_len": fake.max_model_len,
+                    }
+                ]
+                self._json(200, {"object": "list", "data": data})
+        elif self.path == "/version":
+            self._json(200, {"version": fake.version})
+        elif self.path == "/health":
+            self._send(200, b"")
+        elif self.path == "/metrics" and fake.metrics_enabled:
+            self._send(200, fake.metrics().encode(), "text/plain; version=0.0.4")
+        else:
+            self._json(404, {"detail": "Not Found"})
+
+    def do_POST(self) -> None:  # noqa: N802
+        fake = self.fake
+        body = self._body()
+        if self.path in ("/v1/chat/completions", "/v1/completions"):
+            if self._authorized():
+                self._generate(body, chat=self.path == "/v1/chat/completions")
+        elif self.path == "/reset_prefix_cache" and fake.reset_enabled:
+            with fake.lock:
+                fake.reset_calls += 1
+                if fake.reset_success:
+                    fake.state.cache.clear()
+            self._json(200, {"success": fake.reset_success})
+        elif self.path == "/tokenize" and fake.tokenize_enabled:
+            _, ids = fake.prompt_ids(body, chat="messages" in body)
+            self._json(200, {"tokens": ids, "count": len(ids), "max_model_len": fake.max_model_len})
+        elif self.path == "/detokenize" and fake.tokenize_enabled:
+            self._json(200, {"prompt": detokenize([int(t) for t in body.get("tokens", [])])})
+        else:
+            self._json(404, {"detail": "Not Found"})
+
+    def _generate(self, body: dict[str, Any], chat: bool) -> None:
+        fake = self.fake
+        with fake.lock:
+            fake.requests.append((self.path, body))
+        err = self._validate(body, chat)
+        if err is not None:
+            self._error(400, err)
+            return
+        prompt, ids = fake.prompt_ids(body, chat)
+        salt = body.get("cache_salt")
+        with fake.lock:
+            seen = fake.state.seen.get((prompt, salt), 0)
+            fake.state.seen[(prompt, salt)] = seen + 1
+        faults = {f.kind: f for f in fake.take_faults(prompt, seen, body)}
+        if "restart" in faults:
+            fake.restart()
+        for kind in ("5xx", "4xx"):
+            if kind in faults:
+                self._error(faults[kind].status, faults[kind].message)
+                return
+        if len(ids) + int(body.get("max_tokens") or 16) > fake.max_model_len:
+            self._error(400, f"This model's maximum context length is {fake.max_model_len} tokens.")
+            return
+        cached = fake.cache_lookup_and_fill(ids, salt, evict="warm_miss" in faults)
+        diverge = faults["divergence"].position if "divergence" in faults else None
+        jitter = faults["jitter"].amount if "jitter" in faults else 0.0
+        out, tops, finish = fake.generate(ids, body, diverge, jitter)
+        usage: dict[str, Any] = {
+            "prompt_tokens": len(ids),
+            "completion_tokens": len(out),
+            "total_tokens": len(ids) + len(out),
+        }
+        if fake.report_cached_tokens:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        answer = _Answer(chat, body, out, tops, finish, usage)
+        if body.get("stream"):
+            self._stream(answer, faults)
+        else:
+            payload = json.dumps(answer.whole()).encode()
+            if "drop" in faults:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload[: len(payload) // 2])
+                self._drop()
+                return
+            self._send(200, payload)
+        fake.observe(len(ids), cached, len(out))
+
+    def _validate(self, body: dict[str, Any], chat: bool) -> str | None:
+        fake = self.fake
+        if body.get("model") != fake.model:
+            return f"The model `{body.get('model')}` does not exist."
+        k = int(body.get("top_logprobs") or 0) if chat else int(body.get("logprobs") or 0)
+        if k > fake.max_logprobs:
+            return f"Requested sample logprobs of {k}, which is greater than max allowed: {fake.max_logprobs}"
+        if "prompt_logprobs" in body:
+            return "fake server: lbeval must never send prompt_logprobs"
+        return None
+
+    def _stream(self, answer: _Answer, faults: dict[str, Fault]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        drop = faults.get("drop")
+        slow = faults.get("slow")
+        for n, chunk in enumerate(answer.chunks()):
+            if drop is not None and n >= drop.after_chunks:
+                self._drop()
+                return
+            if slow is not None:
+                time.sleep(slow.delay_s)
+            data = b"data: " + chunk + b"\n\n"
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+
+
+class _Answer:
+    """Renders one generation as a vLLM-shaped whole body or stream of chunks."""
+
+    def __init__(
+        self,
+        chat: bool,
+        body: dict[str, Any],
+        out: list[int],
+        tops: list[list[tuple[int, float]]],
+        finish: str,
+        usage: dict[str, Any],
+    ) -> None:
+        self.chat, self.body, self.out, self.tops, self.finish, self.usage = (
+            chat,
+            body,
+            out,
+            tops,
+            finish,
+            usage,
+        )
+        self.as_ids = bool(body.get("return_tokens_as_token_ids"))
+        self.k = int(body.get("top_logprobs") or 0) if chat else int(body.get("logprobs") or 0)
+        self.want = bool(body.get("logprobs")) if chat else body.get("logprobs") is not None
+
+    def _tok(self, tid: int) -> str:
+        return f"token_id:{tid}" if self.as_ids else detokenize([tid])
+
+    def _chat_lp(self, i: int) -> dict[str, Any]:
+        def entry(tid: int, lp: float) -> dict[str, Any]:
+            tok = self._tok(tid)
+            return {"token": tok, "logprob": lp, "bytes": list(tok.encode())}
+
+        row = self.tops[i]
+        return {**entry(self.out[i], row[0][1]), "top_logprobs": [entry(t, lp) for t, lp in row[: self.k]]}
+
+    def _cmpl_lp(self, idx: range) -> dict[str, Any]:
+        return {
+            "text_offset": [0 for _ in idx],
+            "token_logprobs": [self.tops[i][0][1] for i in idx],
+            "tokens": [self._tok(self.out[i]) for i in idx],
+            "top_logprobs": [{self._tok(t): lp for t, lp in self.tops[i][: self.k + 1]} for i in idx],
+        }
+
+    def _text(self, idx: range) -> str:
+        return detokenize(
+            [self.out[i] for i in idx if not (i == len(self.out) - 1 and self.finish == "stop")]
+        )
+
+    def whole(self) -> dict[str, Any]:
+        idx = range(len(self.out))
+        if self.chat:
+            lp = {"content": [self._chat_lp(i) for i in idx]} if self.want else None
+            msg = {"role": "assistant", "content": self._text(idx), "reasoning_content": None}
+            choice: dict[str, Any] = {
+                "index": 0,
+                "message": msg,
+                "logprobs": lp,
+                "finish_reason": self.finish,
+            }
+            obj = "chat.completion"
+        else:
+            choice = {
+                "index": 0,
+                "text": self._text(idx),
+                "logprobs": self._cmpl_lp(idx) if self.want else None,
+            }
+            choice["finish_reason"] = self.finish
+            obj = "text_completion"
+        return {
+            "id": "fake-1",
+            "object": obj,
+            "model": self.body["model"],
+            "choices": [choice],
+            "usage": self.usage,
+        }
+
+    def chunks(self) -> list[bytes]:
+        obj = "chat.completion.chunk" if self.chat else "text_completion"
+        base = {"id": "fake-1", "object": obj, "model": self.body["model"]}
+        out: list[bytes] = []
+        if self.chat:
+            out.append(
+                json.dumps(
+                    {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
+                ).encode()
+            )
+        for i in range(len(self.out)):
+            last = i == len(self.out) - 1
+            if self.chat:
+                choice: dict[str, Any] = {"index": 0, "delta": {"content": self._text(range(i, i + 1))}}
+                choice["logprobs"] = {"content": [self._chat_lp(i)]} if self.want else None
+            else:
+                choice = {"index": 0, "text": self._text(range(i, i + 1))}
+                choice["logprobs"] = self._cmpl_lp(range(i, i + 1)) if self.want else None
+            choice["finish_reason"] = self.finish if last else None
+            out.append(json.dumps({**base, "choices": [choice]}).encode())
+        if (self.body.get("stream_options") or {}).get("include_usage"):
+            out.append(json.dumps({**base, "choices": [], "usage": self.usage}).encode())
+        out.append(b"[DONE]")
+        return out
