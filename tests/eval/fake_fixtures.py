@@ -1,6 +1,7 @@
 """Fixtures and helpers for runner tests: a fake server per test and small inputs manifests.
 
-Import the fixtures into a test module (`from tests.eval.fake_fixtures import fake, inputs_file`)."""
+Import the fixtures into a test module (`from tests.eval.fake_fixtures import fake_fixture`): it provides the
+fixture named `fake`."""
 
 from __future__ import annotations
 
@@ -63,15 +64,10 @@ def write_rows(path: Path, rows: list[InputRow]) -> Path:
     return path
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeServer]:
+@pytest.fixture(name="fake")
+def fake_fixture() -> Iterator[FakeServer]:
     with FakeServer() as server:
         yield server
-
-
-@pytest.fixture
-def inputs_file(tmp_path: Path) -> Path:
-    return write_rows(tmp_path / "inputs.jsonl", [make_row(0), make_row(1)])
 
 
 def config_for(server: FakeServer, inputs: Path, out: Path, **kw: Any) -> RunConfig:

@@ -1,0 +1,299 @@
+"""Request building (pure, by dict equality), response parsing, and the client against the fake server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+
+from eval.client import (
+    Client,
+    RequestFailed,
+    RequestSettings,
+    build_request,
+    parse_body,
+    parse_stream,
+    request_settings,
+    root_url,
+    wire_body,
+)
+from eval.record_types import ClientTimings, Usage
+from tests.eval.fake_fixtures import fake_fixture, make_row  # noqa: F401 - fixture
+from tests.fake_server import FakeServer, Fault
+
+TIMINGS = ClientTimings(sent_at=1.0, first_token_s=None, done_s=0.5)
+
+
+def test_chat_request() -> None:
+    row = make_row(0, max_tokens=128)
+    req = build_request(row, RequestSettings(seed=7), model="m", cache_salt="salt-1", stream=False)
+    assert req == {
+        "model": "m",
+        "messages": [{"role": "user", "content": row.prompt}],
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "seed": 7,
+        "max_tokens": 128,
+        "logprobs": True,
+        "top_logprobs": 20,
+        "stream": False,
+        "extra_body": {
+            "return_tokens_as_token_ids": True,
+            "chat_template_kwargs": {"enable_thinking": False},
+            "cache_salt": "salt-1",
+        },
+    }
+
+
+def test_raw_request_for_samsum_streams_and_stops_at_newline_token() -> None:
+    row = make_row(1, dataset="samsum", mode="raw", max_tokens=128, stop_token_ids=[198, 13])
+    settings = RequestSettings(top_logprobs=5, chat_template_kwargs={"enable_thinking": True})
+    req = build_request(row, settings, model="m", cache_salt=None, stream=True, max_tokens=1)
+    assert req == {
+        "model": "m",
+        "prompt": row.prompt,
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "seed": 0,
+        "max_tokens": 1,
+        "logprobs": 5,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "extra_body": {"return_tokens_as_token_ids": True, "stop_token_ids": [198, 13], "min_tokens": 1},
+    }
+
+
+def test_overrides_and_no_template_kwargs() -> None:
+    row = make_row(2)
+    settings = RequestSettings(chat_template_kwargs=None, max_tokens_override=3)
+    req = build_request(row, settings, model="m", cache_salt=None, stream=False, prompt="other text")
+    assert req["messages"] == [{"role": "user", "content": "other text"}]
+    assert req["max_tokens"] == 3
+    assert req["extra_body"] == {"return_tokens_as_token_ids": True}
+    assert "prompt_logprobs" not in wire_body(req)
+
+
+def test_request_settings_drop_the_prompt_and_flatten_extra_body() -> None:
+    req = build_request(make_row(0), RequestSettings(), model="m", cache_salt="s", stream=False)
+    settings = request_settings(req)
+    assert "messages" not in settings and "extra_body" not in settings
+    assert settings["cache_salt"] == "s" and settings["return_tokens_as_token_ids"] is True
+    assert settings["max_tokens"] == 6
+
+
+def test_root_url() -> None:
+    assert root_url("http://h:8000/v1") == "http://h:8000"
+    assert root_url("http://h:8000/v1/") == "http://h:8000"
+    assert root_url("http://h:8000") == "http://h:8000"
+
+
+CHAT_BODY = {
+    "id": "x",
+    "object": "chat.completion",
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "Hi there"},
+            "logprobs": {
+                "content": [
+                    {
+                        "token": "token_id:12",
+                        "logprob": -0.25,
+                        "bytes": [1, 2],
+                        "top_logprobs": [
+                            {"token": "token_id:12", "logprob": -0.25, "bytes": [1]},
+                            {"token": "token_id:99", "logprob": -1.5, "bytes": [2]},
+                        ],
+                    },
+                    {
+                        "token": "token_id:7",
+                        "logprob": -9999.0,
+                        "bytes": None,
+                        "top_logprobs": [{"token": "token_id:3", "logprob": -0.125, "bytes": None}],
+                    },
+                ]
+            },
+            "finish_reason": "length",
+        }
+    ],
+    "usage": {"prompt_tokens": 300, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 256}},
+}
+
+
+def test_parse_chat_body() -> None:
+    resp = parse_body("chat", json.dumps(CHAT_BODY).encode(), TIMINGS)
+    assert resp.text == "Hi there"
+    assert resp.token_ids == [12, 7]
+    assert resp.finish_reason == "length"
+    assert resp.usage == Usage(prompt_tokens=300, completion_tokens=2, cached_tokens=256)
+    assert resp.topk is not None
+    assert resp.topk.ids == [[12, 99], [3]]
+    assert resp.topk.logprobs == [[-0.25, -1.5], [-0.125]]
+    assert resp.topk.chosen_logprobs == [-0.25, -9999.0]
+    assert resp.timings == TIMINGS
+
+
+def test_parse_completions_body_with_extra_sampled_entry_and_null() -> None:
+    body = {
+        "choices": [
+            {
+                "index": 0,
+                "text": "a b",
+                "logprobs": {
+                    "tokens": ["token_id:5", "token_id:6"],
+                    "token_logprobs": [-3.0, None],
+                    "top_logprobs": [{"token_id:5": -3.0, "token_id:1": -0.5, "token_id:2": -1.0}, None],
+                    "text_offset": [0, 1],
+                },
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_details": None},
+    }
+    resp = parse_body("completions", json.dumps(body).encode(), TIMINGS)
+    assert resp.token_ids == [5, 6]
+    assert resp.topk is not None
+    assert resp.topk.ids == [[5, 1, 2], []]  # server order kept, the sampled token included
+    assert resp.topk.logprobs == [[-3.0, -0.5, -1.0], []]
+    assert (
+        resp.topk.chosen_logprobs[0] == -3.0 and resp.topk.chosen_logprobs[1] != resp.topk.chosen_logprobs[1]
+    )
+    assert resp.usage.cached_tokens is None
+
+
+def test_parse_rejects_tokens_that_are_not_ids() -> None:
+    body = json.loads(json.dumps(CHAT_BODY))
+    body["choices"][0]["logprobs"]["content"][0]["token"] = "Hi"
+    with pytest.raises(RequestFailed) as err:
+        parse_body("chat", json.dumps(body).encode(), TIMINGS)
+    assert not err.value.retryable and "token_id" in err.value.message
+
+
+def sse(*objs: object) -> Iterator[str]:
+    for obj in objs:
+        yield "data: " + (obj if isinstance(obj, str) else json.dumps(obj))
+        yield ""
+
+
+def test_parse_stream_measures_ttft_at_the_first_token() -> None:
+    ticks = iter([0.25, 0.75])
+    chunk = {
+        "choices": [
+            {
+                "index": 0,
+                "delta": {"content": "Hi"},
+                "logprobs": {"content": [{"token": "token_id:4", "logprob": -0.5, "top_logprobs": []}]},
+                "finish_reason": "length",
+            }
+        ]
+    }
+    lines = sse(
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+        chunk,
+        {
+            "choices": [],
+            "usage": {
+                "prompt_tokens": 4,
+                "completion_tokens": 1,
+                "prompt_tokens_details": {"cached_tokens": 0},
+            },
+        },
+        "[DONE]",
+    )
+    resp = parse_stream("chat", lines, sent_at=5.0, t0=0.0, clock=lambda: next(ticks))
+    assert resp.text == "Hi" and resp.token_ids == [4] and resp.finish_reason == "length"
+    assert resp.timings == ClientTimings(sent_at=5.0, first_token_s=0.25, done_s=0.75)
+    assert resp.usage.cached_tokens == 0
+
+
+def test_parse_stream_without_done_is_a_retryable_failure() -> None:
+    with pytest.raises(RequestFailed) as err:
+        parse_stream("completions", sse({"choices": [{"index": 0, "text": "x"}]}), 0.0, 0.0)
+    assert err.value.retryable
+
+
+def test_parse_stream_error_event_keeps_the_status() -> None:
+    lines = sse({"error": {"message": "context too long", "code": 400}})
+    with pytest.raises(RequestFailed) as err:
+        parse_stream("chat", lines, 0.0, 0.0)
+    assert err.value.status == 400 and not err.value.retryable and "context too long" in err.value.message
+
+
+# --- against the fake server ------------------------------------------------------------------------------------
+
+
+def test_client_chat_and_completions_whole_and_streamed(fake: FakeServer) -> None:
+    with Client(fake.base_url) as client:
+        for mode, endpoint in (("chat", "chat"), ("raw", "completions")):
+            row = make_row(0, mode=mode)
+            whole = client.send(
+                endpoint,
+                build_request(row, RequestSettings(), model=fake.model, cache_salt="a", stream=False),
+            )
+            streamed = client.send(
+                endpoint, build_request(row, RequestSettings(), model=fake.model, cache_salt="b", stream=True)
+            )
+            assert whole.token_ids == streamed.token_ids and len(whole.token_ids) == 6
+            assert whole.text == streamed.text
+            assert whole.topk is not None and len(whole.topk.ids[0]) == 20
+            assert whole.timings.first_token_s is None and streamed.timings.first_token_s is not None
+            assert whole.usage.cached_tokens == 0 and streamed.usage.cached_tokens == 0
+
+
+def test_client_errors(fake: FakeServer) -> None:
+    req = build_request(make_row(0), RequestSettings(), model=fake.model, cache_salt=None, stream=False)
+    with Client(fake.base_url) as client:
+        fake.add_fault(Fault("4xx", status=400, message="prompt too long for this test"))
+        with pytest.raises(RequestFailed) as err:
+            client.send("chat", req)
+        assert err.value.status == 400 and not err.value.retryable
+        assert "prompt too long for this test" in err.value.message
+        fake.add_fault(Fault("5xx", status=503))
+        with pytest.raises(RequestFailed) as err:
+            client.send("chat", req)
+        assert err.value.status == 503 and err.value.retryable
+        fake.add_fault(Fault("drop", stream=True, after_chunks=3))
+        with pytest.raises(RequestFailed) as err:
+            client.send("chat", {**req, "stream": True, "stream_options": {"include_usage": True}})
+        assert err.value.retryable and err.value.status is None
+        fake.add_fault(Fault("drop", stream=False))
+        with pytest.raises(RequestFailed) as err:
+            client.send("chat", req)
+        assert err.value.retryable
+        assert client.send("chat", req).token_ids  # healthy again
+    with Client("http://127.0.0.1:9/v1", timeout_s=5) as down:
+        with pytest.raises(RequestFailed) as err:
+            down.send("chat", req)
+        assert err.value.refused and err.value.retryable
+
+
+def test_client_sends_the_api_key() -> None:
+    with FakeServer(api_key="sk-test-key") as server:
+        req = build_request(make_row(0), RequestSettings(), model=server.model, cache_salt=None, stream=False)
+        with Client(server.base_url, api_key="sk-test-key") as client:
+            assert client.send("chat", req).token_ids
+            assert client.models()[0]["id"] == server.model
+        with Client(server.base_url) as client, pytest.raises(RequestFailed) as err:
+            client.send("chat", req)
+        assert err.value.status == 401
+
+
+def test_client_side_endpoints(fake: FakeServer) -> None:
+    with Client(fake.base_url) as client:
+        assert client.version() == fake.version
+        assert client.models()[0]["max_model_len"] == fake.max_model_len
+        assert client.tokenize(fake.model, prompt="t5 t6 hello") == [
+            5,
+            6,
+            client.tokenize(fake.model, prompt="hello")[0],
+        ]
+        chat = client.tokenize(fake.model, messages=[{"role": "user", "content": "t5"}])
+        assert 5 in chat and len(chat) > 1
+        assert client.reset_prefix_cache() is True
+        assert "vllm:cache_config_info" in client.metrics_text()
+    fake.reset_success = False
+    with Client(fake.base_url) as client:
+        assert client.reset_prefix_cache() is False
+    assert replace(RequestSettings(), seed=1).seed == 1

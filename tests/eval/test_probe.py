@@ -1,0 +1,87 @@
+"""The server probe against fake servers with and without each capability."""
+
+from __future__ import annotations
+
+import pytest
+
+from eval.client import Client, RequestSettings
+from eval.errors import ConfigError, LbevalError
+from eval.probe import ProbeResult, probe_server
+from tests.fake_server import FakeServer
+
+
+def probe(
+    server: FakeServer, cold_mode: str = "salt", model: str | None = None, top: int = 20
+) -> ProbeResult:
+    with Client(server.base_url) as client:
+        return probe_server(
+            client,
+            model=model,
+            settings=RequestSettings(top_logprobs=top),
+            modes={"chat", "raw"},
+            cold_mode=cold_mode,
+        )
+
+
+def test_full_capabilities() -> None:
+    with FakeServer(block_size=32, max_model_len=4096) as server:
+        res = probe(server)
+        res.require()
+        assert res.model == server.model and res.max_model_len == 4096
+        assert res.version == server.version
+        assert res.metrics and res.prefix_caching is True and res.block_size == 32
+        assert res.cached_tokens_reported and res.cache_hit_seen and res.salt_honored
+        assert res.reset_prefix_cache is True and res.tokenize
+        assert res.process_start_time == server.state.start_time
+        assert res.warnings == []
+        paths = {path for path, _ in server.requests}
+        assert paths == {"/v1/chat/completions", "/v1/completions"}  # both modes of the inputs were tried
+        assert res.to_dict()["capabilities"]["cached_tokens"]["ok"] is True
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "cold_mode", "flag"),
+    [
+        ({"report_cached_tokens": False}, "salt", "--enable-prompt-tokens-details"),
+        ({"max_logprobs": 5}, "salt", "--max-logprobs 20"),
+        ({"reset_enabled": False}, "reset", "VLLM_SERVER_DEV_MODE=1"),
+        ({"reset_success": False}, "reset", "VLLM_SERVER_DEV_MODE=1"),
+        ({"honor_salt": False}, "salt", "--cold reset"),
+    ],
+)
+def test_missing_required_capability_names_the_flag(
+    kwargs: dict[str, object], cold_mode: str, flag: str
+) -> None:
+    with FakeServer(**kwargs) as server:  # type: ignore[arg-type]
+        res = probe(server, cold_mode=cold_mode)
+        with pytest.raises(ConfigError, match="lacks what lbeval needs") as err:
+            res.require()
+        assert flag in str(err.value)
+
+
+def test_optional_capabilities_degrade_with_warnings() -> None:
+    with FakeServer(reset_enabled=False, tokenize_enabled=False, metrics_enabled=False) as server:
+        res = probe(server)
+        res.require()  # salt mode does not need reset; metrics and tokenize are optional
+        assert res.reset_prefix_cache is False and not res.tokenize and not res.metrics
+        assert res.block_size is None and res.prefix_caching is None
+        text = " ".join(res.warnings)
+        assert "no /metrics" in text and "no /tokenize" in text
+
+
+def test_prefix_caching_off_is_a_warning_not_a_stop() -> None:
+    with FakeServer(prefix_caching=False) as server:
+        res = probe(server)
+        res.require()
+        assert res.prefix_caching is False and res.cache_hit_seen is False
+        assert any("prefix caching is off" in w for w in res.warnings)
+
+
+def test_unknown_model_and_unreachable_server() -> None:
+    with FakeServer() as server, pytest.raises(ConfigError, match="served: fake-model"):
+        probe(server, model="other")
+    with (
+        Client("http://127.0.0.1:9/v1", timeout_s=5) as client,
+        pytest.raises(LbevalError, match="cannot list models"),
+    ):
+        probe_server(client, model=None, settings=RequestSettings(), modes={"chat"})
