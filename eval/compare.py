@@ -18,6 +18,7 @@ the numbers in every output are the same numbers.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -289,34 +290,27 @@ def warm_score_change(base: ScoredRun, variant: ScoredRun, dataset: str, seed: i
 
 
 def paired_timing(base: ScoredRun, variant: ScoredRun, measure: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per-input repetitions [n_inputs, reps] of both runs, inputs with values in both.
+    """Per-input repetitions [n_inputs, reps] of both runs (NaN for a missing repetition).
 
-    When every kept input has the same number of values on both sides the full matrices are used;
-    otherwise each input contributes the mean of its values (shape [n, 1]), which keeps inputs weighted
-    equally as the bootstrap resamples them.
+    Only inputs with at least one value in both runs are kept: row i of each array is the same input.
     """
     rb, rv = base.scores.timing.reps, variant.scores.timing.reps
-    rows_a, rows_b = [], []
+    rows_a: list[list[float]] = []
+    rows_b: list[list[float]] = []
     for key in base.keys:
         a = timing_values(base.selection, key, measure, rb)
         b = timing_values(variant.selection, key, measure, rv)
         if a and b:
-            rows_a.append(a)
-            rows_b.append(b)
-    if not rows_a:
-        return np.zeros((0, 1)), np.zeros((0, 1))
-    widths = {len(r) for r in rows_a + rows_b}
-    if len(widths) == 1:
-        return np.array(rows_a, dtype=float), np.array(rows_b, dtype=float)
-    return (
-        np.array([[float(np.mean(r))] for r in rows_a]),
-        np.array([[float(np.mean(r))] for r in rows_b]),
+            rows_a.append(a + [math.nan] * (rb - len(a)))
+            rows_b.append(b + [math.nan] * (rv - len(b)))
+    return np.array(rows_a, dtype=float).reshape(len(rows_a), rb), np.array(rows_b, dtype=float).reshape(
+        len(rows_b), rv
     )
 
 
 def timing_change(base: ScoredRun, variant: ScoredRun, measure: str, seed: int) -> Change | None:
     a, b = paired_timing(base, variant, measure)
-    if a.shape[0] < 2 or float(a.mean()) <= 0.0:
+    if a.shape[0] < 2 or float(np.nanmean(a)) <= 0.0:
         return None
     result = stats.paired_bootstrap_relative_change(a, b, seed=seed, n_resamples=BOOTSTRAP_RESAMPLES)
     return _change(result, 100.0)

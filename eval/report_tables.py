@@ -21,7 +21,7 @@ from eval.compare import (
     Table,
     Text,
 )
-from eval.score import NEAR_TIE_MARGIN, DatasetAccuracy, PairStats, RunScores
+from eval.score import NEAR_TIE_MARGIN, SECONDARY_ROUGE_METRICS, DatasetAccuracy, PairStats, RunScores
 
 MAX_POSITIONS_SHOWN = 12
 
@@ -48,7 +48,7 @@ def accuracy_table(c: Comparison) -> Table:
     acc_b = {a.dataset: a for a in base.accuracy}
     acc_v = {a.dataset: a for a in var.accuracy}
     cross = {x.dataset: x for x in c.cross}
-    has_rouge = any(a.metric in ("rouge", "rouge_zh") for a in base.accuracy)
+    has_rouge = any(a.metric in SECONDARY_ROUGE_METRICS for a in base.accuracy)
     columns = [
         "dataset",
         "metric",

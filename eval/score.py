@@ -2,7 +2,7 @@
 
 What is computed (all from `runs/<variant>/<run_id>/`, plus the inputs manifest the run names):
     accuracy   official LongBench score per dataset and generation pass (cold, warm, repeat), with the
-               secondary ROUGE-L column (Google's rouge-score) for rouge/rouge_zh datasets
+               secondary ROUGE-L column (Google's rouge-score) for English rouge datasets
     agreement  within the variant: cold/warm and warm/repeat pairs (text, token and first-token
                equality, first divergence with near-tie margins, top-k logprob delta and overlap) and
                the timing passes' first tokens (timing_cold r vs timing_warm r), unique outputs per prompt
@@ -34,12 +34,15 @@ from eval.record_types import RequestRecord
 from eval.records import LoadedRun, RunManifest
 from eval.specs import base_name, get_spec
 from scorers import determinism, longbench
+from scorers.longbench.normalize import first_line
 
 SCORES_SCHEMA_VERSION = 1
 SCORES_JSON = "scores.json"
 SCORES_MD = "scores.md"
 GENERATION_PASSES = ("cold", "warm", "repeat")
-ROUGE_METRICS = ("rouge", "rouge_zh")
+# the secondary column (Google rouge-score ROUGE-L): English rouge datasets only; its tokenizer drops
+# non-ASCII text, so on rouge_zh datasets it would always be 0.0
+SECONDARY_ROUGE_METRICS = ("rouge",)
 # a divergence whose top-1/top-2 logprob margin is below this (nats) on either side is a near tie
 NEAR_TIE_MARGIN = 0.1
 
@@ -124,8 +127,8 @@ def example_scores(
         spec = get_spec(ds)
         official = longbench.score_example(ds, rec.output_text, row.answers, row.all_classes)
         secondary = None
-        if spec.metric in ROUGE_METRICS:
-            pred = rec.output_text.lstrip("\n").split("\n")[0] if spec.first_line_only else rec.output_text
+        if spec.metric in SECONDARY_ROUGE_METRICS:
+            pred = first_line(rec.output_text) if spec.first_line_only else rec.output_text
             secondary = longbench.rouge_score_l(pred, row.answers)
         out[row.key] = (official, secondary)
     return out

@@ -1,0 +1,194 @@
+"""lbeval compare: mismatch refusal, the four tables, bootstrap changes, summary.json == report.md numbers."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval.cli import main
+from eval.compare import Comparison, MismatchError, compare, divergence_list, write_reports
+from eval.score import score_run
+from tests.eval.runfactory import RunSpec, base_and_variant, make_rows, write_inputs_file, write_run
+
+
+def _compare(tmp_path: Path, base: RunSpec, variant: RunSpec, **kw: Any) -> Comparison:
+    runs = tmp_path / "runs"
+    return compare(score_run(write_run(runs, base)), score_run(write_run(runs, variant)), **kw)
+
+
+def _row(c: Comparison, table: str, key: str) -> list[Any]:
+    t = next(t for t in c.tables if t.id == table)
+    return next(r.cells for r in t.rows if r.key == key)
+
+
+def test_refuses_mismatched_runs_naming_each_difference(tmp_path: Path) -> None:
+    base, variant = base_and_variant(tmp_path, model="other-model", settings={"seed": 99})
+    with pytest.raises(MismatchError) as err:
+        _compare(tmp_path, base, variant)
+    msg = str(err.value)
+    assert "model (base test-model, variant other-model)" in msg
+    assert "settings.seed (base 1234, variant 99)" in msg
+    assert "pass --allow-mismatch to compare anyway" in msg
+
+
+def test_refuses_different_inputs(tmp_path: Path) -> None:
+    base, variant = base_and_variant(tmp_path)
+    other = tmp_path / "other.jsonl"
+    write_inputs_file(other, make_rows(n_qasper=3))
+    variant.inputs_path, variant.rows = other, make_rows(n_qasper=3)
+    with pytest.raises(MismatchError, match=r"inputs_sha256 \(base [0-9a-f]{12}…, variant [0-9a-f]{12}…\)"):
+        _compare(tmp_path, base, variant)
+
+
+def test_allow_mismatch_compares_with_a_warning(tmp_path: Path) -> None:
+    base, variant = base_and_variant(tmp_path, settings={"temperature": 0.7})
+    c = _compare(tmp_path, base, variant, allow_mismatch=True)
+    assert [m.field for m in c.mismatches] == ["settings.temperature"]
+    assert any("compared despite a mismatch in settings.temperature" in w for w in c.warnings)
+    out = write_reports(c, tmp_path / "out")
+    assert "compared despite a mismatch in settings.temperature" in out[0].read_text()
+
+
+def test_four_tables_in_order_with_readings(tmp_path: Path) -> None:
+    c = _compare(tmp_path, *base_and_variant(tmp_path))
+    assert [t.id for t in c.tables] == ["accuracy", "agreement", "timing", "cache"]
+    assert all(t.reading for t in c.tables)
+    timing = next(t for t in c.tables if t.id == "timing")
+    assert (
+        "not machine drift" in timing.note and "sequentially" in timing.note and "interleaved" in timing.note
+    )
+    assert c.execution == "sequential"
+
+
+def test_timing_change_matches_hand_computation(tmp_path: Path) -> None:
+    c = _compare(tmp_path, *base_and_variant(tmp_path))
+    ch = c.timing_changes["warm_prefill_ms"]
+    # base warm mean 75.5 ms (see test_score); variant 40 + 8 * 2.5 + 0.5 = 60.5 ms -> (60.5 - 75.5) / 75.5
+    assert ch is not None and ch.estimate == pytest.approx(100 * (60.5 - 75.5) / 75.5)
+    assert ch.low <= ch.estimate <= ch.high < 0 and ch.n_inputs == 6
+    assert c.timing_changes["cold_prefill_ms"] is not None
+    cells = _row(c, "timing", "warm_prefill_ms")
+    assert (cells[0].value, cells[1].value) == (pytest.approx(75.5), pytest.approx(60.5))
+    assert next(t for t in c.tables if t.id == "timing").reading.startswith(
+        "Variant warm prefill (server) is 19.9% lower"
+    )
+
+
+def test_cross_variant_cold_and_warm_score_change(tmp_path: Path) -> None:
+    base, variant = base_and_variant(
+        tmp_path,
+        texts={("qas02", "cold", 0): "12 languages in total", ("qas01", "warm", 0): "the BLEU metric"},
+    )
+    c = _compare(tmp_path, base, variant)
+    cross = {x.dataset: x for x in c.cross}
+    assert (cross["qasper"].text_equal, cross["qasper"].n_total) == (3, 4)
+    assert (cross["gov_report"].text_equal, cross["gov_report"].n_total) == (2, 2)
+    # variant warm qas01 scores 0.5 instead of 1.0: mean change (0.5 - 1) / 4 = -0.125 -> -12.5 points
+    ch = c.warm_changes["qasper"]
+    assert ch is not None and ch.estimate == pytest.approx(-12.5) and ch.low <= -12.5 <= ch.high
+    assert c.warm_changes["gov_report"] is not None and c.warm_changes["gov_report"].estimate == 0.0
+    # qas02 cold: "12 languages in total" vs "12 languages": F1 = 2 * (2/4 * 1) / (2/4 + 1) = 2/3
+    # -> variant cold qasper = round(100 * (1 + 1 + 2/3 + 1) / 4, 2) = 91.67
+    acc = _row(c, "accuracy", "qasper")
+    assert acc[2].value == 100.0 and acc[3].value == 91.67
+    kinds = sorted({(d.kind, d.example_id) for d in divergence_list(c)})
+    assert kinds == [
+        ("cold base/variant", "qas02"),
+        ("variant cold/warm", "qas01"),
+        ("variant cold/warm", "qas02"),
+        ("variant warm/repeat", "qas01"),
+    ]
+
+
+# ---------------------------------------------------------------- summary.json == report.md
+
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def _flatten(value: Any) -> list[float]:
+    if value is None or isinstance(value, str | bool):
+        return []
+    if isinstance(value, dict):
+        order = ["k", "n"] if "k" in value else ["estimate", "low", "high"]
+        return [float(value[k]) for k in order]
+    if isinstance(value, list):
+        return [float(v) for v in value]
+    return [float(value)]
+
+
+def _unescape(cell: str) -> str:
+    return re.sub(r"\\(.)", r"\1", cell).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def _md_tables(md: str) -> dict[str, list[list[str]]]:
+    """### N. Title -> rows (cells unescaped enough to read numbers) of the table under it."""
+    tables: dict[str, list[list[str]]] = {}
+    current = None
+    for line in md.splitlines():
+        if line.startswith("### "):
+            current = line
+            tables[current] = []
+        elif current and line.startswith("|") and not line.startswith("|---"):
+            cells = [_unescape(c.strip()) for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+            tables[current].append(cells)
+    return tables
+
+
+def test_summary_json_numbers_equal_the_markdown_tables(tmp_path: Path) -> None:
+    base, variant = base_and_variant(
+        tmp_path,
+        texts={("qas01", "warm", 0): "the BLEU metric", ("gov00", "cold", 0): "The agency reviewed it."},
+        shifts={("qas00", "warm", 0): -0.0123456},
+        errors={("gov01", "repeat", 0)},
+    )
+    c = _compare(tmp_path, base, variant)
+    md_path, json_path, _ = write_reports(c, tmp_path / "out")
+    summary = json.loads(json_path.read_text())
+    assert summary["schema_version"] == 1
+    md = _md_tables(md_path.read_text())
+    checked = 0
+    for i, (tid, table) in enumerate(summary["tables"].items(), start=1):
+        rows = md[f"### {i}. {table['title']}"]
+        header, body = rows[0], rows[1:]
+        assert header == table["columns"]
+        assert len(body) == len(table["rows"])
+        for md_row, js_row in zip(body, table["rows"], strict=True):
+            assert len(md_row) == len(header), f"{tid}: a row with a broken cell count: {md_row}"
+            for column, text in zip(header[1:], md_row[1:], strict=True):
+                value = js_row["cells"][column]
+                if isinstance(value, str):
+                    assert text == value
+                    continue
+                expected = _flatten(value)
+                shown = [float(x) for x in _NUMBER.findall(text)]
+                assert shown == expected, f"{tid}/{js_row['key']}/{column}: md {text!r} json {expected}"
+                checked += len(expected)
+    assert checked > 60
+    # variant cold/warm text: qas01 (warm changed) and gov00 (cold changed) differ -> 4/6
+    assert summary["tables"]["agreement"]["rows"][0]["cells"]["variant (patched)"] == {"k": 4, "n": 6}
+
+
+def test_compare_command_writes_the_three_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base, variant = base_and_variant(tmp_path)
+    runs = tmp_path / "runs"
+    write_run(runs, base), write_run(runs, variant)
+    assert main(["compare", "main", "patched", "--runs", str(runs)]) == 0
+    out = runs / "compare" / "main__patched"
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.md", "summary.json"]
+    assert "### 1. Accuracy" in capsys.readouterr().out
+
+
+def test_compare_command_mismatch_exits_2_with_the_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, variant = base_and_variant(tmp_path, model="other")
+    runs = tmp_path / "runs"
+    write_run(runs, base), write_run(runs, variant)
+    assert main(["compare", "main", "patched", "--runs", str(runs)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lbeval compare: error: the runs differ in model (base test-model, variant other)")
+    assert main(["compare", "main", "patched", "--runs", str(runs), "--allow-mismatch"]) == 0

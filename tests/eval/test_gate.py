@@ -1,0 +1,261 @@
+"""lbeval gate: pass, a failure per rule, the fail-closed cases (exit 2), JUnit XML, the messages users see."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval.cli import main
+from eval.errors import ConfigError
+from eval.gate import DATA_PARAMS, RULE_PARAMS, load_policy, parse_policy
+from tests.eval.runfactory import RunSpec, base_and_variant, write_run
+
+TIMING_POLICY = """
+schema_version = 1
+[rules.warm_prefill_change]
+enabled = true
+max_change_pct = 5.0
+"""
+
+
+def _gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], base: RunSpec, variant: RunSpec, *extra: str
+) -> tuple[int, str]:
+    runs = tmp_path / "runs"
+    write_run(runs, base)
+    write_run(runs, variant)
+    code = main(["gate", "main", "patched", "--runs", str(runs), *extra])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def _specs(tmp_path: Path, **variant_kw: Any) -> tuple[RunSpec, RunSpec]:
+    return base_and_variant(tmp_path, **variant_kw)
+
+
+def test_default_policy_documents_every_rule_with_its_defaults() -> None:
+    policy = load_policy(None)
+    assert set(policy.rules) == set(RULE_PARAMS)
+    for rule, params in RULE_PARAMS.items():
+        for name, (_, default) in params.items():
+            assert policy.rules[rule][name] == default, (rule, name)
+    assert policy.data == {k: d for k, (_, d) in DATA_PARAMS.items()}
+    assert policy.rules["warm_prefill_change"]["enabled"] is False
+    assert all(policy.rules[r]["enabled"] for r in RULE_PARAMS if r != "warm_prefill_change")
+
+
+def test_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _gate(tmp_path, capsys, *_specs(tmp_path))
+    assert code == 0, out
+    assert (
+        "PASS     cold_warm_equality: measured variant 6/6, base 6/6; threshold variant >= base - 0 = 6"
+        in out
+    )
+    assert "PASS     warm_repeat_equality: measured variant 6/6; threshold >= 1 of N (6/6)" in out
+    assert (
+        "cold_scores: measured qasper cold outputs identical 4/4; gov_report cold outputs identical 2/2"
+        in out
+    )
+    assert "SKIPPED  warm_prefill_change: measured not checked; threshold disabled in the policy" in out
+    assert out.rstrip().endswith("gate: PASS (exit 0): all 5 rules hold")
+
+
+def test_fail_cold_warm_equality(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _gate(
+        tmp_path,
+        capsys,
+        *_specs(
+            tmp_path,
+            texts={("qas01", "warm", 0): "the BLEU metric", ("qas01", "repeat", 0): "the BLEU metric"},
+        ),
+    )
+    assert code == 1
+    assert (
+        "FAIL     cold_warm_equality: measured variant 5/6, base 6/6; threshold variant >= base - 0 = 6"
+        in out
+    )
+    assert "gate: FAIL (exit 1): 1 of 5 rules failed: cold_warm_equality" in out
+
+
+def test_fail_warm_repeat_equality(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _gate(tmp_path, capsys, *_specs(tmp_path, texts={("gov00", "repeat", 0): "Something else."}))
+    assert code == 1
+    assert "FAIL     warm_repeat_equality: measured variant 5/6; threshold >= 1 of N (6/6)" in out
+    assert "1 of 5 rules failed: warm_repeat_equality" in out
+
+
+def test_fail_cold_scores(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    texts = {(ex, p, 0): "no idea" for ex in ("qas00",) for p in ("cold", "warm", "repeat")}
+    code, out = _gate(tmp_path, capsys, *_specs(tmp_path, texts=texts))
+    assert code == 1
+    # qas00: "no idea" vs "yes" -> 0; qasper cold = round(100 * 3/4, 2) = 75.00 vs 100.00
+    assert (
+        "FAIL     cold_scores: measured qasper 75.00 vs base 100.00 (-25.00); gov_report cold outputs "
+        "identical 2/2; threshold |variant - base| <= 0.5 points per dataset, or identical cold outputs "
+        "(outside tolerance: qasper)"
+    ) in out
+
+
+def test_cold_scores_within_tolerance_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # different words, same qa_f1 (normalization drops "the"): outputs differ, scores equal -> pass
+    texts = {("qas01", p, 0): "BLEU score" for p in ("cold", "warm", "repeat")}
+    code, out = _gate(tmp_path, capsys, *_specs(tmp_path, texts=texts))
+    assert code == 0, out
+    assert "PASS     cold_scores: measured qasper 100.00 vs base 100.00 (+0.00)" in out
+
+
+def test_fail_no_invalid_warm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _gate(tmp_path, capsys, *_specs(tmp_path, invalid={("qas00", "warm", 0): True}))
+    assert code == 1
+    assert (
+        "FAIL     no_invalid_warm: measured invalid warm attempts: base 0, variant 1; threshold <= 0 per run"
+        in out
+    )
+
+
+def test_fail_no_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _gate(tmp_path, capsys, *_specs(tmp_path, errors={("qas00", "control_salt", 0)}))
+    assert code == 1
+    assert "FAIL     no_errors: measured errored requests: base 0, variant 1; threshold <= 0 per run" in out
+
+
+def test_timing_rule_pass_and_fail(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = tmp_path / "timing.toml"
+    policy.write_text(TIMING_POLICY)
+    code, out = _gate(tmp_path, capsys, *_specs(tmp_path), "--policy", str(policy))
+    assert code == 0, out
+    assert "PASS     warm_prefill_change: measured -19.9% [95% CI" in out
+    slower = {"timing_cold": 0.200, "timing_warm": 0.070}  # 70 + 10 * 2.5 + 0.5 = 95.5 ms vs 75.5: +26.5%
+    code, out = _gate(
+        tmp_path / "slow",
+        capsys,
+        *_specs(tmp_path, prefill_s=slower, prefill_step_s=0.010),
+        "--policy",
+        str(policy),
+    )
+    assert code == 1
+    assert "FAIL     warm_prefill_change: measured +26.5% [95% CI" in out
+    assert "threshold upper end of the 95% CI <= +5%" in out
+
+
+# ---------------------------------------------------------------- fail closed: exit 2
+
+
+def test_no_verdict_missing_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base, _ = _specs(tmp_path)
+    write_run(tmp_path / "runs", base)
+    code = main(["gate", "main", "patched", "--runs", str(tmp_path / "runs")])
+    out = capsys.readouterr().out
+    assert code == 2
+    assert (
+        "gate: NO VERDICT (exit 2): patched: not a run folder (no manifest.json) and no run of a variant named 'patched'"
+        in out
+    )
+
+
+def test_no_verdict_incomplete_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _gate(
+        tmp_path, capsys, *_specs(tmp_path, complete=False, missing={("gov01", "control_sibling", 0)})
+    )
+    assert code == 2
+    # 6 inputs x (3 passes + 2 x 2 timing + 2 controls) = 54 planned, one missing
+    assert "gate: NO VERDICT (exit 2): variant run 20260909T103000Z-test is incomplete (53/54 records)" in out
+
+
+def test_no_verdict_mismatched_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _gate(tmp_path, capsys, *_specs(tmp_path, settings={"top_p": 0.9}))
+    assert code == 2
+    assert "NO VERDICT (exit 2): the runs differ in settings.top_p (base 1.0, variant 0.9)" in out
+
+
+def test_no_verdict_too_few_valid_pairs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    errors = {("qas00", "cold", 0), ("qas01", "cold", 0)}  # 4/6 valid pairs < 0.9 * 6 = 5.4
+    code, out = _gate(tmp_path, capsys, *_specs(tmp_path, errors=errors))
+    assert code == 2
+    assert (
+        "variant run 20260909T103000Z-test has 4/6 valid cold/warm pairs, needs at least 5.4 "
+        "(data.min_valid_pairs, data.min_valid_pair_fraction)"
+    ) in out
+
+
+def test_no_verdict_timing_rule_without_metrics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = tmp_path / "timing.toml"
+    policy.write_text(TIMING_POLICY)
+    code, out = _gate(tmp_path, capsys, *_specs(tmp_path, metrics=False), "--policy", str(policy))
+    assert code == 2
+    assert (
+        "NO DATA  warm_prefill_change: measured no paired server prefill times (needs /metrics and timing "
+        "passes)"
+    ) in out
+    assert "rule warm_prefill_change has no data" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("schema_version = 1\n[rules.cold_warm_equality]\nallowed_drops = 1\n",
+         "rules.cold_warm_equality.allowed_drops: unknown key (known: allowed_drop, enabled)"),
+        ("schema_version = 1\n[rules.no_such_rule]\n", "rules.no_such_rule: unknown rule"),
+        ("schema_version = 2\n", "schema_version must be 1, got 2"),
+        ("schema_version = 1\n[rules.no_errors]\nmax = '0'\n", "rules.no_errors.max: must be int, got '0'"),
+        ("schema_version = 1\n[rules.no_errors]\nruns = ['basee']\n", 'runs: must be a non-empty list of "base"'),
+        ("schema_version = 1\n[data]\nmin_valid_pairs = true\n", "data.min_valid_pairs: must be int, got True"),
+        ("schema_version = [", "not valid TOML"),
+    ],
+)  # fmt: skip
+def test_bad_policy_is_a_config_error(text: str, message: str) -> None:
+    with pytest.raises(
+        ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
+    ):
+        parse_policy(text, "p.toml")
+
+
+def test_bad_policy_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = tmp_path / "bad.toml"
+    policy.write_text("schema_version = 1\n[rules.no_such_rule]\n")
+    code, out = _gate(tmp_path, capsys, *_specs(tmp_path), "--policy", str(policy))
+    assert code == 2 and "rules.no_such_rule: unknown rule" in out
+
+
+def test_empty_policy_gives_no_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = tmp_path / "empty.toml"
+    policy.write_text("schema_version = 1\n")
+    code, out = _gate(tmp_path, capsys, *_specs(tmp_path), "--policy", str(policy))
+    assert code == 2 and "NO VERDICT (exit 2): the policy checks no rule" in out
+
+
+# ---------------------------------------------------------------- JUnit
+
+
+def test_junit_one_case_per_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    junit = tmp_path / "out" / "gate.xml"
+    code, _ = _gate(
+        tmp_path, capsys, *_specs(tmp_path, invalid={("qas00", "warm", 0): True}), "--junit", str(junit)
+    )
+    assert code == 1
+    root = ET.parse(junit).getroot()
+    suite = root.find("testsuite")
+    assert suite is not None
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert set(cases) == set(RULE_PARAMS)
+    assert suite.get("tests") == "6" and suite.get("failures") == "1" and suite.get("skipped") == "1"
+    failure = cases["no_invalid_warm"].find("failure")
+    assert failure is not None and "base 0, variant 1" in (failure.get("message") or "")
+    assert cases["warm_prefill_change"].find("skipped") is not None
+
+
+def test_junit_no_verdict_has_a_data_error_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    junit = tmp_path / "gate.xml"
+    code = main(["gate", "main", "patched", "--runs", str(tmp_path / "nothing"), "--junit", str(junit)])
+    assert code == 2
+    root = ET.parse(junit).getroot()
+    [case] = root.iter("testcase")
+    error = case.find("error")
+    assert (
+        case.get("name") == "data"
+        and error is not None
+        and "no run of a variant named 'main'" in (error.text or "")
+    )

@@ -1,0 +1,133 @@
+"""Reports: model output is inert in Markdown and HTML; the HTML is self-contained with plots and a drill-down."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from eval.compare import compare, write_reports
+from eval.report_html import delta_counts, highlighted
+from eval.report_md import first_char_difference, md_escape
+from eval.score import score_run
+from eval.svg_plots import nice_ticks
+from tests.eval.runfactory import base_and_variant, write_run
+
+HOSTILE = [
+    "<script>alert(1)</script>",
+    '<img src=x onerror="alert(2)">',
+    "</td></tr></table><b>broken",
+    "a | b | c",
+    "`code` and ```fence```",
+    "**bold** [link](javascript:alert(3)) ![img](http://example.com/x.png)",
+    "line one\nline two\r\n| --- |",
+    "&lt;already escaped&gt; & <!-- comment -->",
+]
+
+ALLOWED_TAGS = {
+    "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "table", "tr", "th", "td", "ul", "li",
+    "div", "strong", "details", "summary", "pre", "mark", "svg", "text", "line", "circle", "rect",
+}  # fmt: skip
+
+
+class TagCollector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, attrs))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_md_escape_is_inert(text: str) -> None:
+    out = md_escape(text)
+    assert "<" not in out and ">" not in out and "\n" not in out and "\r" not in out
+    assert re.search(r"(?<!\\)[|`*\[\]!]", out) is None  # every Markdown control character is backslashed
+    # reading the escapes back gives the text (newlines become spaces)
+    back = re.sub(r"\\(.)", r"\1", out).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    assert back == text.replace("\r\n", " ").replace("\n", " ")
+
+
+def _hostile_comparison(tmp_path: Path):  # type: ignore[no-untyped-def]
+    texts = {}
+    for i, ex in enumerate(["qas00", "qas01", "qas02", "qas03"]):
+        texts[(ex, "warm", 0)] = f"answer {HOSTILE[2 * i]} end"
+        texts[(ex, "repeat", 0)] = f"answer {HOSTILE[2 * i]} end"
+        texts[(ex, "cold", 0)] = f"answer {HOSTILE[2 * i + 1]} end"
+    base, variant = base_and_variant(tmp_path, texts=texts)
+    base.variant = "main<b>"  # names reach the reports too (folder name is just a string here)
+    runs = tmp_path / "runs"
+    return compare(score_run(write_run(runs, base)), score_run(write_run(runs, variant)))
+
+
+def test_hostile_outputs_are_inert_in_html(tmp_path: Path) -> None:
+    c = _hostile_comparison(tmp_path)
+    _, _, html_path = write_reports(c, tmp_path / "out")
+    html = html_path.read_text()
+    parser = TagCollector()
+    parser.feed(html)
+    tags = {t for t, _ in parser.tags}
+    assert tags <= ALLOWED_TAGS, tags - ALLOWED_TAGS
+    attrs = [(t, a) for t, attrs in parser.tags for a, _ in attrs]
+    assert not [x for x in attrs if x[1].startswith("on") or x[1] in ("src", "href", "style", "xlink:href")]
+    assert "<script" not in html.lower() and "<img" not in html.lower()
+    # the hostile text is there, as text: the parser gives it back verbatim
+    text = "".join(parser.text)
+    for hostile in HOSTILE:
+        assert hostile.replace("\r\n", "\n") in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "main&lt;b&gt;" in html
+
+
+def test_hostile_outputs_are_inert_in_markdown(tmp_path: Path) -> None:
+    c = _hostile_comparison(tmp_path)
+    md = write_reports(c, tmp_path / "out")[0].read_text()
+    assert "<" not in md.replace("&lt;", "")  # no raw HTML at all
+    assert not re.search(r"(?<!\\)`", md)  # no code span can open
+    # every table keeps one cell count for every row (no output broke out of its cell)
+    for block in md.split("\n\n"):
+        rows = [ln for ln in block.splitlines() if ln.startswith("|")]
+        assert len({len(re.split(r"(?<!\\)\|", r)) for r in rows}) <= 1, block
+    assert "script&gt;alert(1)&lt;/script&gt;" in md and 'onerror="alert(2)"&gt;' in md
+
+
+def test_html_is_self_contained_with_plots_and_drilldown(tmp_path: Path) -> None:
+    base, variant = base_and_variant(
+        tmp_path,
+        texts={("qas01", "warm", 0): "the BLEU metric", ("qas01", "repeat", 0): "the BLEU metric"},
+    )
+    runs = tmp_path / "runs"
+    c = compare(score_run(write_run(runs, base)), score_run(write_run(runs, variant)))
+    html = write_reports(c, tmp_path / "out")[2].read_text()
+    assert not re.search(r"https?://", html)  # nothing to fetch
+    assert html.count("<svg") == 3  # timing per input, divergence positions, logprob delta distribution
+    assert "Per-input warm prefill, server (ms)" in html and "Where outputs diverge" in html
+    # drill-down: one <details> per diverging example (qas01: variant cold/warm), both outputs shown,
+    # the first differing word marked
+    assert html.count("<details>") == 1
+    assert "<mark>score</mark>" in html and "<mark>metric</mark>" in html
+    assert "first differing token #2" in html
+    for title in ("1. Accuracy", "2. Agreement", "3. Timing", "4. Cache controls"):
+        assert title in html
+
+
+def test_highlight_and_first_difference() -> None:
+    assert first_char_difference("the cat sat", "the car sat") == 6
+    assert first_char_difference("abc", "abcdef") == 3
+    assert highlighted("the cat sat", 6) == "the <mark>cat</mark> sat"
+    assert highlighted("a <b>", 2) == "a <mark>&lt;b&gt;</mark>"
+    assert highlighted("abc", 3) == "abc<mark>⟨end⟩</mark>"
+
+
+def test_delta_bins_and_ticks() -> None:
+    # bins: 0, <=1e-6, <=1e-5, <=1e-4, <=1e-3, <=0.01, <=0.1, <=1, >1
+    assert delta_counts([0.0, 0.0, 5e-7, 2e-3, 0.5, 3.0, None]) == [2, 1, 0, 0, 0, 1, 0, 1, 1]
+    assert nice_ticks(0, 73) == [0, 20, 40, 60, 80]
+    assert nice_ticks(0, 1) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
