@@ -22,6 +22,7 @@ REQUEST_COUNTERS = {
     "prefix_cache_hits": "vllm:prefix_cache_hits",
 }
 CACHE_CONFIG_INFO = "vllm:cache_config_info"
+FINISHED_COUNTER = "vllm:request_success"  # finished requests (summed over finished_reason)
 PROCESS_START = "process_start_time_seconds"
 
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')

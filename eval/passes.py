@@ -35,7 +35,14 @@ from eval.client import (
 )
 from eval.errors import LbevalError
 from eval.inputs import InputRow, sha256_text
-from eval.metrics_text import Snapshot, parse_metrics, request_deltas, went_backwards
+from eval.metrics_text import (
+    FINISHED_COUNTER,
+    PROCESS_START,
+    Snapshot,
+    parse_metrics,
+    request_deltas,
+    went_backwards,
+)
 from eval.record_types import RequestRecord, Usage
 from eval.specs import get_spec
 
@@ -226,13 +233,23 @@ def send_with_retries(
 
 
 class ServerWatch:
-    """Notices server restarts: `epoch` increases when the metrics go back or a connection is refused."""
+    """Notices server restarts (`epoch` increases when the metrics go back or a connection is refused) and
+    waits for the server's counters to include every request sent (vLLM records them just after answering)."""
 
-    def __init__(self, client: Client, metrics: bool, start_time: float | None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        metrics: bool,
+        start_time: float | None,
+        finished: float | None,
+        wait_s: float = 2.0,
+    ) -> None:
         self.client = client
         self.metrics = metrics
         self.epoch = 0
         self.start_time = start_time
+        self.finished = finished  # vllm:request_success once every request sent so far is counted
+        self.wait_s = wait_s
         self._last: Snapshot | None = None
         self._lock = threading.Lock()
 
@@ -244,17 +261,42 @@ class ServerWatch:
         except (RequestFailed, ValueError):
             return None
 
+    def settled(self) -> Snapshot | None:
+        """A scrape that counts every finished request sent so far (or the last one after wait_s)."""
+        snap = self.scrape()
+        deadline = time.monotonic() + self.wait_s
+        while snap is not None and self.finished is not None and time.monotonic() < deadline:
+            if (snap.counter(FINISHED_COUNTER) or 0.0) >= self.finished:
+                break
+            time.sleep(0.01)
+            snap = self.scrape() or snap
+        return snap
+
+    def request_done(self) -> None:
+        with self._lock:
+            if self.finished is not None:
+                self.finished += 1
+
+    def check(self, refused: bool = False) -> int:
+        """Scrape and observe under the lock: scrapes from several threads stay in order."""
+        with self._lock:
+            return self._observe(self.scrape(), refused)
+
     def observe(self, snap: Snapshot | None, refused: bool = False) -> int:
         with self._lock:
-            changed = refused
-            if snap is not None:
-                if self._last is not None and went_backwards(self._last, snap):
-                    changed = True
-                self._last = snap
-                self.start_time = snap.total("process_start_time_seconds")
-            if changed:
-                self.epoch += 1
-            return self.epoch
+            return self._observe(snap, refused)
+
+    def _observe(self, snap: Snapshot | None, refused: bool) -> int:
+        changed = refused
+        if snap is not None:
+            if self._last is not None and went_backwards(self._last, snap):
+                changed = True
+                self.finished = snap.counter(FINISHED_COUNTER)  # a new process counts from zero
+            self._last = snap
+            self.start_time = snap.total(PROCESS_START)
+        if changed:
+            self.epoch += 1
+        return self.epoch
 
 
 # --- executing one unit ------------------------------------------------------------------------------------------
@@ -277,7 +319,6 @@ class Context:
     watch: ServerWatch
     emit: Callable[[RequestRecord, bool], None]  # (record, final for its slot)
     seq_start: int = 0
-    metrics_wait_s: float = 2.0
     sleep: Callable[[float], None] = time.sleep
     stop: threading.Event = field(default_factory=threading.Event)
     counters: dict[str, int] = field(default_factory=dict)
@@ -346,18 +387,6 @@ def _reset_cache(ctx: Context) -> None:
     ctx.count("reset_failures")  # the cold request's own verification will tell whether it hit
 
 
-def _metrics_after(ctx: Context, before: Snapshot | None) -> Snapshot | None:
-    """Scrape until the request's histogram observation shows up (vLLM records it after answering)."""
-    snap = ctx.watch.scrape()
-    if before is None or snap is None:
-        return snap
-    deadline = time.monotonic() + ctx.metrics_wait_s
-    while request_deltas(before, snap).get("requests", 1) < 1 and time.monotonic() < deadline:
-        time.sleep(0.02)
-        snap = ctx.watch.scrape() or snap
-    return snap
-
-
 def _reprime(ctx: Context, row: InputRow, salt: str | None, prompt: str | None) -> None:
     req = build_request(
         row, ctx.settings, model=ctx.model, cache_salt=salt, stream=False, max_tokens=1, prompt=prompt
@@ -388,11 +417,17 @@ def _send_attempt(ctx: Context, row: InputRow, unit: Unit, gs: GroupState, at: A
         prompt=at.prompt,
     )
     what = f"{row.dataset}/{row.id} {step.pass_name}"
-    before = ctx.watch.scrape() if ctx.per_request_metrics else None
+    before = ctx.watch.settled() if ctx.per_request_metrics else None
     seq = ctx.next_seq()
     out = send_with_retries(ctx.client, endpoint_for(row), req, ctx.policy, what, ctx.sleep)
-    after = _metrics_after(ctx, before) if out.response is not None else ctx.watch.scrape()
-    epoch = ctx.watch.observe(after, out.refused)
+    if out.response is not None:
+        ctx.watch.request_done()
+    after: Snapshot | None = None
+    if ctx.per_request_metrics:
+        after = ctx.watch.settled() if out.response is not None else ctx.watch.scrape()
+        epoch = ctx.watch.observe(after, out.refused)
+    else:
+        epoch = ctx.watch.check(out.refused)
     base = dict(
         run_id=ctx.run_id,
         variant=ctx.variant,

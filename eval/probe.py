@@ -6,13 +6,14 @@ warning that the manifest (and so the report) repeats.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from eval.client import Client, RequestFailed, RequestSettings, build_request, endpoint_for
 from eval.errors import ConfigError, LbevalError
 from eval.inputs import InputRow
-from eval.metrics_text import CACHE_CONFIG_INFO, PROCESS_START, Snapshot, parse_metrics
+from eval.metrics_text import CACHE_CONFIG_INFO, FINISHED_COUNTER, PROCESS_START, Snapshot, parse_metrics
 
 PROBE_WORDS = 400  # long enough to fill a few 128-token blocks on any tokenizer
 
@@ -41,6 +42,8 @@ class ProbeResult:
     reset_prefix_cache: bool | None = None
     tokenize: bool = False
     process_start_time: float | None = None
+    # vllm:request_success once the probe's own requests are counted (the runner waits for it)
+    finished_requests: float | None = None
     capabilities: dict[str, Capability] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -78,6 +81,10 @@ def _probe_row(mode: str) -> InputRow:
     )
 
 
+def _probe_salt() -> str:
+    return "lbeval-probe-" + secrets.token_hex(8)
+
+
 def _models(client: Client, wanted: str | None) -> tuple[str, list[str], int | None]:
     try:
         entries = client.models()
@@ -108,6 +115,7 @@ def _metrics(client: Client, res: ProbeResult) -> Snapshot | None:
         return None
     res.metrics = True
     res.process_start_time = snap.total(PROCESS_START)
+    res.finished_requests = snap.counter(FINISHED_COUNTER)
     info = snap.info_labels(CACHE_CONFIG_INFO) or {}
     if "enable_prefix_caching" in info:
         res.prefix_caching = info["enable_prefix_caching"].lower() == "true"
@@ -138,6 +146,8 @@ def _send_probe(
             res.capabilities["token_ids"] = Capability(False, True, exc.message, fix)
             return None
         raise LbevalError(f"probe request to {client.base_url} failed: {exc.message}") from None
+    if res.finished_requests is not None:
+        res.finished_requests += 1
     res.capabilities.setdefault(
         "top_logprobs", Capability(True, True, f"top {settings.top_logprobs} logprobs")
     )
@@ -155,13 +165,19 @@ def _send_probe(
 
 
 def _cache_checks(
-    client: Client, res: ProbeResult, row: InputRow, settings: RequestSettings, cold_mode: str
+    client: Client,
+    res: ProbeResult,
+    row: InputRow,
+    settings: RequestSettings,
+    cold_mode: str,
+    check_reset: bool,
 ) -> None:
-    first = _send_probe(client, res, row, settings, "lbeval-probe-a")
+    salt_a, salt_b = _probe_salt(), _probe_salt()  # fresh each time: earlier probes must not hit
+    first = _send_probe(client, res, row, settings, salt_a)
     if first is None:
         return
-    again = _send_probe(client, res, row, settings, "lbeval-probe-a") or 0
-    other = _send_probe(client, res, row, settings, "lbeval-probe-b") or 0
+    again = _send_probe(client, res, row, settings, salt_a) or 0
+    other = _send_probe(client, res, row, settings, salt_b) or 0
     res.cache_hit_seen = again > 0
     if res.prefix_caching is False:
         res.capabilities["prefix_caching"] = Capability(
@@ -182,7 +198,11 @@ def _cache_checks(
             else f"a new cache_salt still hit {other} tokens",
             "a vLLM with cache_salt support, or use --cold reset (VLLM_SERVER_DEV_MODE=1)",
         )
-    _reset_check(client, res, cold_mode, lambda: _send_probe(client, res, row, settings, "lbeval-probe-a"))
+    if check_reset or cold_mode == "reset":
+        _reset_check(client, res, cold_mode, lambda: _send_probe(client, res, row, settings, salt_a))
+    else:
+        detail = "not checked (it would empty the cache of the groups a resumed run continues)"
+        res.capabilities["reset_prefix_cache"] = Capability(None, False, detail, "VLLM_SERVER_DEV_MODE=1")
 
 
 def _reset_check(client: Client, res: ProbeResult, cold_mode: str, resend: Any) -> None:
@@ -220,8 +240,11 @@ def probe_server(
     settings: RequestSettings,
     modes: set[str],
     cold_mode: str = "salt",
+    check_reset: bool = True,
 ) -> ProbeResult:
-    """Probe `client`'s server; call `.require()` on the result to stop on missing required capabilities."""
+    """Probe `client`'s server; call `.require()` on the result to stop on missing required capabilities.
+
+    `check_reset=False` skips trying POST /reset_prefix_cache in salt mode (a resume must keep the cache)."""
     name, ids, mml = _models(client, model)
     res = ProbeResult(model=name, model_ids=ids, max_model_len=mml, top_logprobs=settings.top_logprobs)
     res.capabilities["models"] = Capability(True, True, f"serves {name}")
@@ -231,8 +254,8 @@ def probe_server(
         res.warnings.append("no /version: the server version is not recorded")
     _metrics(client, res)
     ordered = [m for m in ("chat", "raw") if m in modes] or ["chat"]
-    _cache_checks(client, res, _probe_row(ordered[0]), settings, cold_mode)
+    _cache_checks(client, res, _probe_row(ordered[0]), settings, cold_mode, check_reset)
     for mode in ordered[1:]:
-        _send_probe(client, res, _probe_row(mode), settings, "lbeval-probe-c")
+        _send_probe(client, res, _probe_row(mode), settings, _probe_salt())
     _tokenize_check(client, res)
     return res

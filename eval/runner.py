@@ -46,6 +46,7 @@ from eval.probe import ProbeResult, probe_server
 from eval.provenance import git_state, host_info, lbeval_version, package_versions
 from eval.record_types import RECORD_SCHEMA_VERSION, RequestRecord
 from eval.records import (
+    MANIFEST_NAME,
     RECORDS_NAME,
     RecordWriter,
     RunManifest,
@@ -194,7 +195,7 @@ def _new_manifest(
 
 
 def _open_manifest(config: RunConfig, run_dir: Path, fresh: RunManifest) -> RunManifest:
-    if not (run_dir / "manifest.json").exists():
+    if not (run_dir / MANIFEST_NAME).exists():
         return fresh
     old = read_manifest(run_dir)
     diffs = _differences(old, fresh.inputs_sha256, fresh.model, fresh.settings)
@@ -204,9 +205,15 @@ def _open_manifest(config: RunConfig, run_dir: Path, fresh: RunManifest) -> RunM
             "into. Pass --run-id NAME for a new run, or run with the original configuration."
         )
     # the latest probe and provenance describe the server and client now; the first start time stays
+    probe = dict(fresh.probe)
+    if probe.get("reset_prefix_cache") is None:  # not re-checked on resume: keep what the first session saw
+        probe["reset_prefix_cache"] = old.probe.get("reset_prefix_cache")
+        probe["capabilities"]["reset_prefix_cache"] = old.probe.get("capabilities", {}).get(
+            "reset_prefix_cache"
+        )
     return replace(
         old,
-        probe=fresh.probe,
+        probe=probe,
         git_commit=fresh.git_commit,
         git_dirty=fresh.git_dirty,
         client_versions=fresh.client_versions,
@@ -317,17 +324,16 @@ def _prepare(config: RunConfig, client: Client) -> tuple[Session, ProbeResult]:
     if dup is not None:
         raise DataError(config.inputs, None, "id", f"{dup[0]}/{dup[1]} appears twice")
     sha = file_sha256(config.inputs)
-    probe = probe_server(
-        client,
-        model=config.model,
-        settings=config.request,
-        modes={r.mode for r in rows},
-        cold_mode=config.cold_mode,
-    )
-    probe.require()
-    units = plan_units(len(rows), config.passes, config.timing_reps, config.stream_all)
     run_id = config.run_id or default_run_id(sha)
     run_dir = config.out / config.variant / run_id
+    resuming = (run_dir / MANIFEST_NAME).exists()
+    modes = {r.mode for r in rows}
+    probe = probe_server(
+        client, model=config.model, settings=config.request, modes=modes, cold_mode=config.cold_mode,
+        check_reset=not resuming,
+    )  # fmt: skip
+    probe.require()
+    units = plan_units(len(rows), config.passes, config.timing_reps, config.stream_all)
     fresh = _new_manifest(config, run_id, asdict(header), sha, probe, sum(len(u.steps) for u in units))
     manifest = _open_manifest(config, run_dir, fresh)
     records, torn = _existing(run_dir)
@@ -462,10 +468,11 @@ def _context(
         policy=config.retry,
         per_request_metrics=probe.metrics and config.concurrency == 1,
         tokenize=probe.tokenize,
-        watch=ServerWatch(client, probe.metrics, probe.process_start_time),
+        watch=ServerWatch(
+            client, probe.metrics, probe.process_start_time, probe.finished_requests, config.metrics_wait_s
+        ),
         emit=emit,
         seq_start=max((r.seq for r in session.slim), default=-1) + 1,
-        metrics_wait_s=config.metrics_wait_s,
     )
 
 

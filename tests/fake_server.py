@@ -171,6 +171,7 @@ class FakeServer:
         self.lock = threading.RLock()
         self.state = FakeState()
         self._httpd: ThreadingHTTPServer | None = None
+        self._conns: set[socket.socket] = set()
         self._thread: threading.Thread | None = None
         self.port = 0
 
@@ -182,7 +183,7 @@ class FakeServer:
 
     def start(self) -> FakeServer:
         handler = type("Handler", (_Handler,), {"fake": self})
-        httpd = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        httpd = _QuietServer(("127.0.0.1", self.port), handler)
         httpd.daemon_threads = True
         self.port = httpd.server_address[1]
         self._httpd = httpd
@@ -193,10 +194,16 @@ class FakeServer:
         return self
 
     def stop(self) -> None:
+        """Close the port and every open connection (keep-alive ones included), like a dying process."""
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
             self._httpd = None
+        with self.lock:
+            conns, self._conns = list(self._conns), set()
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
 
     def __enter__(self) -> FakeServer:
         return self.start()
@@ -204,21 +211,34 @@ class FakeServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def restart(self, down_s: float = 0.0) -> None:
-        """Simulate a server restart: cache, counters and start time reset; the port is closed for down_s."""
+    def restart(self, down_s: float = 0.0, background: bool = False) -> None:
+        """Simulate a server restart: cache, counters and start time reset. With down_s > 0 the port and
+        all connections close first and the server is back after down_s (in a thread when `background`)."""
         if down_s > 0:
             self.stop()
+            if background:
+                threading.Thread(target=self._come_back, args=(down_s,), daemon=True).start()
+                return
             time.sleep(down_s)
+        self._reset_state()
+        if down_s > 0:
+            self._come_back(0.0)
+
+    def _reset_state(self) -> None:
         with self.lock:
             self.state = FakeState(start_time=max(time.time(), self.state.start_time + 1.0))
             self.restarts += 1
-        if down_s > 0:
-            for _ in range(50):
-                try:
-                    self.start()
-                    break
-                except OSError:
-                    time.sleep(0.05)
+
+    def _come_back(self, after_s: float) -> None:
+        time.sleep(after_s)
+        if after_s > 0:
+            self._reset_state()
+        for _ in range(100):
+            try:
+                self.start()
+                return
+            except OSError:
+                time.sleep(0.05)
 
     def add_fault(self, fault: Fault) -> Fault:
         with self.lock:
@@ -351,9 +371,28 @@ class FakeServer:
             return "\n".join(lines) + "\n"
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients that drop connections (and injected drops) are normal here
+
+
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeServer
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        with self.fake.lock:
+            self.fake._conns.add(self.connection)
+
+    def finish(self) -> None:
+        with self.fake.lock:
+            self.fake._conns.discard(self.connection)
+        with contextlib.suppress(OSError):
+            super().finish()
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence the default stderr log
         pass

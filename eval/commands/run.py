@@ -16,6 +16,7 @@ from eval.errors import ConfigError
 from eval.passes import PASS_CHOICES, RetryPolicy
 from eval.records import read_manifest
 from eval.runner import DEFAULT_PASSES, RunConfig, execute_run
+from eval.server import SERVERS_LOG, sigterm_as_interrupt, spec_for_run, start
 
 HELP = "Send the inputs to a server in cold/warm/repeat/timing passes and record every request (resumable)."
 
@@ -24,6 +25,20 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variant", required=True, help="name of the server variant (letters, digits, . _ -)")
     p.add_argument("--inputs", type=Path, required=True, help="inputs manifest written by `lbeval prepare`")
     p.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument(
+        "--spec",
+        metavar="NAME",
+        help="variant launch spec: start its server for the run and stop it after (or use its url); "
+        "default: the spec named like --variant, when there is one and no --base-url",
+    )
+    p.add_argument(
+        "--specs",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="launch specs file (repeatable)",
+    )
     p.add_argument("--model", help="served model id (default: the first one /v1/models lists)")
     p.add_argument(
         "--api-key-env", metavar="VAR", help="environment variable holding the API key (never stored)"
@@ -103,7 +118,22 @@ def config_from_args(args: argparse.Namespace, base_url: str | None = None) -> R
 
 
 def run(args: argparse.Namespace) -> int:
-    run_dir = execute_run(config_from_args(args))
+    spec = spec_for_run(args.variant, args.spec, args.specs, args.base_url)
+    if spec is None:
+        return _run(args, None)
+    args.model = args.model or spec.model
+    args.api_key_env = args.api_key_env or spec.api_key_env
+    if not spec.managed:
+        return _run(args, spec.url)
+    with sigterm_as_interrupt(), start(spec, echo=lambda m: print(m, file=sys.stderr, flush=True)) as server:
+        return _run(args, server.base_url, server.describe())
+
+
+def _run(args: argparse.Namespace, base_url: str | None, server: dict[str, object] | None = None) -> int:
+    run_dir = execute_run(config_from_args(args, base_url))
+    if server is not None:  # which server lbeval started for this session (one line per session)
+        with (run_dir / SERVERS_LOG).open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(server, sort_keys=True) + "\n")
     manifest = read_manifest(run_dir)
     for warning in manifest.warnings:
         print(f"lbeval run: warning: {warning}", file=sys.stderr)
