@@ -170,7 +170,7 @@ def data_reasons(c: Comparison, policy: Policy) -> list[str]:
         info = run.scores.run
         if policy.data["require_complete"] and not info.complete:
             reasons.append(
-                f"{side} run {info.run_id} is incomplete ({info.n_records}/{info.expected_records} records)"
+                f"{side} run {info.run_id} is incomplete ({info.n_slots}/{info.expected_records} planned requests have a record)"
             )
         cw = run.scores.agreement.get("cold_warm")
         n = run.scores.n_inputs

@@ -19,6 +19,7 @@ from eval.score import ScoredRun
 from eval.svg_plots import Point, Series, errorbar_plot, grouped_bars, strip_plot
 
 MAX_DRILLDOWN_PAIRS = 200
+OPEN_DETAILS = 5  # the first diverging examples are shown expanded
 BASE_COLOR, VARIANT_COLOR, CROSS_COLOR = "#1f77b4", "#d62728", "#7f7f7f"
 DELTA_BINS = [
     (0.0, "0"),
@@ -233,9 +234,10 @@ def drilldown(c: Comparison) -> str:
     groups: dict[tuple[str, str], list[DivergentPair]] = {}
     for dp in found[:MAX_DRILLDOWN_PAIRS]:
         groups.setdefault((dp.dataset, dp.example_id), []).append(dp)
-    for (ds, ex), dps in groups.items():
+    for i, ((ds, ex), dps) in enumerate(groups.items()):
         kinds = ", ".join(f"{dp.kind} @ token {dp.divergence.position}" for dp in dps)
-        parts.append(f"<details><summary>{_e(ds)} / {_e(ex)}: {_e(kinds)}</summary>")
+        opened = " open" if i < OPEN_DETAILS else ""
+        parts.append(f"<details{opened}><summary>{_e(ds)} / {_e(ex)}: {_e(kinds)}</summary>")
         parts += [pair_html(c, dp) for dp in dps]
         parts.append("</details>")
     if len(found) > MAX_DRILLDOWN_PAIRS:

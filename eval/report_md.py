@@ -142,7 +142,7 @@ def scores_markdown(s: RunScores) -> str:
     lines = [
         f"## lbeval scores: {md_escape(r.variant)} run {md_escape(r.run_id)}",
         "",
-        f"model {md_escape(r.model)}; {s.n_inputs} inputs; {r.n_records}/{r.expected_records} records; "
+        f"model {md_escape(r.model)}; {s.n_inputs} inputs; {r.n_slots}/{r.expected_records} planned requests recorded ({r.n_records} records); "
         f"complete: {'yes' if r.complete else 'no'}; errors: {s.errors}; warm samples still invalid: "
         f"{s.invalid_warm_final}",
         "",

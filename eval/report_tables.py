@@ -249,7 +249,7 @@ def timing_table(c: Comparison) -> Table:
     rows.append(
         Row(
             "valid",
-            "timing valid (concurrency 1, no invalid samples)",
+            "timing valid (timing passes at concurrency 1)",
             [Flag(tb.valid), Flag(tv.valid), None, None],
         )
     )
@@ -355,9 +355,9 @@ def cache_table(c: Comparison) -> Table:
     )
     rows.append(
         Row(
-            "records",
-            "records / expected",
-            [Frac(run.scores.run.n_records, run.scores.run.expected_records) for run in (c.base, c.variant)],
+            "recorded",
+            "planned requests with a record",
+            [Frac(run.scores.run.n_slots, run.scores.run.expected_records) for run in (c.base, c.variant)],
         )
     )
     rows.append(

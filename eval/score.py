@@ -490,7 +490,8 @@ class RunInfo:
     started_at: str | None
     ended_at: str | None
     expected_records: int
-    n_records: int
+    n_records: int  # every record line read (retries and superseded groups included)
+    n_slots: int  # (example, pass, repetition) slots holding a final record; complete: == expected_records
     torn_lines: int
     superseded_records: int
     passes: list[str]
@@ -621,6 +622,7 @@ def run_info(loaded: LoadedRun, passes: list[str], sel: Selection) -> RunInfo:
         ended_at=m.ended_at,
         expected_records=m.expected_records,
         n_records=len(loaded.records),
+        n_slots=len(sel.final),
         torn_lines=loaded.torn_lines,
         superseded_records=sel.superseded,
         passes=passes,

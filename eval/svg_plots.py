@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from html import escape
 
 WIDTH = 1000
-LEFT, RIGHT, TOP, BOTTOM = 70, 20, 36, 56
+LEFT, RIGHT, TOP, BOTTOM = 70, 20, 52, 56
+LABELS_BOTTOM = 100  # room for rotated category labels
 
 
 @dataclass(frozen=True)
@@ -62,17 +63,16 @@ def _frame(height: int, title: str, body: list[str], legend: Sequence[tuple[str,
         f'<text x="{LEFT}" y="20" class="plot-title">{_t(title)}</text>',
         *body,
     ]
-    x = WIDTH - RIGHT
-    for name, color in reversed(legend):
-        width = 14 + 7 * len(name)
-        x -= width + 16
-        parts.append(f'<rect x="{x}" y="10" width="10" height="10" fill="{_t(color)}"/>')
-        parts.append(f'<text x="{x + 14}" y="19" class="plot-legend">{_t(name)}</text>')
+    x = LEFT
+    for name, color in legend:  # one row under the title
+        parts.append(f'<rect x="{x}" y="28" width="10" height="10" fill="{_t(color)}"/>')
+        parts.append(f'<text x="{x + 14}" y="37" class="plot-legend">{_t(name)}</text>')
+        x += 30 + 7 * len(name)
     parts.append("</svg>")
     return "\n".join(parts)
 
 
-def _y_axis(ticks: list[float], y_of: object, label: str, height: int) -> list[str]:
+def _y_axis(ticks: list[float], y_of: object, label: str, height: int, bottom: int = BOTTOM) -> list[str]:
     assert callable(y_of)
     out = []
     for v in ticks:
@@ -81,7 +81,7 @@ def _y_axis(ticks: list[float], y_of: object, label: str, height: int) -> list[s
         out.append(
             f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{_t(_tick_label(v))}</text>'
         )
-    mid = TOP + (height - TOP - BOTTOM) / 2
+    mid = TOP + (height - TOP - bottom) / 2
     out.append(
         f'<text transform="translate(16 {mid:.1f}) rotate(-90)" text-anchor="middle" class="axis">{_t(label)}</text>'
     )
@@ -89,7 +89,7 @@ def _y_axis(ticks: list[float], y_of: object, label: str, height: int) -> list[s
 
 
 def errorbar_plot(
-    categories: Sequence[str], series: Sequence[Series], y_label: str, title: str, height: int = 340
+    categories: Sequence[str], series: Sequence[Series], y_label: str, title: str, height: int = 400
 ) -> str:
     """Per category, one marker per series with a vertical interval (low..high)."""
     values = [
@@ -104,12 +104,12 @@ def errorbar_plot(
         return _frame(90, title, [f'<text x="{LEFT}" y="60" class="tick">no data</text>'], [])
     ticks = nice_ticks(min(0.0, min(values)), max(values))
     lo, hi = ticks[0], ticks[-1]
-    plot_h = height - TOP - BOTTOM
+    plot_h = height - TOP - LABELS_BOTTOM
 
     def y_of(v: float) -> float:
         return TOP + plot_h * (1 - (v - lo) / (hi - lo))
 
-    body = _y_axis(ticks, y_of, y_label, height)
+    body = _y_axis(ticks, y_of, y_label, height, LABELS_BOTTOM)
     slot = (WIDTH - LEFT - RIGHT) / len(categories)
     offsets = [(i - (len(series) - 1) / 2) * min(10.0, slot / (len(series) + 1)) for i in range(len(series))]
     for i, cat in enumerate(categories):
@@ -132,8 +132,8 @@ def errorbar_plot(
             )
         if len(categories) <= 40:
             body.append(
-                f'<text transform="translate({cx:.1f} {height - BOTTOM + 12}) rotate(35)" '
-                f'class="tick">{_t(cat[:18])}</text>'
+                f'<text transform="translate({cx:.1f} {height - LABELS_BOTTOM + 14}) rotate(35)" '
+                f'class="tick">{_t(cat[:22])}</text>'
             )
     return _frame(height, title, body, [(s.name, s.color) for s in series])
 

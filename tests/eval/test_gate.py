@@ -162,7 +162,10 @@ def test_no_verdict_incomplete_run(tmp_path: Path, capsys: pytest.CaptureFixture
     )
     assert code == 2
     # 6 inputs x (3 passes + 2 x 2 timing + 2 controls) = 54 planned, one missing
-    assert "gate: NO VERDICT (exit 2): variant run 20260909T103000Z-test is incomplete (53/54 records)" in out
+    assert (
+        "gate: NO VERDICT (exit 2): variant run 20260909T103000Z-test is incomplete (53/54 planned requests have a record)"
+        in out
+    )
 
 
 def test_no_verdict_mismatched_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
