@@ -44,7 +44,14 @@ SUMMARY_SCHEMA_VERSION = 1
 BOOTSTRAP_SEED = 20260909
 BOOTSTRAP_RESAMPLES = 10_000
 # manifest.settings keys that change what the model is asked or how it samples
-SAMPLING_KEYS = ("temperature", "top_p", "seed", "top_logprobs", "max_tokens", "chat_template_kwargs")
+SAMPLING_KEYS = (
+    "temperature",
+    "top_p",
+    "seed",
+    "top_logprobs",
+    "max_tokens_override",
+    "chat_template_kwargs",
+)
 
 
 class MismatchError(LbevalError):

@@ -263,10 +263,8 @@ def rule_cold_scores(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
 def rule_no_invalid_warm(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     counts = []
     for side, run in _runs(c, p["runs"]):
-        warm = next((x for x in run.scores.cache if x.pass_name == "warm"), None)
-        attempts = warm.invalid_attempts if warm else 0
-        n = attempts if p["count_recovered"] else run.scores.invalid_warm_final
-        counts.append((side, n))
+        inv = run.scores.invalid
+        counts.append((side, inv.warm_attempts if p["count_recovered"] else inv.warm_final))
     measured = ", ".join(f"{side} {n}" for side, n in counts)
     what = "invalid warm attempts" if p["count_recovered"] else "warm samples still invalid"
     ok = all(n <= p["max"] for _, n in counts)

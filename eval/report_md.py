@@ -143,8 +143,9 @@ def scores_markdown(s: RunScores) -> str:
         f"## lbeval scores: {md_escape(r.variant)} run {md_escape(r.run_id)}",
         "",
         f"model {md_escape(r.model)}; {s.n_inputs} inputs; {r.n_slots}/{r.expected_records} planned requests recorded ({r.n_records} records); "
-        f"complete: {'yes' if r.complete else 'no'}; errors: {s.errors}; warm samples still invalid: "
-        f"{s.invalid_warm_final}",
+        f"complete: {'yes' if r.complete else 'no'}; errors: {s.errors}; invalid warm attempts "
+        f"{s.invalid.warm_attempts} ({s.invalid.warm_recovered} recovered, {s.invalid.warm_final} still invalid); "
+        f"invalid cold attempts {s.invalid.cold_attempts}",
         "",
     ]
     if r.warnings:

@@ -328,24 +328,20 @@ def cache_table(c: Comparison) -> Table:
                 [Frac(ch[p].ok, ch[p].n_total) if p in ch else None for ch in checks],
             )
         )
-    for key, label, attr in (
-        ("invalid_attempts", "invalid warm attempts (cache miss)", "invalid_attempts"),
-        ("recovered", "recovered by the retry", "recovered"),
-    ):
-        rows.append(
-            Row(
-                key,
-                label,
-                [Num(ch["warm"].__getattribute__(attr), 0) if "warm" in ch else None for ch in checks],
-            )
-        )
-    rows.append(
-        Row(
-            "invalid_final",
-            "warm samples still invalid (not scored)",
-            [Num(run.scores.invalid_warm_final, 0) for run in (c.base, c.variant)],
-        )
+    invalid_rows = (
+        (
+            "invalid_warm_attempts",
+            "invalid warm attempts: warm, repeat, timing_warm missed the cache",
+            "warm_attempts",
+        ),
+        ("invalid_warm_recovered", "of which recovered by the re-primed retry", "warm_recovered"),
+        ("invalid_warm_final", "warm samples still invalid (never scored)", "warm_final"),
+        ("invalid_cold_attempts", "invalid cold attempts: cold, timing_cold hit the cache", "cold_attempts"),
     )
+    for key, label, attr in invalid_rows:
+        rows.append(
+            Row(key, label, [Num(getattr(run.scores.invalid, attr), 0) for run in (c.base, c.variant)])
+        )
     rows.append(
         Row(
             "errors",
@@ -386,9 +382,10 @@ def cache_reading(c: Comparison) -> str:
     for side, run in (("base", c.base), ("variant", c.variant)):
         s = run.scores
         unmet = [f"{x.pass_name} {x.ok}/{x.n_total}" for x in s.cache if x.ok < x.n_total]
-        invalid = sum(x.invalid_attempts for x in s.cache if x.pass_name == "warm")
+        inv = s.invalid
         items = [f"cache expectation unmet ({', '.join(unmet)})"] if unmet else []
-        items += [f"{invalid} invalid warm attempt(s)"] if invalid else []
+        items += [f"{inv.warm_attempts} invalid warm attempt(s)"] if inv.warm_attempts else []
+        items += [f"{inv.cold_attempts} invalid cold attempt(s)"] if inv.cold_attempts else []
         items += [f"{s.errors} error(s)"] if s.errors else []
         items += ["incomplete"] if not s.run.complete else []
         if items:

@@ -30,7 +30,7 @@ from typing import Any
 
 from eval.errors import DataError, LbevalError
 from eval.inputs import InputRow, file_sha256, read_inputs
-from eval.record_types import RequestRecord
+from eval.record_types import PASSES, RequestRecord
 from eval.records import LoadedRun, RunManifest
 from eval.specs import base_name, get_spec
 from scorers import determinism, longbench
@@ -40,6 +40,8 @@ SCORES_SCHEMA_VERSION = 1
 SCORES_JSON = "scores.json"
 SCORES_MD = "scores.md"
 GENERATION_PASSES = ("cold", "warm", "repeat")
+WARM_PASSES = ("warm", "repeat", "timing_warm")  # must hit the prefix cache
+COLD_PASSES = ("cold", "timing_cold")  # must miss it
 # the secondary column (Google rouge-score ROUGE-L): English rouge datasets only; its tokenizer drops
 # non-ASCII text, so on rouge_zh datasets it would always be 0.0
 SECONDARY_ROUGE_METRICS = ("rouge",)
@@ -462,17 +464,21 @@ def cache_check(keys: Sequence[Key], sel: Selection, pass_name: str, reps: int) 
     )
 
 
+# the runner's --passes choices -> the record passes they produce
+PASS_CHOICES = {"timing": ("timing_cold", "timing_warm"), "controls": ("control_salt", "control_sibling")}
+
+
 def passes_in_run(manifest: RunManifest, records: Sequence[RequestRecord]) -> list[str]:
-    """The passes the run was configured with (manifest settings), or else those seen in its records."""
+    """The record passes of a run: those its settings asked for, plus any seen in its records."""
     configured = manifest.settings.get("passes")
-    names = list(configured) if isinstance(configured, list | tuple) else []
-    seen = {r.pass_name for r in records}
+    names = {str(p) for p in configured} if isinstance(configured, list | tuple) else set()
+    for choice, produced in PASS_CHOICES.items():
+        if choice in names:
+            names.update(produced)
     if (manifest.settings.get("timing_reps") or 0) > 0:
-        names += ["timing_cold", "timing_warm"]
-    names += [p for p in ("control_salt", "control_sibling") if p in seen]
-    names += [p for p in seen if p not in names]
-    order = ("cold", "warm", "repeat", "timing_cold", "timing_warm", "control_salt", "control_sibling")
-    return [p for p in order if p in names]
+        names.update(PASS_CHOICES["timing"])
+    names.update(r.pass_name for r in records)
+    return [p for p in PASSES if p in names]
 
 
 # ---------------------------------------------------------------- the whole run
@@ -500,6 +506,36 @@ class RunInfo:
 
 
 @dataclass(frozen=True)
+class InvalidCounts:
+    """Cache-state failures: warm-condition requests (warm, repeat, timing_warm) that missed the prefix cache,
+    cold-condition ones (cold, timing_cold) that hit it. Attempts count every invalid record; recovered ones
+    were followed by an ok retry; final ones stayed invalid (never scored)."""
+
+    warm_attempts: int
+    warm_recovered: int
+    warm_final: int
+    cold_attempts: int
+    cold_recovered: int
+    cold_final: int
+
+
+def invalid_counts(sel: Selection) -> InvalidCounts:
+    finals = Counter(r.pass_name for r in sel.final.values() if r.status == "invalid")
+
+    def total(counts: Mapping[str, int], passes: Sequence[str]) -> int:
+        return sum(counts.get(p, 0) for p in passes)
+
+    return InvalidCounts(
+        total(sel.invalid_attempts, WARM_PASSES),
+        total(sel.recovered, WARM_PASSES),
+        total(finals, WARM_PASSES),
+        total(sel.invalid_attempts, COLD_PASSES),
+        total(sel.recovered, COLD_PASSES),
+        total(finals, COLD_PASSES),
+    )
+
+
+@dataclass(frozen=True)
 class RunScores:
     run: RunInfo
     n_inputs: int
@@ -510,7 +546,7 @@ class RunScores:
     timing: Timing
     cache: list[CacheCheck]
     errors: int  # final records with status error, all passes
-    invalid_warm_final: int  # warm samples still invalid after the retry
+    invalid: InvalidCounts
     schema_version: int = SCORES_SCHEMA_VERSION
 
 
@@ -598,7 +634,7 @@ def score_loaded(loaded: LoadedRun, rows: list[InputRow]) -> ScoredRun:
         timing=timing(keys, sel, m.settings),
         cache=cache,
         errors=sum(r.status == "error" for r in finals),
-        invalid_warm_final=sum(r.status == "invalid" and r.pass_name == "warm" for r in finals),
+        invalid=invalid_counts(sel),
     )
     return ScoredRun(loaded, rows, sel, ex_scores, pairs, scores)
 
@@ -634,7 +670,8 @@ def run_info(loaded: LoadedRun, passes: list[str], sel: Selection) -> RunInfo:
 def resolve_run(arg: str, runs_root: Path) -> Path:
     """RUN as given: a run folder (holding manifest.json), or a variant name -> its latest run under runs_root.
 
-    The latest run is the one whose manifest has the newest `started_at` (folder names are not parsed).
+    The latest run: the one `runs_root/<variant>/LATEST` names (the runner writes it after each run), else
+    the one whose manifest has the newest `started_at`.
     """
     from eval.records import MANIFEST_NAME, read_manifest
 
@@ -642,8 +679,15 @@ def resolve_run(arg: str, runs_root: Path) -> Path:
     if (path / MANIFEST_NAME).is_file():
         return path
     variant_dir = runs_root / arg
+    if "/" in arg or arg in ("", ".", ".."):
+        raise LbevalError(f"{arg}: not a run folder (no {MANIFEST_NAME})")
+    latest = variant_dir / "LATEST"
+    if latest.is_file():
+        named = variant_dir / latest.read_text(encoding="utf-8").strip()
+        if "/" not in named.name and (named / MANIFEST_NAME).is_file():
+            return named
     candidates = []
-    if "/" not in arg and arg not in ("", ".", "..") and variant_dir.is_dir():
+    if variant_dir.is_dir():
         for child in sorted(variant_dir.iterdir()):
             if (child / MANIFEST_NAME).is_file():
                 m = read_manifest(child)

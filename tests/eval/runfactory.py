@@ -26,11 +26,12 @@ SETTINGS: dict[str, Any] = {
     "top_p": 1.0,
     "seed": 1234,
     "top_logprobs": 3,
-    "passes": ["cold", "warm", "repeat"],
+    "passes": ["cold", "warm", "repeat", "timing", "controls"],
     "timing_reps": 2,
     "cold_mode": "salt",
     "concurrency": 1,
-    "max_tokens": {},
+    "max_tokens_override": None,
+    "return_tokens_as_token_ids": True,
     "chat_template_kwargs": {"enable_thinking": False},
 }
 
@@ -207,14 +208,17 @@ def write_run(root: Path, spec: RunSpec) -> Path:
     with RecordWriter(run_dir / RECORDS_NAME) as writer:
         w = _Writer(spec, writer)
         for i, row in enumerate(spec.rows):
-            for p in settings["passes"]:
+            generation = [p for p in settings["passes"] if p in ("cold", "warm", "repeat")]
+            for p in generation:
                 w.slot(row, p, 0, i)
-            for rep in range(spec.reps):
+            controls = ["control_salt", "control_sibling"] if "controls" in settings["passes"] else []
+            for p in controls:
+                w.slot(row, p, 0, i)
+            reps = spec.reps if "timing" in settings["passes"] else 0
+            for rep in range(reps):
                 w.slot(row, "timing_cold", rep, i)
                 w.slot(row, "timing_warm", rep, i)
-            w.slot(row, "control_salt", 0, i)
-            w.slot(row, "control_sibling", 0, i)
-            expected += len(settings["passes"]) + 2 * spec.reps + 2
+            expected += len(generation) + len(controls) + 2 * reps
     manifest = RunManifest(
         schema_version=1,
         run_id=spec.run_id,

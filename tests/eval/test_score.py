@@ -46,7 +46,9 @@ def test_clean_run_scores_every_pass(tmp_path: Path) -> None:
     assert cw.max_delta == 0.0 and cw.min_overlap == 3 and cw.divergences == []
     ft = s.scores.agreement["timing_first_token"]
     assert ft is not None and (ft.first_token_equal, ft.n_total) == (12, 12)  # 6 inputs x 2 repetitions
-    assert s.scores.errors == 0 and s.scores.invalid_warm_final == 0
+    assert (
+        s.scores.errors == 0 and s.scores.invalid.warm_attempts == 0 and s.scores.invalid.cold_attempts == 0
+    )
     assert all(c.ok == c.n_total for c in s.scores.cache)
 
 
@@ -104,7 +106,12 @@ def test_errors_invalid_and_missing_stay_in_the_denominators(tmp_path: Path) -> 
     warm = next(c for c in s.scores.cache if c.pass_name == "warm")
     # attempts: qas02 invalid then ok, qas03 invalid twice -> 3 invalid attempts, 1 recovered, 5/6 hit
     assert (warm.invalid_attempts, warm.recovered, warm.ok, warm.n_total) == (3, 1, 5, 6)
-    assert s.scores.errors == 1 and s.scores.invalid_warm_final == 1
+    assert s.scores.errors == 1
+    assert (s.scores.invalid.warm_attempts, s.scores.invalid.warm_recovered, s.scores.invalid.warm_final) == (
+        3,
+        1,
+        1,
+    )
     assert not s.scores.run.complete and any("incomplete" in w for w in s.scores.run.warnings)
 
 
@@ -190,6 +197,8 @@ def test_resolve_run_picks_the_newest_manifest(tmp_path: Path) -> None:
     spec.run_id, spec.started_at = "zz-older-name-but-newer", "2026-09-10T00:00:00Z"
     new = write_run(tmp_path / "runs", spec)
     assert resolve_run("main", tmp_path / "runs") == new
+    (tmp_path / "runs" / "main" / "LATEST").write_text(old.name + "\n")  # what the runner writes
+    assert resolve_run("main", tmp_path / "runs") == old
     assert resolve_run(str(old), tmp_path / "runs") == old
     with pytest.raises(LbevalError, match="no run of a variant named 'nope'"):
         resolve_run("nope", tmp_path / "runs")
