@@ -32,7 +32,8 @@ def verdict_for(args: argparse.Namespace) -> Verdict:
     try:
         base = score_run(resolve_run(args.base, args.runs))
         variant = score_run(resolve_run(args.variant, args.runs))
-        comparison = compare(base, variant)
+        # mismatches are not an error here: they make the verdict's data reasons (exit 2, each one named)
+        comparison = compare(base, variant, allow_mismatch=True)
     except LbevalError as exc:
         return no_verdict(str(exc))
     b, v = base.scores.run, variant.scores.run

@@ -42,6 +42,12 @@ def test_refuses_different_inputs(tmp_path: Path) -> None:
     variant.inputs_path, variant.rows = other, make_rows(n_qasper=3)
     with pytest.raises(MismatchError, match=r"inputs_sha256 \(base [0-9a-f]{12}…, variant [0-9a-f]{12}…\)"):
         _compare(tmp_path, base, variant)
+    # allowed: compared on the inputs both have; the variant's missing qas03 counts as not identical
+    c = _compare(tmp_path / "allowed", base, variant, allow_mismatch=True)
+    assert [m.field for m in c.mismatches] == ["inputs_sha256"]
+    cross = {x.dataset: x for x in c.cross}
+    assert (cross["qasper"].text_equal, cross["qasper"].n_pairs, cross["qasper"].n_total) == (3, 3, 4)
+    write_reports(c, tmp_path / "out")
 
 
 def test_allow_mismatch_compares_with_a_warning(tmp_path: Path) -> None:
@@ -192,3 +198,51 @@ def test_compare_command_mismatch_exits_2_with_the_message(
     err = capsys.readouterr().err
     assert err.startswith("lbeval compare: error: the runs differ in model (base test-model, variant other)")
     assert main(["compare", "main", "patched", "--runs", str(runs), "--allow-mismatch"]) == 0
+
+
+# ---------------------------------------------------------------- end to end: the runner against the fake server
+
+
+def test_end_to_end_on_fake_server_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two variants run by `lbeval run`'s runner against the fake server; the variant's server diverges on
+    ex1's warm request from token 2 and evicts ex2's blocks before its warm request (a miss, then a retry)."""
+    from eval.runner import execute_run
+    from tests.eval.fake_fixtures import config_for, make_row, write_rows
+    from tests.fake_server import FakeServer, Fault
+
+    inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(4)])
+    runs = tmp_path / "runs"
+    with FakeServer() as server:
+        execute_run(config_for(server, inputs, runs, variant="main"))
+    with FakeServer() as server:
+        server.add_fault(Fault("divergence", match="ex1:", salt_seen=1, max_tokens=6, position=2))
+        server.add_fault(Fault("warm_miss", match="ex2:", salt_seen=1, max_tokens=6))
+        execute_run(config_for(server, inputs, runs, variant="patched"))
+    assert main(["compare", "main", "patched", "--runs", str(runs)]) == 0
+    out = runs / "compare" / "main__patched"
+    summary = json.loads((out / "summary.json").read_text())
+    tables = summary["tables"]
+    assert list(tables) == ["accuracy", "agreement", "timing", "cache"]
+    variant = "variant (patched)"
+    agreement = {r["key"]: r["cells"] for r in tables["agreement"]["rows"]}
+    assert agreement["cold_warm_text"] == {"base (main)": {"k": 4, "n": 4}, variant: {"k": 3, "n": 4}}
+    assert agreement["cold_warm_positions"][variant] == [2]
+    assert agreement["warm_repeat_text"][variant] == {"k": 3, "n": 4}  # the fault hit warm only
+    assert agreement["first_token"][variant] == {"k": 8, "n": 8}  # 4 inputs x 2 timing repetitions
+    cache = {r["key"]: r["cells"] for r in tables["cache"]["rows"]}
+    assert cache["invalid_warm_attempts"][variant] == 1 and cache["invalid_warm_recovered"][variant] == 1
+    assert cache["recorded"][variant] == {"k": 36, "n": 36}  # 4 x (5 + 2 x 2)
+    accuracy = {r["key"]: r["cells"] for r in tables["accuracy"]["rows"]}
+    assert accuracy["qasper"]["cold outputs identical"] == {"k": 4, "n": 4}
+    html = (out / "report.html").read_text()
+    assert (
+        html.count("<details") == 1
+        and "qasper / ex1: variant cold/warm @ token 2, variant warm/repeat" in html
+    )
+    capsys.readouterr()
+    assert main(["gate", "main", "patched", "--runs", str(runs)]) == 1
+    text = capsys.readouterr().out
+    assert (
+        "gate: FAIL (exit 1): 3 of 5 rules failed: cold_warm_equality, warm_repeat_equality, no_invalid_warm"
+        in text
+    )

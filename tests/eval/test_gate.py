@@ -262,3 +262,15 @@ def test_junit_no_verdict_has_a_data_error_case(tmp_path: Path, capsys: pytest.C
         and error is not None
         and "no run of a variant named 'main'" in (error.text or "")
     )
+
+
+def test_no_verdict_when_a_rule_has_nothing_to_measure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = {"passes": ["cold", "warm"]}  # no repeat pass: warm/repeat equality cannot be measured
+    base, variant = _specs(tmp_path, settings=settings)
+    base.settings = settings
+    code, out = _gate(tmp_path, capsys, base, variant)
+    assert code == 2
+    assert "NO DATA  warm_repeat_equality: measured the variant run has no warm/repeat pairs" in out
+    assert "gate: NO VERDICT (exit 2): rule warm_repeat_equality has no data" in out
