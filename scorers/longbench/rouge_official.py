@@ -95,30 +95,50 @@ def pack_hypothesis(text: str) -> PackedHypothesis | None:
     )
 
 
+def match_rows(ref: Sequence[str], words: frozenset[str]) -> list[int]:
+    """The table rows (1-based, descending) whose reference word occurs in a hypothesis sentence."""
+    return [i for i in range(len(ref), 0, -1) if ref[i - 1] in words]
+
+
 def walk_back(
-    ref: Sequence[str], rows: list[int], masks: dict[str, int], offset: int, width: int
+    ref: Sequence[str], rows: list[int], masks: dict[str, int], offset: int, width: int, matches: list[int]
 ) -> tuple[list[str], int]:
     """The package's LCS reconstruction of (ref, one packed hypothesis sentence).
 
-    Returns the kept reference words and the number of recursive calls the package makes (steps + 1).
+    `matches` = `match_rows(ref, words of that sentence)`. Returns the kept reference words and the number
+    of recursive calls the package makes (steps + 1). A run of rows whose word is not in the sentence has
+    the same bit row inside the segment, so after its first stop the walk goes straight up through it: the
+    run costs one jump here (and one step per row in the count).
     """
-    i, j, steps = len(ref), width, 0
+    i, j, steps, k, n_matches = len(ref), width, 0, 0, len(matches)
     kept: list[str] = []
     while i and j:
-        word = ref[i - 1]
-        here = masks.get(word, 0) >> offset
-        stops = ((~rows[i] >> offset) | here) & ((1 << j) - 1)
-        if not stops:  # only left steps remain, down to column 0
-            steps += j
-            break
-        col = stops.bit_length() - 1  # the stop is at table column col + 1
-        steps += j - col  # (j - col - 1) left steps, then one diagonal or up step
-        i -= 1
-        if (here >> col) & 1:
-            kept.append(word)
-            j = col
+        low = (1 << j) - 1
+        if k < n_matches and matches[k] == i:
+            k += 1
+            word = ref[i - 1]
+            here = masks[word] >> offset
+            stops = ((~rows[i] >> offset) | here) & low
+            if not stops:  # only left steps remain, down to column 0
+                steps += j
+                break
+            col = stops.bit_length() - 1  # the stop is at table column col + 1
+            steps += j - col  # (j - col - 1) left steps, then one diagonal or up step
+            i -= 1
+            if (here >> col) & 1:
+                kept.append(word)
+                j = col
+            else:
+                j = col + 1
         else:
-            j = col + 1
+            below = matches[k] if k < n_matches else 0  # the run is rows below + 1 .. i
+            stops = (~rows[i] >> offset) & low
+            if not stops:
+                steps += j
+                break
+            col = stops.bit_length() - 1
+            steps += (j - col) + (i - below - 1)  # to the stop and up, then straight up the run
+            i, j = below, col + 1
     return kept, steps + 1
 
 
@@ -135,7 +155,8 @@ def union_lcs_size(ref_sentences: list[list[str]], hyp: PackedHypothesis, budget
                 continue
             if rows is None:
                 rows = dp_rows(ref, hyp.masks, hyp.full)
-            kept, calls = walk_back(ref, rows, hyp.masks, hyp.offsets[t], width)
+            matches = match_rows(ref, hyp.word_sets[t])
+            kept, calls = walk_back(ref, rows, hyp.masks, hyp.offsets[t], width, matches)
             if check and calls > budget:  # type: ignore[operator]
                 return None
             if kept:

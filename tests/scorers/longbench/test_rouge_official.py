@@ -15,6 +15,7 @@ from rouge import Rouge
 from scorers.longbench.lcs import dp_rows, lcs_length, match_masks
 from scorers.longbench.rouge_official import (
     OFFICIAL_RECURSION_BUDGET,
+    match_rows,
     pack_hypothesis,
     rouge,
     rouge_l_f,
@@ -148,7 +149,8 @@ def _calls(hyp: str, ref: str) -> int:
     for sent in rouge_sentences(ref):
         rows = dp_rows(sent, packed.masks, packed.full)
         for t, words in enumerate(packed.sentences):
-            worst = max(worst, walk_back(sent, rows, packed.masks, packed.offsets[t], len(words))[1])
+            matches = match_rows(sent, packed.word_sets[t])
+            worst = max(worst, walk_back(sent, rows, packed.masks, packed.offsets[t], len(words), matches)[1])
     return worst
 
 
