@@ -49,6 +49,7 @@ VLLM_MODULE = "vllm.entrypoints.openai.api_server"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 DEFAULT_LOG = "runs/servers/{name}-{port}.log"
+SERVERS_LOG = "servers.jsonl"  # in a run directory: one line per session whose server lbeval started
 KNOWN_KEYS = frozenset(
     {
         "description",
@@ -322,6 +323,20 @@ def get_launch_spec(
     return specs[name]
 
 
+def spec_for_run(
+    variant: str, spec_name: str | None, files: Sequence[Path], base_url: str | None
+) -> LaunchSpec | None:
+    """Which launch spec `lbeval run` uses: `--spec NAME`; else none with `--base-url`; else the spec named
+    like the variant, if there is one (None: the caller needs a base URL)."""
+    if spec_name is not None:
+        if base_url is not None:
+            raise ConfigError("give --spec (a server lbeval starts or knows) or --base-url, not both")
+        return get_launch_spec(spec_name, files)
+    if base_url is not None:
+        return None
+    return load_launch_specs(files).get(variant)
+
+
 # ---------------------------------------------------------------------------------------------- running
 
 
@@ -388,6 +403,20 @@ class ManagedServer:
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def describe(self) -> dict[str, Any]:
+        """What was started, for run provenance (env values whose names suggest secrets are withheld)."""
+        secret = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+        env = {k: ("<withheld>" if secret.search(k) else v) for k, v in self.spec.env.items()}
+        return {
+            "spec": self.spec.name,
+            "source": self.spec.source,
+            "argv": list(self.process.args) if isinstance(self.process.args, list) else [],
+            "env": env,
+            "port": self.port,
+            "log": str(self.log_path),
+            "healthy_after_s": self.healthy_after_s,
+        }
 
     def wait_healthy(self, timeout: float | None = None, poll_s: float = 0.5) -> None:
         """Poll the health URL until it answers 2xx; raise with the log's tail if the process dies first."""
@@ -514,17 +543,21 @@ def serving(spec: LaunchSpec, *, echo: Echo | None = None, port: int | None = No
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises KeyboardInterrupt, so `with` blocks stop their servers."""
+    """Within the block, SIGTERM and SIGINT raise KeyboardInterrupt, so `with` blocks stop their servers.
+
+    SIGINT is set too because a shell starts background jobs (`lbeval serve &`) with SIGINT ignored.
+    """
 
     def handler(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        previous = (signal.signal(signal.SIGTERM, handler), signal.signal(signal.SIGINT, handler))
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous[0])
+        signal.signal(signal.SIGINT, previous[1])
