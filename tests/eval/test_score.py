@@ -209,3 +209,13 @@ def test_write_scores_round_trips(tmp_path: Path) -> None:
     json_path, md_path = write_scores(scored)
     assert json.loads(json_path.read_text())["run"]["variant"] == "main"
     assert md_path.read_text().startswith("## lbeval scores: main run")
+
+
+@pytest.mark.parametrize(
+    ("df", "table"),
+    [(1, 12.706), (4, 2.776), (12, 2.179), (13, 2.160), (20, 2.086), (30, 2.042), (120, 1.980)],
+)
+def test_t_quantiles_match_the_published_table(df: int, table: float) -> None:
+    from eval.score import t975
+
+    assert t975(df) == pytest.approx(table, abs=0.0015)
