@@ -18,6 +18,7 @@ the numbers in every output are the same numbers.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from eval.errors import LbevalError
+from eval.record_types import RequestRecord
 from eval.records import RunManifest
 from eval.score import (
     TIMING_MEASURES,
@@ -405,64 +407,58 @@ def summary_json(c: Comparison) -> dict[str, Any]:
         "bootstrap": {"seed": c.seed, "n_resamples": BOOTSTRAP_RESAMPLES, "confidence": 0.95},
         "warnings": c.warnings,
         "tables": {t.id: t.as_json() for t in c.tables},
-        "divergences": [to_jsonable(d) for d in divergence_list(c)],
+        "divergences": [dp.as_json() for dp in divergence_list(c)],
     }
 
 
 @dataclass(frozen=True)
 class DivergentPair:
-    """One diverging pair for the drill-down: which outputs, where they part."""
+    """One diverging pair for the drill-down: which outputs, where they part, and the two records."""
 
-    kind: str  # e.g. "base cold/warm", "cold base/variant"
+    kind: str  # "base cold/warm", "variant warm/repeat", "cold base/variant", ...
     dataset: str
     example_id: str
     repetition: int
     divergence: Divergence
     a_label: str
     b_label: str
+    a: RequestRecord
+    b: RequestRecord
+
+    def as_json(self) -> dict[str, Any]:
+        d = self.divergence
+        return {
+            "kind": self.kind,
+            "dataset": self.dataset,
+            "example_id": self.example_id,
+            "repetition": self.repetition,
+            "position": d.position,
+            "margin_a": d.margin_a,
+            "margin_b": d.margin_b,
+            "near_tie": d.near_tie,
+            "text_equal": d.text_equal,
+        }
+
+
+def _diverging(kind: str, labels: tuple[str, str], p: Pair) -> DivergentPair | None:
+    r = p.result
+    if r.first_divergence is None:
+        return None
+    d = Divergence(p.key[0], p.key[1], p.repetition, r.first_divergence, r.margin_a, r.margin_b, r.text_equal)
+    return DivergentPair(kind, p.key[0], p.key[1], p.repetition, d, labels[0], labels[1], p.a, p.b)
 
 
 def divergence_list(c: Comparison) -> list[DivergentPair]:
-    out: list[DivergentPair] = []
+    """Every diverging pair: within each variant (cold/warm, warm/repeat), then base cold vs variant cold."""
+    found: list[DivergentPair | None] = []
     for side, run in (("base", c.base), ("variant", c.variant)):
         for name in ("cold_warm", "warm_repeat"):
-            stats_ = run.scores.agreement.get(name)
-            if stats_ is None:
-                continue
-            a, b = stats_.pass_a, stats_.pass_b
-            for d in stats_.divergences:
-                out.append(
-                    DivergentPair(
-                        f"{side} {a}/{b}",
-                        d.dataset,
-                        d.example_id,
-                        d.repetition,
-                        d,
-                        f"{side} {a}",
-                        f"{side} {b}",
-                    )
-                )
+            pa, pb = name.split("_")
+            labels = (f"{side} {pa}", f"{side} {pb}")
+            found += [_diverging(f"{side} {pa}/{pb}", labels, p) for p in run.pairs.get(name, [])]
     for cross in c.cross:
-        for p in cross.pairs:
-            r = p.result
-            if r.first_divergence is None:
-                continue
-            d = Divergence(p.key[0], p.key[1], 0, r.first_divergence, r.margin_a, r.margin_b, r.text_equal)
-            out.append(
-                DivergentPair("cold base/variant", p.key[0], p.key[1], 0, d, "base cold", "variant cold")
-            )
-    return out
-
-
-def pair_records(c: Comparison, dp: DivergentPair) -> tuple[Any, Any]:
-    """The two records of a diverging pair (for the drill-down's side-by-side outputs)."""
-    key = (dp.dataset, dp.example_id)
-    if dp.kind.startswith("cold base/variant"):
-        return ok_record(c.base.selection, key, "cold"), ok_record(c.variant.selection, key, "cold")
-    side, passes = dp.kind.split(" ", 1)
-    run = c.base if side == "base" else c.variant
-    pa, pb = passes.split("/")
-    return ok_record(run.selection, key, pa, dp.repetition), ok_record(run.selection, key, pb, dp.repetition)
+        found += [_diverging("cold base/variant", ("base cold", "variant cold"), p) for p in cross.pairs]
+    return [dp for dp in found if dp is not None]
 
 
 REPORT_MD, SUMMARY_JSON, REPORT_HTML = "report.md", "summary.json", "report.html"
@@ -470,8 +466,6 @@ REPORT_MD, SUMMARY_JSON, REPORT_HTML = "report.md", "summary.json", "report.html
 
 def write_reports(c: Comparison, out_dir: Path) -> tuple[Path, Path, Path]:
     """Write report.md, summary.json and report.html into out_dir (each replaced atomically)."""
-    import json
-
     from eval.report_html import html_report
     from eval.report_md import comparison_markdown
     from eval.score import atomic_write

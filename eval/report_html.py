@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from eval.compare import Comparison, DivergentPair, Table, cell_text, divergence_list, pair_records
+from eval.compare import Comparison, DivergentPair, Table, cell_text, divergence_list
 from eval.record_types import RequestRecord
 from eval.report_md import first_char_difference
 from eval.score import ScoredRun
@@ -199,10 +199,9 @@ def _token_at(rec: RequestRecord | None, pos: int) -> str:
     return str(ids[pos]) if pos < len(ids) else "end"
 
 
-def pair_html(c: Comparison, dp: DivergentPair) -> str:
-    a, b = pair_records(c, dp)
-    ta = (a.output_text or "") if a else ""
-    tb = (b.output_text or "") if b else ""
+def pair_html(dp: DivergentPair) -> str:
+    a, b = dp.a, dp.b
+    ta, tb = a.output_text or "", b.output_text or ""
     d = dp.divergence
     at = first_char_difference(ta, tb)
     margins = " / ".join("n/a" if m is None else f"{m:.3g}" for m in (d.margin_a, d.margin_b))
@@ -238,7 +237,7 @@ def drilldown(c: Comparison) -> str:
         kinds = ", ".join(f"{dp.kind} @ token {dp.divergence.position}" for dp in dps)
         opened = " open" if i < OPEN_DETAILS else ""
         parts.append(f"<details{opened}><summary>{_e(ds)} / {_e(ex)}: {_e(kinds)}</summary>")
-        parts += [pair_html(c, dp) for dp in dps]
+        parts += [pair_html(dp) for dp in dps]
         parts.append("</details>")
     if len(found) > MAX_DRILLDOWN_PAIRS:
         parts.append(f"<p>… and {len(found) - MAX_DRILLDOWN_PAIRS} more pairs (listed in summary.json).</p>")

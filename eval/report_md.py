@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from eval.compare import Comparison, DivergentPair, Table, cell_text, divergence_list, pair_records
+from eval.compare import Comparison, DivergentPair, Table, cell_text, divergence_list
 from eval.score import NEAR_TIE_MARGIN, RunScores
 
 MD_DIVERGENCES_SHOWN = 30
@@ -107,8 +107,7 @@ def divergences_markdown(c: Comparison) -> list[str]:
     ]
     rows = []
     for dp in found[:MD_DIVERGENCES_SHOWN]:
-        a, b = pair_records(c, dp)
-        ta, tb = (a.output_text or "") if a else "", (b.output_text or "") if b else ""
+        ta, tb = dp.a.output_text or "", dp.b.output_text or ""
         at = first_char_difference(ta, tb)
         rows.append(
             [
