@@ -71,6 +71,8 @@ class RuleResult:
     detail: str = ""
 
     def line(self) -> str:
+        if self.status == SKIPPED:
+            return f"{self.status.upper():8} {self.rule}: {self.threshold}"
         text = f"{self.status.upper():8} {self.rule}: measured {self.measured}; threshold {self.threshold}"
         return text + (f" ({self.detail})" if self.detail else "")
 
