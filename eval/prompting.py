@@ -153,7 +153,8 @@ class LocalTokenizer:
         out = self._tok.apply_chat_template(
             [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True
         )
-        ids = out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out
+        # transformers >= 5 returns a BatchEncoding (a mapping); older releases a list of ids
+        ids: Any = out["input_ids"] if hasattr(out, "keys") else out  # type: ignore[call-overload,index,unused-ignore]
         return len(ids)
 
     def max_model_len(self) -> int | None:
