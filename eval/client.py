@@ -117,28 +117,6 @@ class _Usage(msgspec.Struct):
     prompt_tokens_details: _Details | None = None
 
 
-# gc=False: these hold only str/float (no cycles); 10,000 of them per answer would otherwise wake the collector
-class _ChatAlt(msgspec.Struct, gc=False):
-    token: str
-    logprob: float | None = None
-
-
-class _ChatTok(msgspec.Struct, gc=False):
-    token: str
-    logprob: float | None = None
-    top_logprobs: list[_ChatAlt] | None = None
-
-
-class _ChatLogprobs(msgspec.Struct):
-    content: list[_ChatTok] | None = None
-
-
-class _CmplLogprobs(msgspec.Struct):
-    tokens: list[str] | None = None
-    token_logprobs: list[float | None] | None = None
-    top_logprobs: list[dict[str, float | None] | None] | None = None
-
-
 class _Message(msgspec.Struct):
     content: str | None = None
 
@@ -148,39 +126,67 @@ class _ErrorBody(msgspec.Struct):
     code: int | str | None = None
 
 
-class _ChatChoice(msgspec.Struct):
-    message: _Message | None = None  # whole body
-    delta: _Message | None = None  # stream chunk
-    logprobs: _ChatLogprobs | None = None
-    finish_reason: str | None = None
+def _decoders(nullable: bool) -> dict[str, msgspec.json.Decoder[Any]]:
+    """Decoders for whole bodies and stream chunks of both endpoints.
+
+    The fast set (nullable=False) types the alternatives' logprobs as plain floats, so no per-value None check
+    is needed (vLLM clamps them to -9999.0); a body with a null there fails validation and is decoded again with
+    the nullable set. gc=False: the per-token structs hold only str/float (no cycles), and 10,000 of them per
+    answer would otherwise wake the garbage collector."""
+    lp: Any = float | None if nullable else float
+    alt = msgspec.defstruct("ChatAlt", [("token", str), ("logprob", lp)], gc=False)
+    tok = msgspec.defstruct(
+        "ChatTok",
+        [("token", str), ("logprob", float | None, None), ("top_logprobs", list[alt] | None, None)],  # type: ignore[valid-type]
+        gc=False,
+    )
+    chat_lp = msgspec.defstruct("ChatLogprobs", [("content", list[tok] | None, None)])  # type: ignore[valid-type]
+    cmpl_lp = msgspec.defstruct(
+        "CmplLogprobs",
+        [
+            ("tokens", list[str] | None, None),
+            ("token_logprobs", list[float | None] | None, None),
+            ("top_logprobs", list[dict[str, lp] | None] | None, None),
+        ],
+    )
+    error = [
+        ("usage", _Usage | None, None),
+        ("error", _ErrorBody | str | None, None),
+        (
+            "message",
+            str | None,
+            None,
+        ),  # older vLLM error shape {"object": "error", "message": ..., "code": ...}
+        ("code", int | str | None, None),
+    ]
+    chat_choice = msgspec.defstruct(
+        "ChatChoice",
+        [
+            ("message", _Message | None, None),  # whole body
+            ("delta", _Message | None, None),  # stream chunk
+            ("logprobs", chat_lp | None, None),
+            ("finish_reason", str | None, None),
+        ],
+    )
+    cmpl_choice = msgspec.defstruct(
+        "CmplChoice",
+        [("text", str | None, None), ("logprobs", cmpl_lp | None, None), ("finish_reason", str | None, None)],
+    )
+    chat = msgspec.defstruct("ChatBody", [("choices", list[chat_choice] | None, None), *error])  # type: ignore[valid-type]
+    cmpl = msgspec.defstruct("CmplBody", [("choices", list[cmpl_choice] | None, None), *error])  # type: ignore[valid-type]
+    return {"chat": msgspec.json.Decoder(chat), "completions": msgspec.json.Decoder(cmpl)}
 
 
-class _CmplChoice(msgspec.Struct):
-    text: str | None = None
-    logprobs: _CmplLogprobs | None = None
-    finish_reason: str | None = None
+_FAST = _decoders(nullable=False)
+_NULLABLE = _decoders(nullable=True)
 
 
-class _ChatBody(msgspec.Struct):
-    choices: list[_ChatChoice] | None = None
-    usage: _Usage | None = None
-    error: _ErrorBody | str | None = None
-    message: str | None = None  # older vLLM error shape {"object": "error", "message": ..., "code": ...}
-    code: int | str | None = None
-
-
-class _CmplBody(msgspec.Struct):
-    choices: list[_CmplChoice] | None = None
-    usage: _Usage | None = None
-    error: _ErrorBody | str | None = None
-    message: str | None = None
-    code: int | str | None = None
-
-
-_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
-    "chat": msgspec.json.Decoder(_ChatBody),
-    "completions": msgspec.json.Decoder(_CmplBody),
-}
+def _decode(endpoint: str, raw: bytes | str) -> tuple[Any, bool]:
+    """(decoded body, whether the nullable decoder was needed)."""
+    try:
+        return _FAST[endpoint].decode(raw), False
+    except msgspec.ValidationError:
+        return _NULLABLE[endpoint].decode(raw), True
 
 
 # --- responses and failures --------------------------------------------------------------------------------
@@ -234,7 +240,7 @@ class _Accumulator:
     """Collects text, token ids and top-k from a whole body or from stream chunks."""
 
     def __init__(self, endpoint: str) -> None:
-        self.endpoint = endpoint
+        self.chat = endpoint == "chat"
         self.text: list[str] = []
         self.ids: list[int] = []
         self.top_ids: list[list[int]] = []
@@ -244,7 +250,7 @@ class _Accumulator:
         self.usage: _Usage | None = None
         self.saw_logprobs = False
 
-    def add(self, body: Any) -> bool:
+    def add(self, body: Any, nullable: bool = False) -> bool:
         """Add one decoded body or chunk; True when it carried generated tokens or text."""
         if body.error is not None or (body.choices is None and body.message):
             err = body.error
@@ -256,7 +262,7 @@ class _Accumulator:
             self.usage = body.usage
         got = False
         for choice in body.choices or ():
-            if isinstance(choice, _ChatChoice):
+            if self.chat:
                 msg = choice.message or choice.delta
                 piece = msg.content if msg is not None else None
             else:
@@ -265,35 +271,40 @@ class _Accumulator:
                 self.text.append(piece)
                 got = True
             if choice.logprobs is not None:
-                got = self._add_logprobs(choice.logprobs) or got
+                got = self._add_logprobs(choice.logprobs, nullable) or got
             if choice.finish_reason is not None:
                 self.finish_reason = choice.finish_reason
         return got
 
-    def _add_logprobs(self, lp: Any) -> bool:
+    def _add_logprobs(self, lp: Any, nullable: bool) -> bool:
         self.saw_logprobs = True
         try:
-            if isinstance(lp, _ChatLogprobs):
-                return self._add_chat(lp)
-            return self._add_completions(lp)
+            return self._add_chat(lp, nullable) if self.chat else self._add_completions(lp, nullable)
         except ValueError:
             raise RequestFailed(
                 "the server did not return tokens as 'token_id:N' (return_tokens_as_token_ids unsupported?)",
                 retryable=False,
             ) from None
 
-    def _add_chat(self, lp: _ChatLogprobs) -> bool:
+    def _add_chat(self, lp: Any, nullable: bool) -> bool:
+        ids, chosen, top_ids, top_lps = (
+            self.ids.append,
+            self.chosen.append,
+            self.top_ids.append,
+            self.top_lps.append,
+        )
         for tok in lp.content or ():
             if not tok.token.startswith(TOKEN_ID_PREFIX):
                 raise ValueError(tok.token)
-            self.ids.append(int(tok.token[9:]))
-            self.chosen.append(_nan_if_none(tok.logprob))
+            ids(int(tok.token[9:]))
+            chosen(_nan_if_none(tok.logprob))
             alts = tok.top_logprobs or ()
-            self.top_ids.append([int(a.token[9:]) for a in alts])
-            self.top_lps.append(_no_none([a.logprob for a in alts]))
+            top_ids([int(a.token[9:]) for a in alts])
+            values = [a.logprob for a in alts]
+            top_lps([_nan_if_none(v) for v in values] if nullable else values)
         return bool(lp.content)
 
-    def _add_completions(self, lp: _CmplLogprobs) -> bool:
+    def _add_completions(self, lp: Any, nullable: bool) -> bool:
         tokens = lp.tokens or []
         chosen = lp.token_logprobs or [None] * len(tokens)
         tops = lp.top_logprobs or [None] * len(tokens)
@@ -304,7 +315,8 @@ class _Accumulator:
             self.chosen.append(_nan_if_none(value))
             top = top or {}
             self.top_ids.append([int(k[9:]) for k in top])
-            self.top_lps.append(_no_none(list(top.values())))
+            values = list(top.values())
+            self.top_lps.append([_nan_if_none(v) for v in values] if nullable else values)
         return bool(tokens)
 
     def response(self, timings: ClientTimings) -> Response:
@@ -319,21 +331,15 @@ class _Accumulator:
 
 
 def _nan_if_none(value: float | None) -> float:
+    """A missing logprob (null from the server) is kept as NaN."""
     return float("nan") if value is None else value
-
-
-def _no_none(values: list[float | None]) -> list[float]:
-    """A missing logprob (null) becomes NaN; the common case costs one C-level scan."""
-    if None in values:
-        return [_nan_if_none(v) for v in values]
-    return values  # type: ignore[return-value]
 
 
 def parse_body(endpoint: str, raw: bytes, timings: ClientTimings) -> Response:
     """Parse a whole (non-streamed) response body."""
     acc = _Accumulator(endpoint)
     try:
-        acc.add(_DECODERS[endpoint].decode(raw))
+        acc.add(*_decode(endpoint, raw))
     except msgspec.DecodeError as exc:
         raise RequestFailed(f"unreadable response body ({exc})", retryable=True) from None
     return acc.response(timings)
@@ -344,7 +350,6 @@ def parse_stream(
 ) -> Response:
     """Parse server-sent events until `data: [DONE]`; the first chunk with tokens sets the TTFT."""
     acc = _Accumulator(endpoint)
-    decoder = _DECODERS[endpoint]
     first: float | None = None
     done = False
     for line in lines:
@@ -355,7 +360,7 @@ def parse_stream(
             done = True
             break
         try:
-            got = acc.add(decoder.decode(payload))
+            got = acc.add(*_decode(endpoint, payload))
         except msgspec.DecodeError as exc:
             raise RequestFailed(f"unreadable stream chunk ({exc})", retryable=True) from None
         if got and first is None:
@@ -403,19 +408,24 @@ class Client:
         self.close()
 
     def send(self, endpoint: str, request: dict[str, Any]) -> Response:
-        """Send one request built by build_request; streams when request["stream"] is true."""
-        resource = self._oa.chat.completions if endpoint == "chat" else self._oa.completions
+        """Send one request built by build_request; streams when request["stream"] is true.
+
+        Streamed requests go through the typed `create(..., extra_body=...)` with a streaming raw response.
+        Whole ones go through the openai client's generic `post` with the wire body (extra_body merged), which
+        skips the typed-parameter transform (about a millisecond per request) and returns the raw response."""
         sent_at = time.time()
         t0 = time.perf_counter()
         try:
-            with resource.with_streaming_response.create(**request) as raw:
-                if request.get("stream"):
+            if request.get("stream"):
+                resource = self._oa.chat.completions if endpoint == "chat" else self._oa.completions
+                with resource.with_streaming_response.create(**request) as raw:
                     return parse_stream(endpoint, raw.iter_lines(), sent_at, t0)
-                body = raw.read()
-                done = time.perf_counter() - t0
-                return parse_body(
-                    endpoint, body, ClientTimings(sent_at=sent_at, first_token_s=None, done_s=done)
-                )
+            path = "/chat/completions" if endpoint == "chat" else "/completions"
+            resp = self._oa.post(path, cast_to=httpx2.Response, body=wire_body(request))
+            done = time.perf_counter() - t0
+            return parse_body(
+                endpoint, resp.content, ClientTimings(sent_at=sent_at, first_token_s=None, done_s=done)
+            )
         except openai.APIStatusError as exc:
             raise _status_failure(exc.status_code, _error_message(exc.response.read())) from None
         except openai.APIConnectionError as exc:

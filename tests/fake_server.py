@@ -59,6 +59,11 @@ def detokenize(ids: list[int]) -> str:
     return "".join("\n" if i == NEWLINE_ID else f" t{i}" for i in ids)
 
 
+def _dumps(obj: Any) -> str:
+    """Compact JSON, as vLLM (pydantic) sends it."""
+    return json.dumps(obj, separators=(",", ":"))
+
+
 def f32(x: float) -> float:
     return float(struct.unpack("<f", struct.pack("<f", x))[0])
 
@@ -408,7 +413,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     def _json(self, status: int, obj: Any) -> None:
-        self._send(status, json.dumps(obj).encode())
+        self._send(status, _dumps(obj).encode())
 
     def _error(self, status: int, message: str) -> None:
         self._json(status, {"error": {"message": message, "type": "BadRequestError", "code": status}})
@@ -513,7 +518,7 @@ class _Handler(BaseHTTPRequestHandler):
         if body.get("stream"):
             self._stream(answer, faults)
         else:
-            payload = json.dumps(answer.whole()).encode()
+            payload = _dumps(answer.whole()).encode()
             if "drop" in faults:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -637,7 +642,7 @@ class _Answer:
         out: list[bytes] = []
         if self.chat:
             out.append(
-                json.dumps(
+                _dumps(
                     {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
                 ).encode()
             )
@@ -650,8 +655,8 @@ class _Answer:
                 choice = {"index": 0, "text": self._text(range(i, i + 1))}
                 choice["logprobs"] = self._cmpl_lp(range(i, i + 1)) if self.want else None
             choice["finish_reason"] = self.finish if last else None
-            out.append(json.dumps({**base, "choices": [choice]}).encode())
+            out.append(_dumps({**base, "choices": [choice]}).encode())
         if (self.body.get("stream_options") or {}).get("include_usage"):
-            out.append(json.dumps({**base, "choices": [], "usage": self.usage}).encode())
+            out.append(_dumps({**base, "choices": [], "usage": self.usage}).encode())
         out.append(b"[DONE]")
         return out

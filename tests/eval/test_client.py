@@ -163,6 +163,16 @@ def test_parse_completions_body_with_extra_sampled_entry_and_null() -> None:
     assert resp.usage.cached_tokens is None
 
 
+def test_parse_null_alternative_logprob_becomes_nan() -> None:
+    body = json.loads(json.dumps(CHAT_BODY))
+    body["choices"][0]["logprobs"]["content"][0]["top_logprobs"][1]["logprob"] = None
+    resp = parse_body("chat", json.dumps(body).encode(), TIMINGS)
+    assert resp.topk is not None
+    first, second = resp.topk.logprobs[0]
+    assert first == -0.25 and second != second  # NaN
+    assert resp.topk.ids == [[12, 99], [3]]
+
+
 def test_parse_rejects_tokens_that_are_not_ids() -> None:
     body = json.loads(json.dumps(CHAT_BODY))
     body["choices"][0]["logprobs"]["content"][0]["token"] = "Hi"
