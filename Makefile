@@ -77,6 +77,20 @@ server-model: server-venv
 serve: setup server-model
 	$(LBEVAL) serve --variant $(SPEC)
 
+# Prepare + run + score one variant against the server at BASE_URL (already running):
+#   make eval VARIANT=patched [BASE_URL=...] [DATASETS=...] [N=...] [SEED=...] [DATA_DIR=path/to/LongBench/data]
+#             [MODEL=id] [API_KEY_ENV=VAR] [RUN_ARGS='--passes cold,warm --timing-reps 3']
+# `lbeval run` resumes an interrupted run and prints its run directory last; that is what gets scored.
+eval: setup
+	@set -eo pipefail; \
+	inputs=$(RUNS)/$(VARIANT)/inputs.jsonl; \
+	$(LBEVAL) prepare --datasets $(DATASETS) --n $(N) --seed $(SEED) --base-url $(BASE_URL) \
+	  $(if $(MODEL),--model $(MODEL)) $(if $(DATA_DIR),--data-dir $(DATA_DIR)) --out $$inputs; \
+	run_dir=$$($(LBEVAL) run --variant $(VARIANT) --inputs $$inputs --base-url $(BASE_URL) --out $(RUNS) \
+	  $(if $(MODEL),--model $(MODEL)) $(if $(API_KEY_ENV),--api-key-env $(API_KEY_ENV)) $(RUN_ARGS) | tail -n 1); \
+	echo "run: $$run_dir"; \
+	$(LBEVAL) score "$$run_dir"
+
 # Compare the latest runs of two variants (newest manifest under $(RUNS)/<variant>/), writing
 # $(RUNS)/compare/$(BASE)__$(VARIANT)/report.md, summary.json, report.html; then the gate decides the exit code.
 compare: setup

@@ -660,3 +660,27 @@ class _Answer:
             out.append(_dumps({**base, "choices": [], "usage": self.usage}).encode())
         out.append(b"[DONE]")
         return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m tests.fake_server [--port N] [--block-size B]`: serve until interrupted (manual checks)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--block-size", type=int, default=16)
+    parser.add_argument("--max-model-len", type=int, default=8192)
+    args = parser.parse_args(argv)
+    server = FakeServer(block_size=args.block_size, max_model_len=args.max_model_len)
+    server.port = args.port
+    server.start()
+    print(server.base_url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
