@@ -154,12 +154,17 @@ def _sig3(value: float) -> float:
     return float(f"{value:.3g}")
 
 
+def _missing(value: float | None) -> bool:
+    """No number to show: absent, or NaN/inf (e.g. from a logprob the server sent as null)."""
+    return value is None or not math.isfinite(value)
+
+
 def cell_json(cell: Cell) -> Any:
-    """The number(s) a cell shows, exactly as shown (rounded to the displayed precision)."""
+    """The number(s) a cell shows, exactly as shown (rounded to the displayed precision); null for n/a."""
     if cell is None:
         return None
     if isinstance(cell, Num):
-        return None if cell.value is None else _round(cell.value, cell.decimals)
+        return None if cell.value is None or _missing(cell.value) else _round(cell.value, cell.decimals)
     if isinstance(cell, Frac):
         return {"k": cell.k, "n": cell.n}
     if isinstance(cell, Interval):
@@ -168,7 +173,7 @@ def cell_json(cell: Cell) -> Any:
             for k, v in (("estimate", cell.estimate), ("low", cell.low), ("high", cell.high))
         }
     if isinstance(cell, Sci):
-        return None if cell.value is None else _sig3(cell.value)
+        return None if cell.value is None or _missing(cell.value) else _sig3(cell.value)
     if isinstance(cell, Text):
         return cell.text
     if isinstance(cell, Flag):
@@ -186,14 +191,16 @@ def cell_text(cell: Cell) -> str:
     if cell is None:
         return "n/a"
     if isinstance(cell, Num):
-        return "n/a" if cell.value is None else _fmt(cell.value, cell.decimals, cell.signed) + cell.suffix
+        if cell.value is None or _missing(cell.value):
+            return "n/a"
+        return _fmt(cell.value, cell.decimals, cell.signed) + cell.suffix
     if isinstance(cell, Frac):
         return f"{cell.k}/{cell.n}"
     if isinstance(cell, Interval):
         d, s = cell.decimals, cell.suffix
         return f"{_fmt(cell.estimate, d, True)}{s} [{_fmt(cell.low, d, True)}, {_fmt(cell.high, d, True)}]"
     if isinstance(cell, Sci):
-        return "n/a" if cell.value is None else f"{_sig3(cell.value):.3g}"
+        return "n/a" if cell.value is None or _missing(cell.value) else f"{_sig3(cell.value):.3g}"
     if isinstance(cell, Text):
         return cell.text
     if isinstance(cell, Flag):
@@ -468,11 +475,12 @@ def write_reports(c: Comparison, out_dir: Path) -> tuple[Path, Path, Path]:
     """Write report.md, summary.json and report.html into out_dir (each replaced atomically)."""
     from eval.report_html import html_report
     from eval.report_md import comparison_markdown
-    from eval.score import atomic_write
+    from eval.score import atomic_write, to_jsonable
 
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = (out_dir / REPORT_MD, out_dir / SUMMARY_JSON, out_dir / REPORT_HTML)
     atomic_write(paths[0], comparison_markdown(c))
-    atomic_write(paths[1], json.dumps(summary_json(c), indent=2, ensure_ascii=False) + "\n")
+    summary = to_jsonable(summary_json(c))  # NaN/inf -> null: standard JSON only
+    atomic_write(paths[1], json.dumps(summary, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     atomic_write(paths[2], html_report(c))
     return paths

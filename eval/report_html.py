@@ -9,12 +9,13 @@ Every piece of data (model outputs above all) is escaped with `html.escape(..., 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from html import escape
 
 from eval.compare import Comparison, DivergentPair, Table, cell_text, divergence_list
 from eval.record_types import RequestRecord
-from eval.report_md import first_char_difference
+from eval.report_md import first_char_difference, fmt3
 from eval.score import ScoredRun
 from eval.svg_plots import Point, Series, errorbar_plot, grouped_bars, strip_plot
 
@@ -155,7 +156,7 @@ def divergence_plot(c: Comparison) -> str:
 def delta_counts(values: Sequence[float | None]) -> list[int]:
     counts = [0] * len(DELTA_BINS)
     for value in values:
-        if value is None:
+        if value is None or math.isnan(value):
             continue
         index = next(i for i, (edge, _) in enumerate(DELTA_BINS) if value <= edge)
         counts[index] += 1
@@ -204,7 +205,7 @@ def pair_html(dp: DivergentPair) -> str:
     ta, tb = a.output_text or "", b.output_text or ""
     d = dp.divergence
     at = first_char_difference(ta, tb)
-    margins = " / ".join("n/a" if m is None else f"{m:.3g}" for m in (d.margin_a, d.margin_b))
+    margins = " / ".join(fmt3(m) for m in (d.margin_a, d.margin_b))
     meta = (
         f'<p class="meta"><strong>{_e(dp.kind)}</strong>'
         + (f" (timing repetition {dp.repetition})" if dp.repetition else "")

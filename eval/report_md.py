@@ -7,6 +7,7 @@ emphasis, code spans or links, and no table breaks (`|` is escaped, newlines bec
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -88,9 +89,14 @@ def excerpt(text: str, at: int) -> str:
     )
 
 
+def fmt3(value: float | None) -> str:
+    """3 significant digits; n/a for a missing or non-finite value."""
+    return "n/a" if value is None or not math.isfinite(value) else f"{value:.3g}"
+
+
 def _margins(dp: DivergentPair) -> str:
     d = dp.divergence
-    parts = ["n/a" if m is None else f"{m:.3g}" for m in (d.margin_a, d.margin_b)]
+    parts = [fmt3(m) for m in (d.margin_a, d.margin_b)]
     tie = " (near tie)" if d.near_tie else ""
     return f"{parts[0]} / {parts[1]}{tie}"
 
@@ -133,7 +139,7 @@ def divergences_markdown(c: Comparison) -> list[str]:
 
 
 def _fmt(value: float | None, spec: str = ".2f") -> str:
-    return "n/a" if value is None else format(value, spec)
+    return "n/a" if value is None or not math.isfinite(value) else format(value, spec)
 
 
 def scores_markdown(s: RunScores) -> str:

@@ -734,7 +734,7 @@ def to_jsonable(obj: Any) -> Any:
 
 
 def scores_json(scored: ScoredRun) -> dict[str, Any]:
-    data: dict[str, Any] = to_jsonable(scored.scores)
+    data: dict[str, Any] = to_jsonable(scored.scores)  # NaN/inf -> null
     data["examples"] = [
         {
             "dataset": row.dataset,
@@ -753,7 +753,9 @@ def write_scores(scored: ScoredRun) -> tuple[Path, Path]:
 
     run_dir = scored.loaded.run_dir
     json_path, md_path = run_dir / SCORES_JSON, run_dir / SCORES_MD
-    atomic_write(json_path, json.dumps(scores_json(scored), indent=2, ensure_ascii=False) + "\n")
+    atomic_write(
+        json_path, json.dumps(scores_json(scored), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    )
     atomic_write(md_path, scores_markdown(scored.scores))
     return json_path, md_path
 

@@ -246,3 +246,16 @@ def test_end_to_end_on_fake_server_runs(tmp_path: Path, capsys: pytest.CaptureFi
         "gate: FAIL (exit 1): 3 of 5 rules failed: cold_warm_equality, warm_repeat_equality, no_invalid_warm"
         in text
     )
+
+
+def test_missing_logprobs_stay_standard_json(tmp_path: Path) -> None:
+    # the records codec stores a logprob the server sent as null as NaN; no NaN may reach the reports
+    base, variant = base_and_variant(tmp_path, shifts={("qas00", "warm", 0): float("nan")})
+    c = _compare(tmp_path, base, variant)
+    md_path, json_path, _ = write_reports(c, tmp_path / "out")
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"non-standard JSON constant {constant}")
+
+    json.loads(json_path.read_text(), parse_constant=refuse)
+    assert "nan" not in md_path.read_text().lower().replace("nats", "")
