@@ -284,7 +284,7 @@ def timing_reading(c: Comparison) -> str:
     return (
         verdict
         + f", over {ch.n_inputs} inputs"
-        + ("." if valid else "; timing is flagged invalid (see below).")
+        + ("." if valid else "; timing is flagged invalid (see the warnings).")
     )
 
 
