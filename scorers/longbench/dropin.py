@@ -28,7 +28,7 @@ import multiprocessing
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,16 +75,6 @@ class PredictionFile:
     answers: list[list[str]]
     lengths: list[float]
     all_classes: list[str] | None
-
-    def part(self, start: int, stop: int) -> PredictionFile:
-        """Rows [start, stop) as a file of their own (same key, dataset, path and all_classes)."""
-        return replace(
-            self,
-            lines=self.lines[start:stop],
-            preds=self.preds[start:stop],
-            answers=self.answers[start:stop],
-            lengths=self.lengths[start:stop],
-        )
 
 
 def find_prediction_files(pred_dir: Path) -> list[tuple[str, Path]]:
@@ -179,24 +169,33 @@ def score_rows(file: PredictionFile, start: int = 0, stop: int | None = None) ->
     return scores
 
 
-def _score_chunk(task: tuple[PredictionFile, int, int]) -> list[float]:
-    return score_rows(*task)
+# The files a worker process scores, handed over once by the pool's initializer (inherited, not pickled,
+# under fork); tasks then carry only (file index, start, stop).
+_WORKER_FILES: list[PredictionFile] = []
 
 
-def _chunks(files: Sequence[PredictionFile]) -> list[tuple[PredictionFile, int, int]]:
-    """Row chunks, the costliest (summaries) first so that the workers finish together."""
+def _adopt_files(files: list[PredictionFile]) -> None:
+    _WORKER_FILES[:] = files
+
+
+def _score_chunk(task: tuple[int, int, int]) -> list[float]:
+    index, start, stop = task
+    return score_rows(_WORKER_FILES[index], start, stop)
+
+
+def _chunks(files: Sequence[PredictionFile]) -> list[tuple[int, int, int]]:
+    """(file index, start, stop) row chunks, the costliest first so that the workers finish together."""
     tasks = []
-    for file in files:
+    for index, file in enumerate(files):
         for start in range(0, len(file.preds), CHUNK_ROWS):
-            stop = min(start + CHUNK_ROWS, len(file.preds))
-            tasks.append((file.part(start, stop), start, stop))
-    return sorted(tasks, key=lambda task: -_cost(task[0]))
+            tasks.append((index, start, min(start + CHUNK_ROWS, len(file.preds))))
+    return sorted(tasks, key=lambda task: -_cost(files[task[0]], task[1], task[2]))
 
 
-def _cost(part: PredictionFile) -> float:
+def _cost(file: PredictionFile, start: int, stop: int) -> float:
     """Rough CPU cost of scoring rows, per character: jieba segmentation dominates, then ROUGE."""
-    weight = _COST_PER_CHAR.get(DATASET_METRIC[part.dataset], 0.3)
-    return weight * sum(len(p) + sum(map(len, a)) for p, a in zip(part.preds, part.answers, strict=True))
+    weight = _COST_PER_CHAR.get(DATASET_METRIC[file.dataset], 0.3)
+    return weight * sum(len(file.preds[k]) + sum(map(len, file.answers[k])) for k in range(start, stop))
 
 
 def _worker_count(workers: int | None, rows: int) -> int:
@@ -219,13 +218,12 @@ def score_files(files: Sequence[PredictionFile], workers: int | None = None) -> 
     tasks = _chunks(files)
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    with ProcessPoolExecutor(max_workers=count, mp_context=context) as pool:
-        results = list(pool.map(_score_chunk, [(part, 0, stop - start) for part, start, stop in tasks]))
-    scores: dict[tuple[str, int], list[float]] = {}
-    for (part, start, _), values in zip(tasks, results, strict=True):
-        scores[(part.key, start)] = values
+    with ProcessPoolExecutor(count, context, initializer=_adopt_files, initargs=(list(files),)) as pool:
+        results = list(pool.map(_score_chunk, tasks))
+    scores = {(index, start): values for (index, start, _), values in zip(tasks, results, strict=True)}
     return [
-        [s for start in range(0, len(f.preds), CHUNK_ROWS) for s in scores[(f.key, start)]] for f in files
+        [s for start in range(0, len(f.preds), CHUNK_ROWS) for s in scores[(index, start)]]
+        for index, f in enumerate(files)
     ]
 
 
