@@ -23,6 +23,7 @@ the same float for any number of workers).
 
 from __future__ import annotations
 
+import io
 import json
 import multiprocessing
 import os
@@ -138,17 +139,20 @@ def read_prediction_file(key: str, path: Path, longbench_e: bool) -> PredictionF
     answers: list[list[str]] = []
     lengths: list[float] = []
     all_classes: list[str] | None = None
-    line_no = 0
+    raw = path.read_bytes()
     try:
-        with open(path, encoding="utf-8") as handle:
-            for line_no, text in enumerate(handle, start=1):
-                pred, answer_list, all_classes, length = _parse_line(path, line_no, text, longbench_e)
-                lines.append(line_no)
-                preds.append(pred)
-                answers.append(answer_list)
-                lengths.append(length)
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise PredictionFileError(path, line_no + 1, None, f"not UTF-8 ({exc.reason})") from None
+        line_no = raw.count(b"\n", 0, exc.start) + 1
+        raise PredictionFileError(path, line_no, None, f"not UTF-8 ({exc.reason})") from None
+    # universal newlines, as the official `open(..., "r")` reads it (str.splitlines would also split at
+    # U+2028 and friends, which JSON strings may hold raw)
+    for line_no, line in enumerate(io.StringIO(text, newline=None), start=1):
+        pred, answer_list, all_classes, length = _parse_line(path, line_no, line, longbench_e)
+        lines.append(line_no)
+        preds.append(pred)
+        answers.append(answer_list)
+        lengths.append(length)
     if not preds:
         raise PredictionFileError(path, None, None, "no predictions")
     return PredictionFile(key, base_dataset(key), path, lines, preds, answers, lengths, all_classes)

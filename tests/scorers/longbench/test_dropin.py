@@ -167,12 +167,21 @@ def test_scoring_errors_name_the_line(tmp_path: Path) -> None:
     assert (info.value.line, info.value.field) == (2, "all_classes")
 
 
-def test_not_utf8(tmp_path: Path) -> None:
+def test_not_utf8_names_the_line(tmp_path: Path) -> None:
     path = tmp_path / "qasper.jsonl"
-    path.write_bytes(json.dumps(ROW).encode() + b"\n" + b'{"pred": "\xff"}\n')
+    path.write_bytes((json.dumps(ROW) + "\n").encode() * 3 + b'{"pred": "\xff"}\n')
     with pytest.raises(PredictionFileError, match="UTF-8") as info:
         evaluate_folder(tmp_path, False)
-    assert info.value.line is not None
+    assert info.value.line == 4
+
+
+def test_line_breaks_like_text_mode(tmp_path: Path) -> None:
+    # CRLF and a lone CR end lines (universal newlines); U+2028 inside a JSON string does not
+    rows = [{**ROW, "pred": "Paris\u2028x"}, ROW, ROW]
+    text = json.dumps(rows[0], ensure_ascii=False) + "\r\n" + json.dumps(ROW) + "\r" + json.dumps(ROW) + "\n"
+    (tmp_path / "qasper.jsonl").write_bytes(text.encode("utf-8"))
+    # three rows; U+2028 is whitespace to str.split: [paris, x] vs [paris] -> 2/3; then 1 and 1: 88.89
+    assert evaluate_folder(tmp_path, False) == {"qasper": 88.89}
 
 
 def test_errors_survive_worker_processes(tmp_path: Path) -> None:
