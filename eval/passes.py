@@ -21,7 +21,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from eval.client import (
@@ -33,7 +33,7 @@ from eval.client import (
     endpoint_for,
     request_settings,
 )
-from eval.errors import LbevalError
+from eval.errors import ConfigError, LbevalError
 from eval.inputs import InputRow, sha256_text
 from eval.metrics_text import (
     FINISHED_COUNTER,
@@ -75,8 +75,6 @@ class Unit:
 
 
 def validate_passes(passes: tuple[str, ...]) -> None:
-    from eval.errors import ConfigError
-
     unknown = [p for p in passes if p not in PASS_CHOICES]
     if unknown:
         raise ConfigError(f"--passes: unknown pass {unknown[0]!r} (choose from {', '.join(PASS_CHOICES)})")
@@ -405,75 +403,64 @@ class Attempt:
     prompt: str | None  # None: the row's prompt
 
 
-def _send_attempt(ctx: Context, row: InputRow, unit: Unit, gs: GroupState, at: Attempt) -> RequestRecord:
-    step = at.step
-    req = build_request(
-        row,
-        ctx.settings,
-        model=ctx.model,
-        cache_salt=at.salt,
-        stream=step.stream,
-        max_tokens=step.max_tokens,
-        prompt=at.prompt,
-    )
-    what = f"{row.dataset}/{row.id} {step.pass_name}"
+@dataclass
+class Observed:
+    """One request sent, with what the server's metrics said around it."""
+
+    out: SendOutcome
+    seq: int
+    epoch: int
+    server: dict[str, float] | None  # per-request metric deltas (concurrency 1 with /metrics)
+
+
+def _send_observed(ctx: Context, row: InputRow, req: dict[str, Any], what: str) -> Observed:
     before = ctx.watch.settled() if ctx.per_request_metrics else None
     seq = ctx.next_seq()
     out = send_with_retries(ctx.client, endpoint_for(row), req, ctx.policy, what, ctx.sleep)
     if out.response is not None:
         ctx.watch.request_done()
-    after: Snapshot | None = None
-    if ctx.per_request_metrics:
-        after = ctx.watch.settled() if out.response is not None else ctx.watch.scrape()
-        epoch = ctx.watch.observe(after, out.refused)
-    else:
-        epoch = ctx.watch.check(out.refused)
-    base = dict(
-        run_id=ctx.run_id,
-        variant=ctx.variant,
-        dataset=row.dataset,
-        example_id=row.id,
-        pass_name=step.pass_name,
-        repetition=step.repetition,
-        attempt=at.attempt,
-        seq=seq,
-        group=gs.group,
-        endpoint=endpoint_for(row),
-        settings=request_settings(req),
-        cache_salt=at.salt,
-        prompt_sha256=sha256_text(at.prompt if at.prompt is not None else row.prompt),
-        retries=out.retries,
-    )
-    if out.response is None:
-        assert out.failure is not None
-        return RequestRecord(**base, status="error", error=out.failure.message)  # type: ignore[arg-type]
-    resp = out.response
-    shared = (
-        _shared_tokens(ctx, row, at.prompt) if step.expect == "sibling" and at.prompt is not None else None
-    )
-    status, reason, expected = verify(step.expect, resp.usage, ctx.facts, shared)
+    if not ctx.per_request_metrics:
+        return Observed(out, seq, ctx.watch.check(out.refused), None)
+    after = ctx.watch.settled() if out.response is not None else ctx.watch.scrape()
+    epoch = ctx.watch.observe(after, out.refused)
     server = request_deltas(before, after) if before is not None and after is not None else None
+    cached = out.response.usage.cached_tokens if out.response is not None else None
     hits = None if server is None else server.get("prefix_cache_hits")
-    if server is not None and hits is not None and resp.usage.cached_tokens not in (None, hits):
+    if server is not None and hits is not None and cached not in (None, hits):
         server["cached_tokens_mismatch"] = 1.0
         ctx.count("cached_tokens_mismatch")
-    if step.salt != "fresh" and gs.epoch is not None and epoch != gs.epoch:
+    return Observed(out, seq, epoch, server)
+
+
+def _send_attempt(ctx: Context, row: InputRow, unit: Unit, gs: GroupState, at: Attempt) -> RequestRecord:
+    step = at.step
+    req = build_request(
+        row, ctx.settings, model=ctx.model, cache_salt=at.salt, stream=step.stream,
+        max_tokens=step.max_tokens, prompt=at.prompt,
+    )  # fmt: skip
+    obs = _send_observed(ctx, row, req, f"{row.dataset}/{row.id} {step.pass_name}")
+    base = RequestRecord(
+        run_id=ctx.run_id, variant=ctx.variant, dataset=row.dataset, example_id=row.id,
+        pass_name=step.pass_name, repetition=step.repetition, attempt=at.attempt, seq=obs.seq, group=gs.group,
+        endpoint=endpoint_for(row), settings=request_settings(req), cache_salt=at.salt,
+        prompt_sha256=sha256_text(at.prompt if at.prompt is not None else row.prompt), status="error",
+        retries=obs.out.retries,
+    )  # fmt: skip
+    resp = obs.out.response
+    if resp is None:
+        return replace(base, error=obs.out.failure.message if obs.out.failure else "no response")
+    sibling = step.expect == "sibling" and at.prompt is not None
+    shared = _shared_tokens(ctx, row, at.prompt) if sibling and at.prompt is not None else None
+    status, reason, expected = verify(step.expect, resp.usage, ctx.facts, shared)
+    if step.salt != "fresh" and gs.epoch is not None and obs.epoch != gs.epoch:
         status, reason = "invalid", "server restart detected during the group; the group is re-run from cold"
     elif step.salt == "fresh":
-        gs.epoch = epoch
-    return RequestRecord(
-        **base,  # type: ignore[arg-type]
-        status=status,
-        error=reason,
-        output_text=resp.text,
-        finish_reason=resp.finish_reason,
-        output_token_ids=resp.token_ids,
-        topk=resp.topk,
-        usage=resp.usage,
-        expected_cached_tokens=expected,
-        timings=resp.timings,
-        server_metrics=server,
-    )
+        gs.epoch = obs.epoch
+    return replace(
+        base, status=status, error=reason, output_text=resp.text, finish_reason=resp.finish_reason,
+        output_token_ids=resp.token_ids, topk=resp.topk, usage=resp.usage, expected_cached_tokens=expected,
+        timings=resp.timings, server_metrics=obs.server,
+    )  # fmt: skip
 
 
 def run_step(ctx: Context, row: InputRow, unit: Unit, step: Step, gs: GroupState) -> None:

@@ -15,7 +15,14 @@ from eval.errors import ConfigError, LbevalError
 from eval.inputs import InputRow
 from eval.metrics_text import CACHE_CONFIG_INFO, FINISHED_COUNTER, PROCESS_START, Snapshot, parse_metrics
 
-PROBE_WORDS = 400  # long enough to fill a few 128-token blocks on any tokenizer
+# Common words (about one token each on most tokenizers): ~300 tokens, two or more 128-token blocks, cheap to
+# prefill on a CPU server.
+PROBE_WORDS = 280
+_VOCAB_TEXT = (
+    "the of and to in is was for on that with as by at from it his an were are which this be or has had not "
+    "first one their its new after but who they have her she two been other when there all during into school "
+    "time may years more most only over city some world would where later up such used many can state about"
+)
 
 
 @dataclass
@@ -64,7 +71,8 @@ class ProbeResult:
 
 
 def _probe_row(mode: str) -> InputRow:
-    words = " ".join(f"w{i % 97}x{i // 97}" for i in range(PROBE_WORDS))
+    vocab = _VOCAB_TEXT.split()
+    words = " ".join(vocab[(i * 7) % len(vocab)] for i in range(PROBE_WORDS))
     text = f"lbeval capability probe. {words} Reply with one word."
     return InputRow(
         dataset="lbeval_probe",
