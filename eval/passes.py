@@ -211,8 +211,11 @@ def send_with_retries(
     policy: RetryPolicy,
     what: str,
     sleep: Callable[[float], None] = time.sleep,
+    stop: threading.Event | None = None,
 ) -> SendOutcome:
-    """Send; retry retryable failures with backoff; a 4xx (or an unusable answer) stops the run."""
+    """Send; retry retryable failures with backoff; a 4xx (or an unusable answer) stops the run.
+
+    No retry once `stop` is set (the run is being interrupted)."""
     refused = False
     for attempt in range(policy.retries + 1):
         try:
@@ -221,7 +224,7 @@ def send_with_retries(
             refused = refused or exc.refused
             if not exc.retryable:
                 raise LbevalError(f"the server rejected {what}: {exc.message}") from None
-            if attempt == policy.retries:
+            if attempt == policy.retries or (stop is not None and stop.is_set()):
                 return SendOutcome(None, exc, attempt, refused)
             sleep(policy.wait(attempt))
     raise AssertionError("unreachable")
@@ -416,7 +419,7 @@ class Observed:
 def _send_observed(ctx: Context, row: InputRow, req: dict[str, Any], what: str) -> Observed:
     before = ctx.watch.settled() if ctx.per_request_metrics else None
     seq = ctx.next_seq()
-    out = send_with_retries(ctx.client, endpoint_for(row), req, ctx.policy, what, ctx.sleep)
+    out = send_with_retries(ctx.client, endpoint_for(row), req, ctx.policy, what, ctx.sleep, ctx.stop)
     if out.response is not None:
         ctx.watch.request_done()
     if not ctx.per_request_metrics:
@@ -473,6 +476,8 @@ def run_step(ctx: Context, row: InputRow, unit: Unit, step: Step, gs: GroupState
             if ctx.cold_mode == "reset" and step.salt == "fresh":
                 _reset_cache(ctx)
         rec = _send_attempt(ctx, row, unit, gs, Attempt(step, attempt, salt, prompt))
+        if rec.status == "error" and ctx.stop.is_set():
+            raise UnitFailed("interrupted")  # a failure caused by the shutdown is not recorded
         if step.salt == "fresh" and rec.status != "error":
             gs.salt = salt
         restart = rec.error is not None and rec.error.startswith("server restart detected")

@@ -281,6 +281,10 @@ class RecordWriter:
             os.fsync(self._fh.fileno())
             self.written += 1
 
+    @property
+    def closed(self) -> bool:
+        return self._fh.closed
+
     def close(self) -> None:
         with self._lock:
             if not self._fh.closed:

@@ -416,6 +416,8 @@ def _emit_to(
     session: Session, writer: RecordWriter, progress: Progress
 ) -> Callable[[RequestRecord, bool], None]:
     def emit(rec: RequestRecord, final: bool) -> None:
+        if writer.closed:
+            return  # a worker finishing after an interrupt: the next run re-sends it
         writer.write(rec)
         with session.lock:
             session.written += 1

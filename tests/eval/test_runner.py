@@ -177,6 +177,23 @@ def test_interrupt_then_resume_completes_without_duplicates(
     assert records[:stop_after] == partial.records
 
 
+def test_interrupt_at_concurrency_two_then_resume(fake: FakeServer, tmp_path: Path) -> None:
+    inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(4)])
+    count = [0]
+
+    def interrupt(rec: RequestRecord) -> None:
+        count[0] += 1
+        if count[0] == 6:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        execute_run(config_for(fake, inputs, tmp_path / "runs", concurrency=2), on_record=interrupt)
+    records = assert_complete_without_duplicates(
+        execute_run(config_for(fake, inputs, tmp_path / "runs", concurrency=2))
+    )
+    assert len(final_records(records)) == 4 * 9
+
+
 def test_killed_process_then_resume(fake: FakeServer, tmp_path: Path) -> None:
     inputs = two_rows(tmp_path)
     fake.add_fault(Fault("slow", times=-1, delay_s=0.05))
