@@ -266,8 +266,12 @@ class ServerWatch:
         """A scrape that counts every finished request sent so far (or the last one after wait_s)."""
         snap = self.scrape()
         deadline = time.monotonic() + self.wait_s
-        while snap is not None and self.finished is not None and time.monotonic() < deadline:
-            if (snap.counter(FINISHED_COUNTER) or 0.0) >= self.finished:
+        while snap is not None and self.finished is not None:
+            seen = snap.counter(FINISHED_COUNTER) or 0.0
+            if seen >= self.finished:
+                break
+            if time.monotonic() >= deadline:
+                self.finished = seen  # never counted (aborted?): stop waiting for it on every request
                 break
             time.sleep(0.01)
             snap = self.scrape() or snap

@@ -14,6 +14,7 @@ from eval.passes import (
     CacheFacts,
     GroupState,
     RetryPolicy,
+    ServerWatch,
     expected_cached,
     main_steps,
     plan_units,
@@ -181,3 +182,27 @@ def test_resume_points() -> None:
         resume_point(unit, [rec("cold", group=0), *[replace(r, group=1) for r in done]], same_server=True)
         is None
     )
+
+
+class _StubMetrics:
+    """Stands in for Client: /metrics says 3 finished requests, whatever happens."""
+
+    def __init__(self) -> None:
+        self.scrapes = 0
+
+    def metrics_text(self) -> str:
+        self.scrapes += 1
+        return 'vllm:request_success_total{finished_reason="stop"} 3.0\nprocess_start_time_seconds 7.0\n'
+
+
+def test_watch_waits_for_counters_then_stops_waiting_for_a_request_never_counted() -> None:
+    stub = _StubMetrics()
+    watch = ServerWatch(stub, metrics=True, start_time=7.0, finished=3.0, wait_s=0.05)  # type: ignore[arg-type]
+    assert watch.settled() is not None and stub.scrapes == 1  # already counted: no wait
+    watch.request_done()  # a 4th request the server never counts
+    watch.settled()
+    assert stub.scrapes > 2 and watch.finished == 3.0  # waited, then rebased
+    before = stub.scrapes
+    watch.settled()
+    assert stub.scrapes == before + 1  # no more waiting
+    assert watch.observe(watch.scrape()) == 0 and watch.observe(None, refused=True) == 1
