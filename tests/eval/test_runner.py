@@ -177,6 +177,23 @@ def test_interrupt_then_resume_completes_without_duplicates(
     assert records[:stop_after] == partial.records
 
 
+def test_resume_after_a_server_restart_starts_the_partial_group_over(
+    fake: FakeServer, tmp_path: Path
+) -> None:
+    def interrupt_after_first(rec: RequestRecord) -> None:
+        raise KeyboardInterrupt
+
+    inputs = two_rows(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        execute_run(config_for(fake, inputs, tmp_path / "runs"), on_record=interrupt_after_first)
+    fake.restart()  # the cache the interrupted group relied on is gone
+    records = assert_complete_without_duplicates(execute_run(config_for(fake, inputs, tmp_path / "runs")))
+    cold = by_slot(records)[("ex0", "cold", 0)]
+    assert [r.group for r in cold] == [0, 1]
+    assert all(r.group == 1 for r in records if r.example_id == "ex0" and r.pass_name in ("warm", "repeat"))
+    assert all(r.status == "ok" for r in final_records(records).values())
+
+
 def test_interrupt_at_concurrency_two_then_resume(fake: FakeServer, tmp_path: Path) -> None:
     inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(4)])
     count = [0]
