@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import random
+from pathlib import Path
 
 import pytest
 
@@ -99,7 +100,13 @@ CLASSIFICATION = [
     # matching is case-sensitive: "Location" is not in "Other location"; "Other" is removed
     (["Other", "Location", "Other location"], "Other location", "Other location", ["Other location"], 1.0),
     # ... but with "Location" matching, it slides under the iterator when "Other" goes, and survives
-    (["Other", "Location", "Other Location"], "Other Location", "Other Location", ["Location", "Other Location"], 0.5),
+    (
+        ["Other", "Location", "Other Location"],
+        "Other Location",
+        "Other Location",
+        ["Location", "Other Location"],
+        0.5,
+    ),
     (["Location", "City"], "City", "City", ["City"], 1.0),
     (["Animal", "Date"], "Date Animal", "Animal", ["Animal", "Date"], 0.5),
     (["Animal", "Date"], "Country", "Animal", [], 0.0),
@@ -111,7 +118,9 @@ CLASSIFICATION = [
 
 
 @pytest.mark.parametrize(("classes", "pred", "ref", "survivors", "expected"), CLASSIFICATION)
-def test_classification_table(classes: list[str], pred: str, ref: str, survivors: list[str], expected: float) -> None:
+def test_classification_table(
+    classes: list[str], pred: str, ref: str, survivors: list[str], expected: float
+) -> None:
     assert surviving_matches(pred, ref, classes) == survivors
     assert classification(pred, ref, all_classes=classes) == expected
 
@@ -150,7 +159,13 @@ def test_retrieval_zh_and_missing_id() -> None:
 
 @pytest.mark.parametrize(
     ("pred", "ref", "expected"),
-    [("There are 7 paragraphs", "7", 1.0), ("7 or 8", "7", 0.5), ("07", "7", 0.0), ("", "7", 0.0), ("77 7 7", "7", 2 / 3)],
+    [
+        ("There are 7 paragraphs", "7", 1.0),
+        ("7 or 8", "7", 0.5),
+        ("07", "7", 0.0),
+        ("", "7", 0.0),
+        ("77 7 7", "7", 2 / 3),
+    ],
 )
 def test_count_table(pred: str, ref: str, expected: float) -> None:
     assert count(pred, ref) == expected
@@ -218,7 +233,7 @@ def test_code_sim_does_not_use_fuzzywuzzy() -> None:
     """The backend fuzzywuzzy would pick depends on python-Levenshtein; lbeval's code_sim never asks."""
     import scorers.longbench.code as module
 
-    source = open(module.__file__, encoding="utf-8").read()
+    source = Path(module.__file__).read_text(encoding="utf-8")
     assert "import fuzzywuzzy" not in source and "from fuzzywuzzy" not in source
 
 

@@ -33,7 +33,7 @@ def test_the_21_datasets_and_their_metrics() -> None:
     assert len(DATASET_METRIC) == 21
     assert {m: {d for d, k in DATASET_METRIC.items() if k == m} for m in expected} == expected
     assert set(LONGBENCH_E_DATASETS) < set(DATASET_METRIC) and len(LONGBENCH_E_DATASETS) == 13
-    assert FIRST_LINE_DATASETS == {"trec", "triviaqa", "samsum", "lsht"}
+    assert {"trec", "triviaqa", "samsum", "lsht"} == FIRST_LINE_DATASETS
 
 
 def test_first_line_rule_applies_only_to_its_four_datasets() -> None:
