@@ -73,6 +73,13 @@ server-venv:
 server-model: server-venv
 	$(SERVER_PY) -m eval.server_model --out $(SERVER_MODEL)
 
+# The whole suite on the shipped longbench-mini sample for two variants of the embedded CPU server: prepare,
+# run (cold, warm, repeat, timing, controls), score, compare, gate; prints where the report is (README).
+DEMO_BASE ?= cpu-smollm2
+DEMO_VARIANT ?= cpu-smollm2-1core
+demo: setup server-model
+	$(BIN)/python -m eval.demo --base $(DEMO_BASE) --variant $(DEMO_VARIANT) --out $(RUNS)/demo
+
 # Start a variant's server and keep it up until Ctrl-C: make serve SPEC=cpu-smollm2-chunked
 serve: setup server-model
 	$(LBEVAL) serve --variant $(SPEC)

@@ -3,8 +3,8 @@
 A *variant* is either a server that is already running (`url = "http://host:8000/v1"`) or one that lbeval
 starts (`python = ...` or `command = [...]`, plus `args`, `env`, `port`, `health_timeout`, `log`). Specs live
 in TOML files (`[variants.NAME]` tables); the shipped `eval/variants.toml` holds the embedded CPU server
-(`cpu-smollm2`) and a variant of it whose numerics differ (`cpu-smollm2-chunked`). The README section
-"Variant launch specs" documents every field.
+(`cpu-smollm2`) and variants of it (`cpu-smollm2-1core`, `-fp8kv`, `-chunked`). The README section
+"Variant launch specs and the embedded CPU server" documents every field.
 
 Strings in a spec may use `${VAR}` (an environment variable; `LBEVAL_CACHE` defaults to
 `$XDG_CACHE_HOME/lbeval` or `~/.cache/lbeval`) and, in `args`, `env` and `log`, the placeholders `{host}`,
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
 import re
 import shlex
@@ -335,6 +336,12 @@ def spec_for_run(
     if base_url is not None:
         return None
     return load_launch_specs(files).get(variant)
+
+
+def append_server_record(run_dir: Path, info: Mapping[str, Any]) -> None:
+    """Note in `run_dir/servers.jsonl` which server lbeval started for a session of that run."""
+    with (run_dir / SERVERS_LOG).open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(info, sort_keys=True) + "\n")
 
 
 # ---------------------------------------------------------------------------------------------- running

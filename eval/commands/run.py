@@ -16,7 +16,7 @@ from eval.errors import ConfigError
 from eval.passes import PASS_CHOICES, RetryPolicy
 from eval.records import read_manifest
 from eval.runner import DEFAULT_PASSES, RunConfig, execute_run
-from eval.server import SERVERS_LOG, sigterm_as_interrupt, spec_for_run, start
+from eval.server import append_server_record, sigterm_as_interrupt, spec_for_run, start
 
 HELP = "Send the inputs to a server in cold/warm/repeat/timing passes and record every request (resumable)."
 
@@ -132,8 +132,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, base_url: str | None, server: dict[str, object] | None = None) -> int:
     run_dir = execute_run(config_from_args(args, base_url))
     if server is not None:  # which server lbeval started for this session (one line per session)
-        with (run_dir / SERVERS_LOG).open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(server, sort_keys=True) + "\n")
+        append_server_record(run_dir, server)
     manifest = read_manifest(run_dir)
     for warning in manifest.warnings:
         print(f"lbeval run: warning: {warning}", file=sys.stderr)
