@@ -76,7 +76,7 @@ server-model: server-venv
 # The whole suite on the shipped longbench-mini sample for two variants of the embedded CPU server: prepare,
 # run (cold, warm, repeat, timing, controls), score, compare, gate; prints where the report is (README).
 DEMO_BASE ?= cpu-smollm2
-DEMO_VARIANT ?= cpu-smollm2-1core
+DEMO_VARIANT ?= cpu-smollm2-fp8kv
 demo: setup server-model
 	$(BIN)/python -m eval.demo --base $(DEMO_BASE) --variant $(DEMO_VARIANT) --out $(RUNS)/demo
 

@@ -1,6 +1,6 @@
 """`make demo`: the whole suite on the shipped longbench-mini sample, two variants of the embedded CPU server.
 
-    python -m eval.demo [--base cpu-smollm2] [--variant cpu-smollm2-1core] [--out runs/demo] ...
+    python -m eval.demo [--base cpu-smollm2] [--variant cpu-smollm2-fp8kv] [--out runs/demo] ...
 
 Steps (each printed with the command a user would type, and timed):
 1. start the base variant's server (eval/variants.toml) and, with its tokenizer, `lbeval prepare --source mini`;
@@ -25,7 +25,7 @@ from eval.errors import LbevalError
 from eval.server import append_server_record, get_launch_spec, sigterm_as_interrupt, start
 
 DEFAULT_BASE = "cpu-smollm2"
-DEFAULT_VARIANT = "cpu-smollm2-1core"
+DEFAULT_VARIANT = "cpu-smollm2-fp8kv"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
