@@ -4,7 +4,9 @@ File format (JSON Lines, UTF-8):
     line 1   {"record": "inputs_header", "schema_version": 1, ...InputsHeader fields}
     line 2+  {"record": "input", ...InputRow fields}, one per selected example,
              ordered by (dataset order given on the command line, then selection order).
-`inputs_sha256` of a run is the SHA-256 of this file's bytes.
+A run's `inputs_sha256` is `inputs_digest(path)`: the SHA-256 of the input lines (every line after the
+header), i.e. of what is asked. The header is provenance (data source, tokenizer URL, lbeval's git commit)
+and may differ between two preparations of the same inputs, e.g. two variants' servers on other ports.
 """
 
 from __future__ import annotations
@@ -70,6 +72,16 @@ def sha256_text(text: str) -> str:
 def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def inputs_digest(path: Path) -> str:
+    """SHA-256 of an inputs manifest's rows (the bytes of every line after the header line)."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        fh.readline()
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()

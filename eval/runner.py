@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from eval.client import Client, RequestSettings
 from eval.errors import ConfigError, DataError, LbevalError
-from eval.inputs import InputRow, file_sha256, read_inputs
+from eval.inputs import InputRow, inputs_digest, read_inputs
 from eval.passes import (
     CacheFacts,
     Context,
@@ -323,7 +323,7 @@ def _prepare(config: RunConfig, client: Client) -> tuple[Session, ProbeResult]:
     dup = next((k for k, n in keys.items() if n > 1), None)
     if dup is not None:
         raise DataError(config.inputs, None, "id", f"{dup[0]}/{dup[1]} appears twice")
-    sha = file_sha256(config.inputs)
+    sha = inputs_digest(config.inputs)
     run_id = config.run_id or default_run_id(sha)
     run_dir = config.out / config.variant / run_id
     resuming = (run_dir / MANIFEST_NAME).exists()

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.errors import DataError, LbevalError
-from eval.inputs import InputRow, file_sha256, read_inputs
+from eval.inputs import InputRow, inputs_digest, read_inputs
 from eval.record_types import PASSES, RequestRecord
 from eval.records import LoadedRun, RunManifest
 from eval.specs import base_name, get_spec
@@ -604,7 +604,7 @@ def resolve_inputs(manifest: RunManifest, run_dir: Path, override: Path | None =
 
 def load_inputs(manifest: RunManifest, run_dir: Path, override: Path | None = None) -> list[InputRow]:
     path = resolve_inputs(manifest, run_dir, override)
-    digest = file_sha256(path)
+    digest = inputs_digest(path)
     if digest != manifest.inputs_sha256:
         raise DataError(
             path,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from eval.data import HUB_REPO, HUB_REVISION, DataSource
@@ -10,6 +11,7 @@ from eval.errors import ConfigError
 from eval.prepare import PrepareConfig, parse_max_tokens, prepare
 from eval.prompting import LocalTokenizer, ServerTokenizer, Tokenizer
 from eval.select import parse_n
+from eval.server import get_launch_spec, serving, sigterm_as_interrupt
 
 HELP = (
     "Select a seeded subset of LongBench rows, apply the official prompts and truncation, write inputs.jsonl."
@@ -39,6 +41,19 @@ def configure(p: argparse.ArgumentParser) -> None:
     sel.add_argument("--seed", type=int, default=20260909, help="selection seed (default 20260909)")
     tok = p.add_argument_group("truncation (one of)")
     tok.add_argument("--base-url", help="a running vLLM server (.../v1): its /tokenize is the tokenizer")
+    tok.add_argument(
+        "--spec",
+        metavar="NAME",
+        help="a variant launch spec: its server (started for the call if lbeval manages it) tokenizes",
+    )
+    tok.add_argument(
+        "--specs",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="launch specs file (repeatable)",
+    )
     tok.add_argument("--model", help="model id at --base-url (default: the first one listed)")
     tok.add_argument("--tokenizer", help="a local Hugging Face tokenizer folder (needs transformers)")
     tok.add_argument(
@@ -51,9 +66,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def make_tokenizer(args: argparse.Namespace) -> Tokenizer | None:
-    chosen = [bool(args.base_url), bool(args.tokenizer), bool(args.no_truncate)]
+    chosen = [bool(args.base_url), bool(args.spec), bool(args.tokenizer), bool(args.no_truncate)]
     if sum(chosen) != 1:
-        raise ConfigError("choose exactly one of --base-url, --tokenizer, --no-truncate")
+        raise ConfigError("choose exactly one of --base-url, --spec, --tokenizer, --no-truncate")
     if args.no_truncate:
         return None
     if args.tokenizer:
@@ -62,6 +77,19 @@ def make_tokenizer(args: argparse.Namespace) -> Tokenizer | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.spec and not (args.base_url or args.tokenizer or args.no_truncate):
+        spec = get_launch_spec(args.spec, args.specs)
+        args.model = args.model or spec.model
+        with (
+            sigterm_as_interrupt(),
+            serving(spec, echo=lambda m: print(m, file=sys.stderr, flush=True)) as url,
+        ):
+            args.base_url, args.spec = url, None
+            return _prepare(args)
+    return _prepare(args)
+
+
+def _prepare(args: argparse.Namespace) -> int:
     if args.data_dir is not None:
         source = DataSource("data_dir", path=args.data_dir)
     else:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.inputs import InputRow, InputsHeader, file_sha256, sha256_text, write_inputs
+from eval.inputs import InputRow, InputsHeader, inputs_digest, sha256_text, write_inputs
 from eval.record_types import ClientTimings, RequestRecord, TopK, Usage
 from eval.records import RECORDS_NAME, RecordWriter, RunManifest, write_manifest
 
@@ -89,7 +89,7 @@ def write_inputs_file(path: Path, rows: list[InputRow]) -> str:
         git_dirty=None,
     )
     write_inputs(path, header, rows)
-    return file_sha256(path)
+    return inputs_digest(path)
 
 
 Slot = tuple[str, str, int]  # (example id, pass, repetition)
@@ -224,7 +224,7 @@ def write_run(root: Path, spec: RunSpec) -> Path:
         run_id=spec.run_id,
         variant=spec.variant,
         inputs_path=str(spec.inputs_path),
-        inputs_sha256=file_sha256(spec.inputs_path),
+        inputs_sha256=inputs_digest(spec.inputs_path),
         inputs_header={"seed": 1},
         model=spec.model,
         probe={"block_size": BLOCK, "warnings": []},

@@ -78,3 +78,64 @@ def test_unreachable_server_is_a_one_line_error() -> None:
         url = fake.base_url
     with pytest.raises(LbevalError, match="cannot list models"):
         ServerTokenizer(url, timeout=2)
+
+
+def test_prepare_with_managed_spec_starts_and_stops_the_server(
+    fixture_data_dir: Path, tmp_path: Path
+) -> None:
+    """`lbeval prepare --spec NAME`: the spec's server (the fake vLLM as a child process) tokenizes, then stops."""
+    import sys
+    import urllib.request
+
+    code = (
+        "import sys, time; from tests.fake_server import FakeServer; s = FakeServer(max_model_len=100); "
+        "s.port = int(sys.argv[1]); s.start(); print('fake up', flush=True); time.sleep(3600)"
+    )
+    log = tmp_path / "server.log"
+    specs = tmp_path / "specs.toml"
+    specs.write_text(
+        f'[variants.fakevllm]\ncommand = [{sys.executable!r}, "-c", {code!r}]\nargs = ["{{port}}"]\n'
+        f'env = {{ PYTHONPATH = {str(ROOT)!r} }}\nlog = {str(log)!r}\nmodel = "fake-model"\n'
+    )
+    out = tmp_path / "in.jsonl"
+    argv = ["prepare", "--data-dir", str(fixture_data_dir), "--datasets", "qasper", "--n", "2", "--seed", "4"]
+    assert (
+        main(
+            [
+                *argv,
+                "--spec",
+                "fakevllm",
+                "--specs",
+                str(specs),
+                "--max-tokens",
+                "qasper=16",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    header, rows = read_inputs(out)
+    assert header.tokenizer["kind"] == "server" and header.tokenizer["model"] == "fake-model"
+    assert header.max_input_tokens == {"qasper": 100 - 16 - (len(CHAT_PREFIX) + len(CHAT_SUFFIX))}
+    assert all(r.truncated for r in rows)
+    url = header.tokenizer["base_url"]
+    with pytest.raises(OSError):
+        urllib.request.urlopen(url.removesuffix("/v1") + "/health", timeout=2)
+
+
+def test_prepare_refuses_two_tokenizer_sources(
+    fixture_data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [
+        "prepare",
+        "--data-dir",
+        str(fixture_data_dir),
+        "--no-truncate",
+        "--spec",
+        "x",
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    assert main(argv) == 2
+    assert "choose exactly one of --base-url, --spec, --tokenizer, --no-truncate" in capsys.readouterr().err
