@@ -6,12 +6,14 @@ settings), naming each difference, unless `allow_mismatch` (then the report carr
 The four tables, in order (each with a one-line reading):
     accuracy    official score per dataset: cold base/variant, cold outputs identical across the two
                 variants (k/N), warm base/variant, paired bootstrap CI of the warm-score change
-    agreement   within each variant: cold/warm, warm/repeat, first-token equality, top-k delta/overlap
+    agreement   within each variant: cold/warm, warm/repeat, first-token equality, top-k delta/overlap;
+                and across the two (`base vs variant` column): base cold vs variant cold, base warm vs
+                variant warm, timing first tokens base vs variant (same pass and repetition)
     timing      warm/cold prefill (server) and TTFT (client), base vs variant, relative change with a
                 paired bootstrap 95% CI over inputs
     cache       cache-state checks and controls, invalid warm samples, errors, per variant
 
-Tables hold typed cells (`Num`, `Frac`, `Interval`, `Sci`, `Text`, `Flag`, `Ints`); the Markdown and
+Tables hold typed cells (`Num`, `Frac`, `Interval`, `Sci`, `Text`, `Flag`, `Ints`, `Blank`); the Markdown and
 HTML reports render the same cells with `cell_text`, and summary.json stores `cell_json` of each, so
 the numbers in every output are the same numbers.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,8 +38,11 @@ from eval.score import (
     Divergence,
     Key,
     Pair,
+    PairStats,
     ScoredRun,
+    collect_pairs,
     ok_record,
+    pair_stats,
     response,
     timing_values,
 )
@@ -143,7 +149,14 @@ class Ints:
     values: tuple[int, ...]
 
 
-Cell = Num | Frac | Interval | Sci | Text | Flag | Ints | None
+@dataclass(frozen=True)
+class Blank:
+    """A cell that does not apply to its row (e.g. a cross-variant row's per-variant columns)."""
+
+
+BLANK_TEXT = "—"
+
+Cell = Num | Frac | Interval | Sci | Text | Flag | Ints | Blank | None
 
 
 def _round(value: float, decimals: int) -> float:
@@ -161,7 +174,7 @@ def _missing(value: float | None) -> bool:
 
 def cell_json(cell: Cell) -> Any:
     """The number(s) a cell shows, exactly as shown (rounded to the displayed precision); null for n/a."""
-    if cell is None:
+    if cell is None or isinstance(cell, Blank):
         return None
     if isinstance(cell, Num):
         return None if cell.value is None or _missing(cell.value) else _round(cell.value, cell.decimals)
@@ -205,6 +218,8 @@ def cell_text(cell: Cell) -> str:
         return cell.text
     if isinstance(cell, Flag):
         return "yes" if cell.value else "no"
+    if isinstance(cell, Blank):
+        return BLANK_TEXT
     return ", ".join(str(v) for v in cell.values) if cell.values else "none"
 
 
@@ -268,6 +283,70 @@ def cross_cold(base: ScoredRun, variant: ScoredRun) -> list[CrossCold]:
                 pairs.append(Pair(key, 0, a, b, determinism.compare_pair(response(a), response(b))))
         out.append(CrossCold(ds, len(keys), len(pairs), sum(p.result.text_equal for p in pairs), pairs))
     return out
+
+
+# cross-variant agreement: name -> (passes paired base vs variant, repetitions are the timing reps)
+CROSS_KINDS: dict[str, tuple[tuple[str, ...], bool]] = {
+    "cold": (("cold",), False),
+    "warm": (("warm",), False),
+    "timing_first_token": (("timing_cold", "timing_warm"), True),
+}
+
+
+def cross_agreement(base: ScoredRun, variant: ScoredRun) -> dict[str, PairStats | None]:
+    """Base pass p rep r vs variant pass p rep r, per input of the base, with `pair_stats` counting.
+
+    N counts every expected pair (inputs x repetitions x passes; the repetitions are the larger of the two
+    runs' timing reps): errored, invalid and missing samples of either run are in N, never dropped.
+    None when a pass is absent from either run.
+    """
+    out: dict[str, PairStats | None] = {}
+    for name, (passes, timed) in CROSS_KINDS.items():
+        if any(p not in run.scores.run.passes for p in passes for run in (base, variant)):
+            out[name] = None
+            continue
+        reps = max(base.scores.timing.reps, variant.scores.timing.reps) if timed else 1
+        pairs: list[Pair] = []
+        counts: Counter[str] = Counter()
+        for p in passes:
+            found, found_counts = collect_pairs(base.keys, base.selection, p, p, reps, variant.selection)
+            pairs += found
+            counts.update(found_counts)
+        label = "+".join(passes)
+        out[name] = pair_stats(f"base {label}", f"variant {label}", pairs, counts)
+    return out
+
+
+def cross_json(s: PairStats | None) -> dict[str, Any] | None:
+    """summary.json's `cross_variant` entry: the raw (unrounded) cross-variant figures of one kind."""
+    if s is None:
+        return None
+    return {
+        "pass_a": s.pass_a,
+        "pass_b": s.pass_b,
+        "n_total": s.n_total,
+        "n_pairs": s.n_pairs,
+        "text_equal": s.text_equal,
+        "tokens_equal": s.tokens_equal,
+        "first_token_equal": s.first_token_equal,
+        "max_delta": s.max_delta,
+        "min_overlap": s.min_overlap,
+        "errors": s.errors,
+        "invalid": s.invalid,
+        "missing": s.missing,
+        "divergences": [
+            {
+                "dataset": d.dataset,
+                "example_id": d.example_id,
+                "repetition": d.repetition,
+                "position": d.position,
+                "margin_a": d.margin_a,
+                "margin_b": d.margin_b,
+                "near_tie": d.near_tie,
+            }
+            for d in s.divergences
+        ],
+    }
 
 
 @dataclass(frozen=True)
@@ -347,6 +426,7 @@ class Comparison:
     timing_changes: dict[str, Change | None]  # measure -> relative change (%)
     execution: str  # "sequential" | "overlapping" | "unknown"
     warnings: list[str] = field(default_factory=list)
+    cross_agreement: dict[str, PairStats | None] = field(default_factory=dict)  # see CROSS_KINDS
     tables: list[Table] = field(default_factory=list)
 
     @property
@@ -395,13 +475,17 @@ def compare(
         timing_changes={m: timing_change(base, variant, m, seed) for m in TIMING_MEASURES},
         execution=execution,
         warnings=comparison_warnings(base, variant, mismatches, execution),
+        cross_agreement=cross_agreement(base, variant),
     )
     comparison.tables.extend(build_tables(comparison))
     return comparison
 
 
 def summary_json(c: Comparison) -> dict[str, Any]:
-    """summary.json: every number in the tables (as shown), plus run identities and warnings."""
+    """summary.json: every number in the tables (as shown), plus run identities and warnings.
+
+    `cross_variant` holds the cross-variant agreement (see CROSS_KINDS) unrounded, with its divergences.
+    """
     from eval.score import to_jsonable
 
     return {
@@ -415,6 +499,7 @@ def summary_json(c: Comparison) -> dict[str, Any]:
         "warnings": c.warnings,
         "tables": {t.id: t.as_json() for t in c.tables},
         "divergences": [dp.as_json() for dp in divergence_list(c)],
+        "cross_variant": {name: cross_json(s) for name, s in c.cross_agreement.items()},
     }
 
 

@@ -27,7 +27,7 @@ from eval.errors import ConfigError
 
 if TYPE_CHECKING:
     from eval.compare import Comparison
-    from eval.score import ScoredRun
+    from eval.score import PairStats, ScoredRun
 
 POLICY_SCHEMA_VERSION = 1
 DEFAULT_POLICY = "policy_default.toml"
@@ -47,6 +47,7 @@ RULE_PARAMS: dict[str, dict[str, tuple[type, Any]]] = {
     },
     "no_errors": {"max": (int, 0), "runs": (list, ["base", "variant"])},
     "warm_prefill_change": {"max_change_pct": (float, 5.0)},
+    "cross_variant_cold": {"min_fraction": (float, 1.0)},
 }
 DATA_PARAMS: dict[str, tuple[type, Any]] = {
     "require_complete": (bool, True),
@@ -296,6 +297,29 @@ def rule_warm_prefill_change(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     return RuleResult(name, PASS if ch.high <= limit else FAIL, measured, threshold)
 
 
+def rule_cross_variant_cold(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
+    s = c.cross_agreement.get("cold")
+    name = "cross_variant_cold"
+    if s is None or s.n_total == 0:
+        return RuleResult(name, NO_DATA, "no cold pass in both runs", "a cold pass")
+    threshold = f">= {p['min_fraction']:g} of N ({p['min_fraction'] * s.n_total:g}/{s.n_total})"
+    ok = s.text_equal >= p["min_fraction"] * s.n_total - 1e-9
+    delta = "n/a" if s.max_delta is None else f"{s.max_delta:.3g}"
+    measured = (
+        f"base cold vs variant cold outputs equal {s.text_equal}/{s.n_total} "
+        f"(token IDs {s.tokens_equal}/{s.n_total}, max top-k logprob |delta| {delta})"
+    )
+    return RuleResult(name, PASS if ok else FAIL, measured, threshold, "" if ok else _cross_detail(s))
+
+
+def _cross_detail(s: PairStats) -> str:
+    positions = ", ".join(f"{d.dataset}/{d.example_id} @ token {d.position}" for d in s.divergences[:5])
+    more = f" and {len(s.divergences) - 5} more" if len(s.divergences) > 5 else ""
+    diverging = f"diverging: {positions}{more}" if positions else ""
+    problems = _pair_problems(s.errors, s.invalid, s.missing)
+    return "; ".join(x for x in (diverging, problems) if x)
+
+
 RULES: dict[str, Callable[[Comparison, Mapping[str, Any]], RuleResult]] = {
     "cold_warm_equality": rule_cold_warm_equality,
     "warm_repeat_equality": rule_warm_repeat_equality,
@@ -303,6 +327,7 @@ RULES: dict[str, Callable[[Comparison, Mapping[str, Any]], RuleResult]] = {
     "no_invalid_warm": rule_no_invalid_warm,
     "no_errors": rule_no_errors,
     "warm_prefill_change": rule_warm_prefill_change,
+    "cross_variant_cold": rule_cross_variant_cold,
 }
 
 

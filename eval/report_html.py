@@ -172,6 +172,8 @@ def delta_plot(c: Comparison) -> str:
             series.append(
                 (f"{side} {label}", shade, delta_counts([p.result.topk_max_abs_delta for p in pairs]))
             )
+    cross = [p.result.topk_max_abs_delta for x in c.cross for p in x.pairs]
+    series.append(("base/variant cold outputs", CROSS_COLOR, delta_counts(cross)))
     bins = [label for _, label in DELTA_BINS]
     title = "Max |top-k logprob delta| per pair (positions up to the first divergence)"
     return grouped_bars(bins, series, "max |logprob delta| (nats)", "pairs", title)

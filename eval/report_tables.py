@@ -6,8 +6,11 @@ these cells (see eval.compare's cell types).
 
 from __future__ import annotations
 
+import math
+
 from eval.compare import (
     BOOTSTRAP_RESAMPLES,
+    Blank,
     Cell,
     Change,
     Comparison,
@@ -170,8 +173,55 @@ AGREEMENT_ROWS: list[tuple[str, str, str, str]] = [
 ]
 
 
+# base vs variant (the `base vs variant` column): key, label, cross kind (eval.compare.CROSS_KINDS), what
+CROSS_ROWS: list[tuple[str, str, str, str]] = [
+    ("cross_cold_text", "base cold vs variant cold: outputs equal (text)", "cold", "text_equal"),
+    ("cross_cold_tokens", "base cold vs variant cold: outputs equal (token IDs)", "cold", "tokens_equal"),
+    ("cross_cold_first_token", "base cold vs variant cold: first token equal", "cold", "first_token_equal"),
+    (
+        "cross_cold_positions",
+        f"base cold vs variant cold: first divergence positions (first {MAX_POSITIONS_SHOWN})",
+        "cold",
+        "positions",
+    ),
+    (
+        "cross_cold_near_ties",
+        f"base cold vs variant cold: divergences at a near tie (margin < {NEAR_TIE_MARGIN})",
+        "cold",
+        "near_ties",
+    ),
+    ("cross_cold_max_delta", "base cold vs variant cold: max |top-k logprob delta|", "cold", "max_delta"),
+    ("cross_cold_min_overlap", "base cold vs variant cold: min top-k overlap", "cold", "min_overlap"),
+    ("cross_warm_text", "base warm vs variant warm: outputs equal (text)", "warm", "text_equal"),
+    ("cross_warm_tokens", "base warm vs variant warm: outputs equal (token IDs)", "warm", "tokens_equal"),
+    ("cross_warm_max_delta", "base warm vs variant warm: max |top-k logprob delta|", "warm", "max_delta"),
+    (
+        "cross_first_token",
+        "first token equal, timing base vs variant (N x R x 2: timing cold, timing warm)",
+        "timing_first_token",
+        "first_token_equal",
+    ),
+    (
+        "cross_first_token_max_delta",
+        "first token max |top-k logprob delta|, timing base vs variant",
+        "timing_first_token",
+        "max_delta",
+    ),
+    (
+        "cross_first_token_min_overlap",
+        "first token min top-k overlap, timing base vs variant",
+        "timing_first_token",
+        "min_overlap",
+    ),
+]
+CROSS_COLUMN = "base vs variant"
+
+
 def _agreement_cell(scores: RunScores, kind: str, what: str) -> Cell:
-    s = scores.agreement.get(kind)
+    return _stats_cell(scores.agreement.get(kind), what)
+
+
+def _stats_cell(s: PairStats | None, what: str) -> Cell:
     if what == "positions":
         return _positions(s)
     if what == "near_ties":
@@ -185,7 +235,7 @@ def _agreement_cell(scores: RunScores, kind: str, what: str) -> Cell:
 
 def agreement_table(c: Comparison) -> Table:
     rows = [
-        Row(key, label, [_agreement_cell(run.scores, kind, what) for run in (c.base, c.variant)])
+        Row(key, label, [*(_agreement_cell(run.scores, kind, what) for run in (c.base, c.variant)), Blank()])
         for key, label, kind, what in AGREEMENT_ROWS
     ]
     b, v = c.base.scores.unique, c.variant.scores.unique
@@ -193,12 +243,28 @@ def agreement_table(c: Comparison) -> Table:
         Row(
             "multiple_outputs",
             "prompts with more than one distinct output (cold, warm, repeat)",
-            [Frac(b.n_multiple, b.n_prompts), Frac(v.n_multiple, v.n_prompts)],
+            [Frac(b.n_multiple, b.n_prompts), Frac(v.n_multiple, v.n_prompts), Blank()],
         )
     )
+    rows += [
+        Row(key, label, [Blank(), Blank(), _stats_cell(c.cross_agreement.get(kind), what)])
+        for key, label, kind, what in CROSS_ROWS
+    ]
     return Table(
-        "agreement", "Agreement within each variant", agreement_reading(c), ["measure", *_sides(c)], rows
+        "agreement",
+        "Agreement within each variant, and between them",
+        agreement_reading(c),
+        ["measure", *_sides(c), CROSS_COLUMN],
+        rows,
+        AGREEMENT_NOTE,
     )
+
+
+AGREEMENT_NOTE = (
+    "Base vs variant compares the same pass of the two runs on each input (cold with cold, warm with warm, "
+    "timing repetition r with r); top-k deltas and overlaps are taken over the positions up to the first "
+    "divergence. N counts every input, including errored, invalid and missing samples."
+)
 
 
 def _kn(s: PairStats | None, attr: str) -> str:
@@ -214,7 +280,17 @@ def agreement_reading(c: Comparison) -> str:
     ):
         vb, vv = c.base.scores.agreement.get(kind), c.variant.scores.agreement.get(kind)
         parts.append(f"{label} {_kn(vv, attr)} (base {_kn(vb, attr)})")
-    return "Variant " + ", ".join(parts) + "."
+    return "Variant " + ", ".join(parts) + "; " + cross_reading(c.cross_agreement.get("cold")) + "."
+
+
+def cross_reading(s: PairStats | None) -> str:
+    if s is None:
+        return "base vs variant cold outputs: n/a"
+    delta = "n/a" if s.max_delta is None or not math.isfinite(s.max_delta) else f"{s.max_delta:.3g}"
+    return (
+        f"base vs variant cold outputs equal {s.text_equal}/{s.n_total} (token IDs {s.tokens_equal}/{s.n_total}), "
+        f"max top-k logprob |delta| {delta}"
+    )
 
 
 # ---------------------------------------------------------------- 3. timing

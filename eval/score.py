@@ -229,14 +229,21 @@ def _classify(a: RequestRecord | None, b: RequestRecord | None) -> str:
 
 
 def collect_pairs(
-    keys: Sequence[Key], sel: Selection, pass_a: str, pass_b: str, reps: int
+    keys: Sequence[Key],
+    sel: Selection,
+    pass_a: str,
+    pass_b: str,
+    reps: int,
+    sel_b: Selection | None = None,
 ) -> tuple[list[Pair], Counter[str]]:
+    """Pairs (pass_a rep r, pass_b rep r) per key: pass_b is read from `sel_b` when given (another run)."""
     pairs: list[Pair] = []
     counts: Counter[str] = Counter()
+    other = sel if sel_b is None else sel_b
     for key in keys:
         for rep in range(reps):
             a = sel.final.get((key[0], key[1], pass_a, rep))
-            b = sel.final.get((key[0], key[1], pass_b, rep))
+            b = other.final.get((key[0], key[1], pass_b, rep))
             kind = _classify(a, b)
             counts[kind] += 1
             if kind == "ok" and a is not None and b is not None:

@@ -5,7 +5,7 @@ A run: an inputs manifest (qasper + gov_report rows by default) and, per input, 
 timing_warm r) and the two controls. Faults and divergences are injected per (example, pass, repetition).
 
 Token ids: word w -> 1000 + (crc32(w) % 50000). Top-k at each position: the chosen id with logprob
-`-0.05 + shift` (shift 0 unless injected), then chosen+1 at `-0.05 - margin` and chosen+2 at -6.0, so the
+`-0.05 + shift` (shift 0 unless injected; `position_shifts` adds a shift at single positions), then chosen+1 at `-0.05 - margin` and chosen+2 at -6.0, so the
 top-1/top-2 margin is `margin` (default 3.0).
 """
 
@@ -108,6 +108,8 @@ class RunSpec:
     texts: dict[Slot, str] = field(default_factory=dict)  # output text overrides (default: the answer)
     margins: dict[Slot, float] = field(default_factory=dict)  # top-1/top-2 margin overrides
     shifts: dict[Slot, float] = field(default_factory=dict)  # logprob shift of the chosen token
+    # shift of the chosen token's logprob at single positions: slot -> {position: shift}
+    position_shifts: dict[Slot, dict[int, float]] = field(default_factory=dict)
     errors: set[Slot] = field(default_factory=set)  # final status error
     invalid: dict[Slot, bool] = field(default_factory=dict)  # warm miss; value: recovered by the retry
     missing: set[Slot] = field(default_factory=set)  # no record at all
@@ -124,9 +126,11 @@ def default_text(row: InputRow) -> str:
     return row.answers[0]
 
 
-def _topk(tokens: list[int], margin: float, shift: float) -> TopK:
+def _topk(tokens: list[int], margin: float, shift: float, at: dict[int, float] | None = None) -> TopK:
+    at = at or {}
     ids = [[t, t + 1, t + 2] for t in tokens]
-    lps = [[-0.05 + shift, -0.05 - margin, -6.0] for _ in tokens]
+    chosen = [(-0.05 + shift + at[p]) if p in at else (-0.05 + shift) for p in range(len(tokens))]
+    lps = [[lp, -0.05 - margin, -6.0] for lp in chosen]
     return TopK(ids=ids, logprobs=lps, chosen_logprobs=[row[0] for row in lps])
 
 
@@ -174,7 +178,11 @@ class _Writer:
                 output_text=text if ok else None,
                 finish_reason="stop" if ok else None,
                 output_token_ids=tokens if ok else None,
-                topk=_topk(tokens, s.margins.get(slot, 3.0), s.shifts.get(slot, 0.0)) if ok else None,
+                topk=_topk(
+                    tokens, s.margins.get(slot, 3.0), s.shifts.get(slot, 0.0), s.position_shifts.get(slot)
+                )
+                if ok
+                else None,
                 usage=Usage(row.prompt_tokens, len(tokens), cached) if ok else Usage(),
                 expected_cached_tokens=expected,
                 timings=ClientTimings(1.0e9 + self.seq, prefill + 0.004, prefill + 0.02) if ok else None,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from eval.cli import main
-from eval.compare import Comparison, MismatchError, compare, divergence_list, write_reports
+from eval.compare import Blank, Comparison, MismatchError, compare, divergence_list, write_reports
 from eval.score import score_run
 from tests.eval.runfactory import RunSpec, base_and_variant, make_rows, write_inputs_file, write_run
 
@@ -225,7 +225,20 @@ def test_end_to_end_on_fake_server_runs(tmp_path: Path, capsys: pytest.CaptureFi
     assert list(tables) == ["accuracy", "agreement", "timing", "cache"]
     variant = "variant (patched)"
     agreement = {r["key"]: r["cells"] for r in tables["agreement"]["rows"]}
-    assert agreement["cold_warm_text"] == {"base (main)": {"k": 4, "n": 4}, variant: {"k": 3, "n": 4}}
+    assert agreement["cold_warm_text"] == {
+        "base (main)": {"k": 4, "n": 4},
+        variant: {"k": 3, "n": 4},
+        "base vs variant": None,
+    }
+    # across the variants: the fault hit the variant's warm request only, so cold outputs agree
+    assert agreement["cross_cold_text"] == {
+        "base (main)": None,
+        variant: None,
+        "base vs variant": {"k": 4, "n": 4},
+    }
+    assert agreement["cross_warm_text"]["base vs variant"] == {"k": 3, "n": 4}
+    assert agreement["cross_first_token"]["base vs variant"] == {"k": 16, "n": 16}  # 4 x 2 reps x 2 passes
+    assert summary["cross_variant"]["warm"]["divergences"][0]["position"] == 2
     assert agreement["cold_warm_positions"][variant] == [2]
     assert agreement["warm_repeat_text"][variant] == {"k": 3, "n": 4}  # the fault hit warm only
     assert agreement["first_token"][variant] == {"k": 8, "n": 8}  # 4 inputs x 2 timing repetitions
@@ -259,3 +272,100 @@ def test_missing_logprobs_stay_standard_json(tmp_path: Path) -> None:
 
     json.loads(json_path.read_text(), parse_constant=refuse)
     assert "nan" not in md_path.read_text().lower().replace("nats", "")
+
+
+# ---------------------------------------------------------------- base vs variant agreement
+
+
+def _cross(c: Comparison, key: str) -> Any:
+    return _row(c, "agreement", key)
+
+
+def test_cross_variant_identical_runs(tmp_path: Path) -> None:
+    c = _compare(tmp_path, *base_and_variant(tmp_path))
+    cold = c.cross_agreement["cold"]
+    assert cold is not None
+    assert (cold.n_total, cold.n_pairs, cold.text_equal, cold.tokens_equal, cold.first_token_equal) == (
+        6,
+        6,
+        6,
+        6,
+        6,
+    )
+    assert cold.max_delta == 0.0 and cold.min_overlap == 3 and cold.divergences == []
+    # the table's "base vs variant" column; the per-variant columns do not apply to these rows
+    cells = _cross(c, "cross_cold_text")
+    assert cells[0] == cells[1] == Blank() and (cells[2].k, cells[2].n) == (6, 6)
+    assert _cross(c, "cross_cold_max_delta")[2].value == 0.0
+    assert _cross(c, "cross_cold_positions")[2].values == ()
+    assert (_cross(c, "cross_warm_text")[2].k, _cross(c, "cross_warm_text")[2].n) == (6, 6)
+    ft = _cross(c, "cross_first_token")[2]
+    assert (ft.k, ft.n) == (24, 24)  # 6 inputs x 2 timing repetitions x (timing_cold, timing_warm)
+    # within-variant rows get a blank cross cell
+    assert _cross(c, "cold_warm_text")[2] == Blank()
+    reading = next(t for t in c.tables if t.id == "agreement").reading
+    assert "base vs variant cold outputs equal 6/6 (token IDs 6/6), max top-k logprob |delta| 0" in reading
+
+
+def test_cross_variant_logprob_drift_with_same_tokens(tmp_path: Path) -> None:
+    # the variant's cold qas01 ("the BLEU score") has its chosen logprob at position 1 moved by 1e-5
+    base, variant = base_and_variant(tmp_path, position_shifts={("qas01", "cold", 0): {1: 1e-5}})
+    c = _compare(tmp_path, base, variant)
+    expected = abs((-0.05 + 1e-5) - (-0.05))  # the factory's chosen logprob, perturbed vs not
+    cold = c.cross_agreement["cold"]
+    assert cold is not None and (cold.text_equal, cold.tokens_equal, cold.n_total) == (6, 6, 6)
+    assert cold.max_delta == expected and cold.min_overlap == 3
+    assert _cross(c, "cross_cold_max_delta")[2].value == expected
+    warm = c.cross_agreement["warm"]
+    assert warm is not None and warm.max_delta == 0.0  # only the variant's cold sample drifted
+    md_path, json_path, _ = write_reports(c, tmp_path / "out")
+    summary = json.loads(json_path.read_text())
+    assert summary["cross_variant"]["cold"]["max_delta"] == expected  # unrounded
+    rows = {r["key"]: r["cells"] for r in summary["tables"]["agreement"]["rows"]}
+    assert rows["cross_cold_max_delta"]["base vs variant"] == 1e-05  # as shown: 3 significant digits
+    assert rows["cross_cold_text"]["base vs variant"] == {"k": 6, "n": 6}
+    assert (
+        "| base cold vs variant cold: max \\|top-k logprob delta\\| | — | — | 1e-05 |" in md_path.read_text()
+    )
+
+
+def test_cross_variant_token_divergence_positions(tmp_path: Path) -> None:
+    base, variant = base_and_variant(
+        tmp_path,
+        texts={
+            ("qas01", "cold", 0): "the BLEU metric",  # "the BLEU score": token 2 differs
+            ("gov01", "cold", 0): "GAO found that the agency lacks a plan. Officials agreed to develop one.",
+        },  # "GAO found that the department ...": token 4 differs
+    )
+    c = _compare(tmp_path, base, variant)
+    cold = c.cross_agreement["cold"]
+    assert cold is not None
+    assert (cold.text_equal, cold.tokens_equal, cold.first_token_equal, cold.n_total) == (4, 4, 6, 6)
+    assert [(d.example_id, d.position) for d in cold.divergences] == [("qas01", 2), ("gov01", 4)]
+    assert _cross(c, "cross_cold_positions")[2].values == (2, 4)
+    near = _cross(c, "cross_cold_near_ties")[2]
+    assert (near.k, near.n) == (0, 2)  # the factory's margin is 3.0 nats on both sides
+    # logprobs before the divergence are identical; at it the two top-k sets share no token ID
+    assert cold.max_delta == 0.0
+    # the accuracy table's cold-identical column counts the same pairs
+    assert sum(x.text_equal for x in c.cross) == 4
+    summary = json.loads(write_reports(c, tmp_path / "out")[1].read_text())
+    assert [d["position"] for d in summary["cross_variant"]["cold"]["divergences"]] == [2, 4]
+
+
+def test_cross_variant_errored_and_missing_records_count_in_n(tmp_path: Path) -> None:
+    base, variant = base_and_variant(
+        tmp_path, errors={("qas00", "cold", 0)}, missing={("gov00", "cold", 0), ("gov00", "timing_warm", 1)}
+    )
+    c = _compare(tmp_path, base, variant)
+    cold = c.cross_agreement["cold"]
+    assert cold is not None
+    assert (cold.n_total, cold.n_pairs, cold.errors, cold.missing) == (6, 4, 1, 1)
+    assert (cold.text_equal, cold.tokens_equal, cold.first_token_equal) == (4, 4, 4)
+    text = _cross(c, "cross_cold_text")[2]
+    assert (text.k, text.n) == (4, 6)
+    ft = c.cross_agreement["timing_first_token"]
+    assert ft is not None and (ft.n_total, ft.first_token_equal, ft.missing) == (24, 23, 1)
+    acc = {x.dataset: x for x in c.cross}
+    assert (acc["qasper"].text_equal, acc["qasper"].n_total) == (3, 4)
+    assert (acc["gov_report"].text_equal, acc["gov_report"].n_total) == (1, 2)

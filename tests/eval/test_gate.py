@@ -43,8 +43,9 @@ def test_default_policy_documents_every_rule_with_its_defaults() -> None:
         for name, (_, default) in params.items():
             assert policy.rules[rule][name] == default, (rule, name)
     assert policy.data == {k: d for k, (_, d) in DATA_PARAMS.items()}
-    assert policy.rules["warm_prefill_change"]["enabled"] is False
-    assert all(policy.rules[r]["enabled"] for r in RULE_PARAMS if r != "warm_prefill_change")
+    off = ("warm_prefill_change", "cross_variant_cold")
+    assert all(policy.rules[r]["enabled"] is False for r in off)
+    assert all(policy.rules[r]["enabled"] for r in RULE_PARAMS if r not in off)
 
 
 def test_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -60,6 +61,7 @@ def test_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         in out
     )
     assert "SKIPPED  warm_prefill_change: disabled in the policy" in out
+    assert "SKIPPED  cross_variant_cold: disabled in the policy" in out
     assert out.rstrip().endswith("gate: PASS (exit 0): all 5 rules hold")
 
 
@@ -120,6 +122,41 @@ def test_fail_no_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     code, out = _gate(tmp_path, capsys, *_specs(tmp_path, errors={("qas00", "control_salt", 0)}))
     assert code == 1
     assert "FAIL     no_errors: measured errored requests: base 0, variant 1; threshold <= 0 per run" in out
+
+
+CROSS_POLICY = """
+schema_version = 1
+[data]
+min_valid_pair_fraction = 0.5  # the errored cold sample below leaves 5/6 valid cold/warm pairs
+[rules.cross_variant_cold]
+enabled = true
+"""
+
+
+def test_cross_variant_cold_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = tmp_path / "cross.toml"
+    policy.write_text(CROSS_POLICY)
+    code, out = _gate(tmp_path / "same", capsys, *_specs(tmp_path / "same"), "--policy", str(policy))
+    assert code == 0, out
+    assert (
+        "PASS     cross_variant_cold: measured base cold vs variant cold outputs equal 6/6 (token IDs 6/6, "
+        "max top-k logprob |delta| 0); threshold >= 1 of N (6/6)"
+    ) in out
+    # logprob drift alone (same tokens) passes: the rule is on the outputs
+    drift = _specs(tmp_path / "drift", position_shifts={("qas00", "cold", 0): {0: 1e-5}})
+    code, out = _gate(tmp_path / "drift", capsys, *drift, "--policy", str(policy))
+    assert code == 0 and "outputs equal 6/6 (token IDs 6/6, max top-k logprob |delta| 1e-05)" in out
+    # a diverging and an errored variant cold sample: both count in N, neither is identical
+    bad = _specs(
+        tmp_path / "bad", texts={("qas01", "cold", 0): "the BLEU metric"}, errors={("gov00", "cold", 0)}
+    )
+    code, out = _gate(tmp_path / "bad", capsys, *bad, "--policy", str(policy))
+    assert code == 1
+    assert (
+        "FAIL     cross_variant_cold: measured base cold vs variant cold outputs equal 4/6 (token IDs 4/6, "
+        "max top-k logprob |delta| 0); threshold >= 1 of N (6/6) (diverging: qasper/qas01 @ token 2; "
+        "pairs not compared: 1 errored)"
+    ) in out
 
 
 def test_timing_rule_pass_and_fail(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -244,7 +281,7 @@ def test_junit_one_case_per_rule(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert suite is not None
     cases = {c.get("name"): c for c in suite.findall("testcase")}
     assert set(cases) == set(RULE_PARAMS)
-    assert suite.get("tests") == "6" and suite.get("failures") == "1" and suite.get("skipped") == "1"
+    assert suite.get("tests") == "7" and suite.get("failures") == "1" and suite.get("skipped") == "2"
     failure = cases["no_invalid_warm"].find("failure")
     assert failure is not None and "base 0, variant 1" in (failure.get("message") or "")
     assert cases["warm_prefill_change"].find("skipped") is not None

@@ -116,6 +116,15 @@ def test_html_is_self_contained_with_plots_and_drilldown(tmp_path: Path) -> None
     assert "first differing token #2" in html
     for title in ("1. Accuracy", "2. Agreement", "3. Timing", "4. Cache controls"):
         assert title in html
+    # the agreement table's base vs variant column: cold outputs identical, warm qas01 differs
+    assert "<th>base vs variant</th>" in html
+    assert (
+        '<tr id="agreement-cross_cold_text"><td>base cold vs variant cold: outputs equal (text)</td>' in html
+    )
+    assert (
+        '<tr id="agreement-cross_warm_text"><td>base warm vs variant warm: outputs equal (text)</td><td>—</td><td>—</td><td>5/6</td></tr>'
+        in html
+    )
 
 
 def test_highlight_and_first_difference() -> None:
