@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from eval.score import ScoredRun
 
 HELP = "Compare two runs (base vs variant): accuracy, agreement, timing and cache tables; Markdown, JSON and HTML reports."
 
 
-def configure(p: argparse.ArgumentParser) -> None:
+def add_run_pair_arguments(p: argparse.ArgumentParser) -> None:
+    """BASE, VARIANT and --runs: shared by `lbeval compare` and `lbeval gate`."""
     p.add_argument("base", metavar="BASE", help="base run folder, or a variant name (its latest run)")
     p.add_argument(
         "variant", metavar="VARIANT", help="variant run folder, or a variant name (its latest run)"
@@ -16,6 +21,17 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--runs", type=Path, default=Path("runs"), help="where variant names are looked up (default runs/)"
     )
+
+
+def score_pair(args: argparse.Namespace) -> tuple[ScoredRun, ScoredRun]:
+    """Score the BASE and VARIANT runs named on the command line."""
+    from eval.score import resolve_run, score_run  # heavy (scorers): imported when used
+
+    return score_run(resolve_run(args.base, args.runs)), score_run(resolve_run(args.variant, args.runs))
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    add_run_pair_arguments(p)
     p.add_argument("--out", type=Path, help="output folder (default <runs>/compare/<BASE>__<VARIANT>/)")
     p.add_argument(
         "--allow-mismatch",
@@ -27,10 +43,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from eval.compare import BOOTSTRAP_SEED, compare, write_reports  # heavy (scorers): imported when used
-    from eval.score import resolve_run, score_run
 
-    base = score_run(resolve_run(args.base, args.runs))
-    variant = score_run(resolve_run(args.variant, args.runs))
+    base, variant = score_pair(args)
     comparison = compare(
         base,
         variant,

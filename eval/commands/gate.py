@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from eval.commands.compare import add_run_pair_arguments, score_pair
 from eval.errors import LbevalError
 from eval.gate import Verdict, evaluate, load_policy, no_verdict, write_junit
 
@@ -12,13 +13,7 @@ HELP = "Release gate: check a policy (TOML) on base vs variant; exit 0 pass, 1 a
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("base", metavar="BASE", help="base run folder, or a variant name (its latest run)")
-    p.add_argument(
-        "variant", metavar="VARIANT", help="variant run folder, or a variant name (its latest run)"
-    )
-    p.add_argument(
-        "--runs", type=Path, default=Path("runs"), help="where variant names are looked up (default runs/)"
-    )
+    add_run_pair_arguments(p)
     p.add_argument("--policy", type=Path, help="policy file (default: the shipped eval/policy_default.toml)")
     p.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML, one test case per rule")
 
@@ -27,11 +22,9 @@ def verdict_for(args: argparse.Namespace) -> Verdict:
     policy = load_policy(args.policy)  # a bad policy is a ConfigError: exit 2
     print(f"lbeval gate: policy {policy.source}")
     from eval.compare import compare  # heavy (scorers): imported when used
-    from eval.score import resolve_run, score_run
 
     try:
-        base = score_run(resolve_run(args.base, args.runs))
-        variant = score_run(resolve_run(args.variant, args.runs))
+        base, variant = score_pair(args)
         # mismatches are not an error here: they make the verdict's data reasons (exit 2, each one named)
         comparison = compare(base, variant, allow_mismatch=True)
     except LbevalError as exc:
