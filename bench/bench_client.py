@@ -12,10 +12,10 @@ import statistics
 import time
 from dataclasses import replace
 
-from eval.client import Client, RequestSettings, build_request, request_settings
-from eval.inputs import InputRow, sha256_text
-from eval.record_types import RequestRecord
-from eval.records import decode_topk, dumps_record, encode_topk
+from eval.prepare.inputs import InputRow, sha256_text
+from eval.records.run_folder import decode_topk, dumps_record, encode_topk
+from eval.records.types import RequestRecord
+from eval.run.client import Client, RequestSettings, build_request, request_settings
 from tests.fake_server import FakeServer
 
 TOKENS = 512

@@ -3,7 +3,7 @@
     python -m eval.demo [--base cpu-smollm2] [--variant cpu-smollm2-fp8kv] [--out runs/demo] ...
 
 Steps (each printed with the command a user would type, and timed):
-1. start the base variant's server (eval/variants.toml) and, with its tokenizer, `lbeval prepare --source mini`;
+1. start the base variant's server (eval/serve/variants.toml) and, with its tokenizer, `lbeval prepare --source mini`;
 2. `lbeval run` the base variant on that server (cold, warm, repeat, timing and control passes); stop it;
 3. `lbeval run --spec VARIANT`: lbeval starts the second variant's server, runs, and stops it;
 4. `lbeval score` both runs, `lbeval compare` them, `lbeval gate` (its verdict is printed, not enforced);
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from eval.cli import main as lbeval
 from eval.errors import LbevalError
-from eval.server import append_server_record, get_launch_spec, sigterm_as_interrupt, start
+from eval.serve.process import append_server_record, get_launch_spec, sigterm_as_interrupt, start
 
 DEFAULT_BASE = "cpu-smollm2"
 DEFAULT_VARIANT = "cpu-smollm2-fp8kv"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from eval.score import ScoredRun
+    from eval.analyze.score import ScoredRun
 
 HELP = "Compare two runs (base vs variant): accuracy, agreement, timing and cache tables; Markdown, JSON and HTML reports."
 
@@ -25,7 +25,7 @@ def add_run_pair_arguments(p: argparse.ArgumentParser) -> None:
 
 def score_pair(args: argparse.Namespace) -> tuple[ScoredRun, ScoredRun]:
     """Score the BASE and VARIANT runs named on the command line."""
-    from eval.score import resolve_run, score_run  # heavy (scorers): imported when used
+    from eval.analyze.score import resolve_run, score_run  # heavy (scorers): imported when used
 
     return score_run(resolve_run(args.base, args.runs)), score_run(resolve_run(args.variant, args.runs))
 
@@ -42,7 +42,11 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval.compare import BOOTSTRAP_SEED, compare, write_reports  # heavy (scorers): imported when used
+    from eval.analyze.compare import (  # heavy (scorers): imported when used
+        BOOTSTRAP_SEED,
+        compare,
+        write_reports,
+    )
 
     base, variant = score_pair(args)
     comparison = compare(

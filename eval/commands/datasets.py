@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from eval.specs import load_specs
+from eval.prepare.dataset_specs import load_specs
 
 HELP = "List the LongBench v1 datasets with their metric, official output limit and chat/raw mode."
 

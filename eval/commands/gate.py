@@ -7,21 +7,23 @@ from pathlib import Path
 
 from eval.commands.compare import add_run_pair_arguments, score_pair
 from eval.errors import LbevalError
-from eval.gate import Verdict, evaluate, load_policy, no_verdict, write_junit
+from eval.gate.policy import Verdict, evaluate, load_policy, no_verdict, write_junit
 
 HELP = "Release gate: check a policy (TOML) on base vs variant; exit 0 pass, 1 a rule fails, 2 no verdict."
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     add_run_pair_arguments(p)
-    p.add_argument("--policy", type=Path, help="policy file (default: the shipped eval/policy_default.toml)")
+    p.add_argument(
+        "--policy", type=Path, help="policy file (default: the shipped eval/gate/policy_default.toml)"
+    )
     p.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML, one test case per rule")
 
 
 def verdict_for(args: argparse.Namespace) -> Verdict:
     policy = load_policy(args.policy)  # a bad policy is a ConfigError: exit 2
     print(f"lbeval gate: policy {policy.source}")
-    from eval.compare import compare  # heavy (scorers): imported when used
+    from eval.analyze.compare import compare  # heavy (scorers): imported when used
 
     try:
         base, variant = score_pair(args)

@@ -6,12 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from eval.data import HUB_REPO, HUB_REVISION, DataSource
 from eval.errors import ConfigError
-from eval.prepare import PrepareConfig, parse_max_tokens, prepare
-from eval.prompting import LocalTokenizer, ServerTokenizer, Tokenizer
-from eval.select import parse_n
-from eval.server import get_launch_spec, serving, sigterm_as_interrupt
+from eval.prepare.build import PrepareConfig, parse_max_tokens, prepare
+from eval.prepare.prompting import LocalTokenizer, ServerTokenizer, Tokenizer
+from eval.prepare.select import parse_n
+from eval.prepare.sources import HUB_REPO, HUB_REVISION, DataSource
+from eval.serve.process import get_launch_spec, serving, sigterm_as_interrupt
 
 HELP = (
     "Select a seeded subset of LongBench rows, apply the official prompts and truncation, write inputs.jsonl."

@@ -11,12 +11,12 @@ import json
 import sys
 from pathlib import Path
 
-from eval.client import RequestSettings
 from eval.errors import ConfigError
-from eval.passes import PASS_CHOICES, RetryPolicy
-from eval.records import read_manifest
-from eval.runner import DEFAULT_PASSES, RunConfig, execute_run
-from eval.server import append_server_record, sigterm_as_interrupt, spec_for_run, start
+from eval.records.run_folder import read_manifest
+from eval.run.client import RequestSettings
+from eval.run.passes import PASS_CHOICES, RetryPolicy
+from eval.run.runner import DEFAULT_PASSES, RunConfig, execute_run
+from eval.serve.process import append_server_record, sigterm_as_interrupt, spec_for_run, start
 
 HELP = "Send the inputs to a server in cold/warm/repeat/timing passes and record every request (resumable)."
 

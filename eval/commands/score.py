@@ -21,7 +21,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval.score import resolve_run, score_run, write_scores  # heavy (scorers): imported when used
+    from eval.analyze.score import resolve_run, score_run, write_scores  # heavy (scorers): imported when used
 
     run_dir = resolve_run(args.run, args.runs)
     scored = score_run(run_dir, args.inputs)

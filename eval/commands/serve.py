@@ -6,14 +6,14 @@ import argparse
 import time
 from pathlib import Path
 
-from eval.server import get_launch_spec, sigterm_as_interrupt, start
+from eval.serve.process import get_launch_spec, sigterm_as_interrupt, start
 
 HELP = "start a variant's server (launch spec) and keep it running until Ctrl-C"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--variant", required=True, help="launch spec name, e.g. cpu-smollm2 (eval/variants.toml)"
+        "--variant", required=True, help="launch spec name, e.g. cpu-smollm2 (eval/serve/variants.toml)"
     )
     parser.add_argument(
         "--specs",

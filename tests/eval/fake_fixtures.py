@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from eval.client import RequestSettings
-from eval.inputs import InputRow, InputsHeader, sha256_text, write_inputs
-from eval.passes import RetryPolicy
-from eval.runner import RunConfig
+from eval.prepare.inputs import InputRow, InputsHeader, sha256_text, write_inputs
+from eval.run.client import RequestSettings
+from eval.run.passes import RetryPolicy
+from eval.run.runner import RunConfig
 from tests.fake_server import FakeServer
 
 FAST_RETRY = RetryPolicy(retries=2, backoff_s=0.01, max_backoff_s=0.02)

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.inputs import InputRow, InputsHeader, inputs_digest, sha256_text, write_inputs
-from eval.record_types import ClientTimings, RequestRecord, TopK, Usage
-from eval.records import RECORDS_NAME, RecordWriter, RunManifest, write_manifest
+from eval.prepare.inputs import InputRow, InputsHeader, inputs_digest, sha256_text, write_inputs
+from eval.records.run_folder import RECORDS_NAME, RecordWriter, RunManifest, write_manifest
+from eval.records.types import ClientTimings, RequestRecord, TopK, Usage
 
 BLOCK = 16
 SETTINGS: dict[str, Any] = {

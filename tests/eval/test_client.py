@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from eval.client import (
+from eval.records.types import ClientTimings, Usage
+from eval.run.client import (
     Client,
     RequestFailed,
     RequestSettings,
@@ -19,7 +20,6 @@ from eval.client import (
     root_url,
     wire_body,
 )
-from eval.record_types import ClientTimings, Usage
 from tests.eval.fake_fixtures import fake_fixture, make_row  # noqa: F401 - fixture
 from tests.fake_server import FakeServer, Fault
 

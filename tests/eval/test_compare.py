@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from eval.analyze.compare import Blank, Comparison, MismatchError, compare, divergence_list, write_reports
+from eval.analyze.score import score_run
 from eval.cli import main
-from eval.compare import Blank, Comparison, MismatchError, compare, divergence_list, write_reports
-from eval.score import score_run
 from tests.eval.runfactory import RunSpec, base_and_variant, make_rows, write_inputs_file, write_run
 
 
@@ -206,7 +206,7 @@ def test_compare_command_mismatch_exits_2_with_the_message(
 def test_end_to_end_on_fake_server_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Two variants run by `lbeval run`'s runner against the fake server; the variant's server diverges on
     ex1's warm request from token 2 and evicts ex2's blocks before its warm request (a miss, then a retry)."""
-    from eval.runner import execute_run
+    from eval.run.runner import execute_run
     from tests.eval.fake_fixtures import config_for, make_row, write_rows
     from tests.fake_server import FakeServer, Fault
 

@@ -10,7 +10,7 @@ import pytest
 
 from eval.cli import main
 from eval.errors import ConfigError
-from eval.gate import DATA_PARAMS, RULE_PARAMS, load_policy, parse_policy
+from eval.gate.policy import DATA_PARAMS, RULE_PARAMS, load_policy, parse_policy
 from tests.eval.runfactory import RunSpec, base_and_variant, write_run
 
 TIMING_POLICY = """

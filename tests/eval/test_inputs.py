@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from eval.errors import DataError
-from eval.inputs import InputRow, InputsHeader, inputs_digest, read_inputs, sha256_text, write_inputs
+from eval.prepare.inputs import InputRow, InputsHeader, inputs_digest, read_inputs, sha256_text, write_inputs
 
 ROW = InputRow(
     dataset="qasper",

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main
-from eval.inputs import read_inputs
-from eval.prompting import LocalTokenizer, chat_overhead
+from eval.prepare.inputs import read_inputs
+from eval.prepare.prompting import LocalTokenizer, chat_overhead
 
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")

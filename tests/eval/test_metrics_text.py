@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from eval.metrics_text import counter_delta, histogram_delta, parse_metrics, request_deltas, went_backwards
+from eval.run.metrics_text import (
+    counter_delta,
+    histogram_delta,
+    parse_metrics,
+    request_deltas,
+    went_backwards,
+)
 
 BEFORE = """\
 # HELP process_start_time_seconds Start time.

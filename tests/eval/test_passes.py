@@ -7,9 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from eval.client import Client, RequestSettings, build_request
 from eval.errors import ConfigError, LbevalError
-from eval.passes import (
+from eval.prepare.dataset_specs import read_prompt_file
+from eval.records.types import RequestRecord, Usage
+from eval.run.client import Client, RequestSettings, build_request
+from eval.run.passes import (
     SIBLING_QUESTION,
     CacheFacts,
     GroupState,
@@ -25,8 +27,6 @@ from eval.passes import (
     validate_passes,
     verify,
 )
-from eval.record_types import RequestRecord, Usage
-from eval.specs import read_prompt_file
 from tests.eval.fake_fixtures import fake_fixture, make_row  # noqa: F401 - fixture
 from tests.fake_server import FakeServer, Fault
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main
-from eval.data import DataSource
-from eval.inputs import read_inputs
-from eval.prepare import PrepareConfig, parse_max_tokens, prepare
+from eval.prepare.build import PrepareConfig, parse_max_tokens, prepare
+from eval.prepare.inputs import read_inputs
+from eval.prepare.sources import DataSource
 from tests.eval.test_prompting import WordTokenizer
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from eval.client import Client, RequestSettings
 from eval.errors import ConfigError, LbevalError
-from eval.probe import ProbeResult, probe_server
+from eval.run.client import Client, RequestSettings
+from eval.run.probe import ProbeResult, probe_server
 from tests.fake_server import FakeServer
 
 

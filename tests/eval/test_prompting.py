@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from eval.errors import ConfigError
-from eval.prompting import chat_overhead, input_budget, middle_truncate
+from eval.prepare.prompting import chat_overhead, input_budget, middle_truncate
 
 
 class WordTokenizer:

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from eval.errors import DataError
-from eval.record_types import ClientTimings, RequestRecord, TopK, Usage
-from eval.records import (
+from eval.records.run_folder import (
     RECORDS_NAME,
     RecordWriter,
     RunManifest,
@@ -27,6 +26,7 @@ from eval.records import (
     scan_records,
     write_manifest,
 )
+from eval.records.types import ClientTimings, RequestRecord, TopK, Usage
 
 
 def f32(x: float) -> float:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from eval.compare import compare, write_reports
-from eval.report_html import delta_counts, highlighted
-from eval.report_md import first_char_difference, md_escape
-from eval.score import score_run
-from eval.svg_plots import nice_ticks
+from eval.analyze.compare import compare, write_reports
+from eval.analyze.score import score_run
+from eval.report.html import delta_counts, highlighted
+from eval.report.markdown import first_char_difference, md_escape
+from eval.report.svg import nice_ticks
 from tests.eval.runfactory import base_and_variant, write_run
 
 HOSTILE = [

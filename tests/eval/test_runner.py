@@ -15,10 +15,10 @@ import pytest
 
 from eval.cli import main as cli_main
 from eval.errors import ConfigError, LbevalError
-from eval.passes import RetryPolicy
-from eval.record_types import RequestRecord
-from eval.records import RECORDS_NAME, final_records, load_run, read_manifest
-from eval.runner import RunConfig, execute_run
+from eval.records.run_folder import RECORDS_NAME, final_records, load_run, read_manifest
+from eval.records.types import RequestRecord
+from eval.run.passes import RetryPolicy
+from eval.run.runner import RunConfig, execute_run
 from tests.eval.fake_fixtures import config_for, fake_fixture, make_row, write_rows  # noqa: F401 - fixture
 from tests.fake_server import FakeServer, Fault
 

@@ -1,4 +1,4 @@
-"""lbeval score: official scores, agreement, timing and cache checks from run folders (eval.records).
+"""lbeval score: official scores, agreement, timing and cache checks from run folders (eval.records.run_folder).
 
 Expected values are computed by hand in the comments from the factory's definitions (tests/eval/runfactory.py).
 """
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from eval.analyze.score import resolve_run, score_run, select_final, write_scores
 from eval.cli import main
 from eval.errors import DataError, LbevalError
-from eval.record_types import RequestRecord
-from eval.score import resolve_run, score_run, select_final, write_scores
+from eval.records.types import RequestRecord
 from tests.eval.runfactory import RunSpec, base_and_variant, make_rows, token_id, write_inputs_file, write_run
 
 
@@ -216,6 +216,6 @@ def test_write_scores_round_trips(tmp_path: Path) -> None:
     [(1, 12.706), (4, 2.776), (12, 2.179), (13, 2.160), (20, 2.086), (30, 2.042), (120, 1.980)],
 )
 def test_t_quantiles_match_the_published_table(df: int, table: float) -> None:
-    from eval.score import t975
+    from eval.analyze.score import t975
 
     assert t975(df) == pytest.approx(table, abs=0.0015)

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from eval.errors import ConfigError
-from eval.select import parse_n, select_ids
+from eval.prepare.select import parse_n, select_ids
 
 IDS = [f"id{i:03d}" for i in range(50)]
 
@@ -43,7 +43,7 @@ def test_all_and_more_than_available() -> None:
 
 
 def test_independent_of_hash_seed() -> None:
-    code = "from eval.select import select_ids; print(select_ids([f'id{i}' for i in range(30)], seed=5, dataset='q', n=5))"
+    code = "from eval.prepare.select import select_ids; print(select_ids([f'id{i}' for i in range(30)], seed=5, dataset='q', n=5))"
     outs = {
         subprocess.run(
             [sys.executable, "-c", code],

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from eval.errors import ConfigError, LbevalError
-from eval.server import (
+from eval.serve.process import (
     VLLM_MODULE,
     LaunchSpec,
     default_cache_dir,
@@ -395,7 +395,7 @@ def test_lbeval_run_with_spec_starts_the_server_runs_and_stops_it(tmp_path: Path
     """`lbeval run --spec NAME`: a managed server (the tests' fake vLLM, as a child process) is started,
     used for the whole run, recorded in servers.jsonl, and stopped afterwards."""
     from eval.cli import main
-    from eval.records import load_run
+    from eval.records.run_folder import load_run
     from tests.eval.fake_fixtures import make_row, write_rows
 
     root = Path(__file__).resolve().parents[2]

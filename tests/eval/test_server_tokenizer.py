@@ -9,8 +9,8 @@ import pytest
 
 from eval.cli import main
 from eval.errors import LbevalError
-from eval.inputs import read_inputs
-from eval.prompting import ServerTokenizer, chat_overhead
+from eval.prepare.inputs import read_inputs
+from eval.prepare.prompting import ServerTokenizer, chat_overhead
 from tests.fake_server import CHAT_PREFIX, CHAT_SUFFIX, FakeServer, detokenize, tokenize_text
 
 ROOT = Path(__file__).resolve().parents[2]

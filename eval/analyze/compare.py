@@ -30,10 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from eval.errors import LbevalError
-from eval.record_types import RequestRecord
-from eval.records import RunManifest
-from eval.score import (
+from eval.analyze.score import (
     TIMING_MEASURES,
     Divergence,
     Key,
@@ -46,6 +43,9 @@ from eval.score import (
     response,
     timing_values,
 )
+from eval.errors import LbevalError
+from eval.records.run_folder import RunManifest
+from eval.records.types import RequestRecord
 from scorers import determinism, stats
 
 SUMMARY_SCHEMA_VERSION = 1
@@ -458,7 +458,7 @@ def compare(
     base: ScoredRun, variant: ScoredRun, *, allow_mismatch: bool = False, seed: int = BOOTSTRAP_SEED
 ) -> Comparison:
     """Build the comparison; raises MismatchError when the runs asked different things."""
-    from eval.report_tables import build_tables
+    from eval.report.tables import build_tables
 
     mismatches = find_mismatches(base.loaded.manifest, variant.loaded.manifest)
     if mismatches and not allow_mismatch:
@@ -486,7 +486,7 @@ def summary_json(c: Comparison) -> dict[str, Any]:
 
     `cross_variant` holds the cross-variant agreement (see CROSS_KINDS) unrounded, with its divergences.
     """
-    from eval.score import to_jsonable
+    from eval.analyze.score import to_jsonable
 
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
@@ -558,9 +558,9 @@ REPORT_MD, SUMMARY_JSON, REPORT_HTML = "report.md", "summary.json", "report.html
 
 def write_reports(c: Comparison, out_dir: Path) -> tuple[Path, Path, Path]:
     """Write report.md, summary.json and report.html into out_dir (each replaced atomically)."""
-    from eval.report_html import html_report
-    from eval.report_md import comparison_markdown
-    from eval.score import atomic_write, to_jsonable
+    from eval.analyze.score import atomic_write, to_jsonable
+    from eval.report.html import html_report
+    from eval.report.markdown import comparison_markdown
 
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = (out_dir / REPORT_MD, out_dir / SUMMARY_JSON, out_dir / REPORT_HTML)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.errors import DataError
-from eval.inputs import file_sha256
+from eval.prepare.inputs import file_sha256
 
 HUB_REPO = "zai-org/LongBench"
 HUB_REVISION = "5e628be450b7e67fb7ae6e201bd6d8f7056f7672"
@@ -62,7 +62,7 @@ Downloader = Callable[[str, str], Path]
 
 def mini_dir() -> Path:
     """The shipped longbench-mini sample (NOT LongBench data; see its README)."""
-    return Path(str(resources.files("eval").joinpath("longbench_mini", "data")))
+    return Path(str(resources.files("eval.prepare").joinpath("samples", "longbench_mini", "data")))
 
 
 def hub_download(repo: str, revision: str) -> Path:

@@ -7,13 +7,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.data import DataSource, Downloader, Row, hub_download, open_source
 from eval.errors import ConfigError
-from eval.inputs import InputRow, InputsHeader, sha256_text, write_inputs
-from eval.prompting import Tokenizer, chat_overhead, input_budget, middle_truncate
+from eval.prepare.dataset_specs import (
+    MAXLEN_FILE,
+    PROMPT_FILE,
+    SPEC_FILE,
+    DatasetSpec,
+    base_name,
+    get_spec,
+    read_prompt_file,
+)
+from eval.prepare.inputs import InputRow, InputsHeader, sha256_text, write_inputs
+from eval.prepare.prompting import Tokenizer, chat_overhead, input_budget, middle_truncate
+from eval.prepare.select import select_ids
+from eval.prepare.sources import DataSource, Downloader, Row, hub_download, open_source
 from eval.provenance import git_state, lbeval_version
-from eval.select import select_ids
-from eval.specs import MAXLEN_FILE, PROMPT_FILE, SPEC_FILE, DatasetSpec, base_name, get_spec, read_prompt_file
 
 
 @dataclass

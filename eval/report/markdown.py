@@ -11,8 +11,8 @@ import math
 import re
 from collections.abc import Sequence
 
-from eval.compare import Comparison, DivergentPair, Table, cell_text, divergence_list
-from eval.score import NEAR_TIE_MARGIN, RunScores
+from eval.analyze.compare import Comparison, DivergentPair, Table, cell_text, divergence_list
+from eval.analyze.score import NEAR_TIE_MARGIN, RunScores
 
 MD_DIVERGENCES_SHOWN = 30
 EXCERPT_BEFORE, EXCERPT_AFTER = 24, 40

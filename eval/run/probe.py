@@ -10,10 +10,10 @@ import secrets
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from eval.client import Client, RequestFailed, RequestSettings, build_request, endpoint_for
 from eval.errors import ConfigError, LbevalError
-from eval.inputs import InputRow
-from eval.metrics_text import CACHE_CONFIG_INFO, FINISHED_COUNTER, PROCESS_START, Snapshot, parse_metrics
+from eval.prepare.inputs import InputRow
+from eval.run.client import Client, RequestFailed, RequestSettings, build_request, endpoint_for
+from eval.run.metrics_text import CACHE_CONFIG_INFO, FINISHED_COUNTER, PROCESS_START, Snapshot, parse_metrics
 
 # Common words (about one token each on most tokenizers): ~300 tokens, two or more 128-token blocks, cheap to
 # prefill on a CPU server.

@@ -24,7 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from eval.client import (
+from eval.errors import ConfigError, LbevalError
+from eval.prepare.dataset_specs import get_spec
+from eval.prepare.inputs import InputRow, sha256_text
+from eval.records.types import RequestRecord, Usage
+from eval.run.client import (
     Client,
     RequestFailed,
     RequestSettings,
@@ -33,9 +37,7 @@ from eval.client import (
     endpoint_for,
     request_settings,
 )
-from eval.errors import ConfigError, LbevalError
-from eval.inputs import InputRow, sha256_text
-from eval.metrics_text import (
+from eval.run.metrics_text import (
     FINISHED_COUNTER,
     PROCESS_START,
     Snapshot,
@@ -43,8 +45,6 @@ from eval.metrics_text import (
     request_deltas,
     went_backwards,
 )
-from eval.record_types import RequestRecord, Usage
-from eval.specs import get_spec
 
 PASS_CHOICES = ("cold", "warm", "repeat", "timing", "controls")
 MAIN_ORDER = ("cold", "warm", "repeat")

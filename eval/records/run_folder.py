@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from eval.errors import DataError
-from eval.record_types import RECORD_SCHEMA_VERSION, ClientTimings, RequestRecord, TopK, Usage
+from eval.records.types import RECORD_SCHEMA_VERSION, ClientTimings, RequestRecord, TopK, Usage
 
 MANIFEST_NAME = "manifest.json"
 RECORDS_NAME = "records.jsonl"

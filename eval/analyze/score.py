@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from eval.errors import DataError, LbevalError
-from eval.inputs import InputRow, inputs_digest, read_inputs
-from eval.record_types import PASSES, RequestRecord
-from eval.records import LoadedRun, RunManifest
-from eval.specs import base_name, get_spec
+from eval.prepare.dataset_specs import base_name, get_spec
+from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
+from eval.records.run_folder import LoadedRun, RunManifest
+from eval.records.types import PASSES, RequestRecord
 from scorers import determinism, longbench
 from scorers.longbench.normalize import first_line
 
@@ -690,7 +690,7 @@ def resolve_run(arg: str, runs_root: Path) -> Path:
     The latest run: the one `runs_root/<variant>/LATEST` names (the runner writes it after each run), else
     the one whose manifest has the newest `started_at`.
     """
-    from eval.records import MANIFEST_NAME, read_manifest
+    from eval.records.run_folder import MANIFEST_NAME, read_manifest
 
     path = Path(arg)
     if (path / MANIFEST_NAME).is_file():
@@ -718,7 +718,7 @@ def resolve_run(arg: str, runs_root: Path) -> Path:
 
 
 def score_run(run_dir: Path, inputs: Path | None = None) -> ScoredRun:
-    from eval.records import load_run
+    from eval.records.run_folder import load_run
 
     loaded = load_run(run_dir)
     return score_loaded(loaded, load_inputs(loaded.manifest, run_dir, inputs))
@@ -756,7 +756,7 @@ def scores_json(scored: ScoredRun) -> dict[str, Any]:
 
 
 def write_scores(scored: ScoredRun) -> tuple[Path, Path]:
-    from eval.report_md import scores_markdown
+    from eval.report.markdown import scores_markdown
 
     run_dir = scored.loaded.run_dir
     json_path, md_path = run_dir / SCORES_JSON, run_dir / SCORES_MD

@@ -1,14 +1,14 @@
 """The four comparison tables as data (typed cells), each with its one-line reading.
 
 Every number a report shows is a cell built here; report_md, report_html and summary.json only render
-these cells (see eval.compare's cell types).
+these cells (see eval.analyze.compare's cell types).
 """
 
 from __future__ import annotations
 
 import math
 
-from eval.compare import (
+from eval.analyze.compare import (
     BOOTSTRAP_RESAMPLES,
     Blank,
     Cell,
@@ -24,7 +24,7 @@ from eval.compare import (
     Table,
     Text,
 )
-from eval.score import NEAR_TIE_MARGIN, SECONDARY_ROUGE_METRICS, DatasetAccuracy, PairStats, RunScores
+from eval.analyze.score import NEAR_TIE_MARGIN, SECONDARY_ROUGE_METRICS, DatasetAccuracy, PairStats, RunScores
 
 MAX_POSITIONS_SHOWN = 12
 

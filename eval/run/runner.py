@@ -26,10 +26,22 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tqdm import tqdm
 
-from eval.client import Client, RequestSettings
 from eval.errors import ConfigError, DataError, LbevalError
-from eval.inputs import InputRow, inputs_digest, read_inputs
-from eval.passes import (
+from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
+from eval.provenance import git_state, host_info, lbeval_version, package_versions
+from eval.records.run_folder import (
+    MANIFEST_NAME,
+    RECORDS_NAME,
+    RecordWriter,
+    RunManifest,
+    final_records,
+    read_manifest,
+    repair_records,
+    write_manifest,
+)
+from eval.records.types import RECORD_SCHEMA_VERSION, RequestRecord
+from eval.run.client import Client, RequestSettings
+from eval.run.passes import (
     CacheFacts,
     Context,
     GroupState,
@@ -42,19 +54,7 @@ from eval.passes import (
     unit_key,
     validate_passes,
 )
-from eval.probe import ProbeResult, probe_server
-from eval.provenance import git_state, host_info, lbeval_version, package_versions
-from eval.record_types import RECORD_SCHEMA_VERSION, RequestRecord
-from eval.records import (
-    MANIFEST_NAME,
-    RECORDS_NAME,
-    RecordWriter,
-    RunManifest,
-    final_records,
-    read_manifest,
-    repair_records,
-    write_manifest,
-)
+from eval.run.probe import ProbeResult, probe_server
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 DEFAULT_PASSES = ("cold", "warm", "repeat", "timing", "controls")
