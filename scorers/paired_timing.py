@@ -1,0 +1,381 @@
+"""Interleaved A/B timing: paired log-ratios, a cluster bootstrap over inputs, and a drift check.
+
+Design assumed. Two servers (A = base, B = variant) are live at once; each unit of work is sent to both, in
+a seeded ABBA-balanced order, so the two requests of a pair are adjacent in time. One pair gives one
+log-ratio log(b / a). Slow machine drift (thermal, noisy neighbours, a background job) multiplies both
+timings of a pair by nearly the same factor and cancels in the ratio; it does not cancel when A's and B's
+timings come from different periods (a sequential run: all of A, then all of B).
+
+`paired_timing_change(input_ids, a, b)`: pair k is (input_ids[k], a[k], b[k]); an input may have several
+pairs (repetitions, passes). The figure is exp(mean of all log-ratios) - 1, in percent: the ratio of B's
+and A's geometric means over the pairs. The interval is a percentile cluster bootstrap over inputs: a
+resample draws inputs with replacement and takes all the pairs of each drawn input (an input drawn twice
+counts twice), so the repetitions of an input, which are not independent of one another, stay together.
+The draws are those of `scorers.stats`: `rng = numpy.random.default_rng(seed)`, then
+`rng.integers(0, n_inputs, size=(chunk, n_inputs))` per chunk of resamples, inputs numbered in order of
+first appearance. Percentiles are taken on the log scale (`numpy.quantile`, linear interpolation) and
+mapped to percent (a monotone map, so it commutes with the percentiles).
+
+`unpaired_timing_change(ids_a, a, ids_b, b)`: the figure a sequential report would show, median(b) /
+median(a) - 1 (or the ratio of means), A's and B's timings treated as two samples: the same cluster
+bootstrap over inputs (an input drawn brings all its A cells and all its B cells) but the statistic ignores
+which A timing was adjacent to which B timing. Reported next to the paired figure it shows what pairing
+bought; fed a sequential split of interleaved data it shows what drift does to an unpaired comparison.
+
+`drift_check(times_s, a, b)`: the trend over session time of the paired log-ratios and of each server's
+own log timings. Slope: Theil-Sen (Theil 1950, Sen 1968), the median of the pairwise slopes
+(y_j - y_i) / (x_j - x_i) over i < j with x_i != x_j. Test: Mann-Kendall / Kendall's tau between time and
+value (Mann 1945; Kendall 1970, "Rank Correlation Methods", 4th ed., ch. 4), S = sum over i < j of
+sign(x_j - x_i) * sign(y_j - y_i), with the variance under independence corrected for ties in both
+variables (t: sizes of groups of tied times, u: of tied values):
+
+    var(S) = [n(n-1)(2n+5) - sum t(t-1)(2t+5) - sum u(u-1)(2u+5)] / 18
+             + [sum t(t-1)(t-2)] [sum u(u-1)(u-2)] / [9 n(n-1)(n-2)]
+             + [sum t(t-1)] [sum u(u-1)] / [2 n(n-1)],
+
+z = (S - sign(S)) / sqrt(var(S)) (continuity correction), two-sided p = 2 (1 - Phi(|z|)) with
+Phi(z) = erfc(-z / sqrt 2) / 2. A slope b in log units per second is reported as 100 (exp(b * 60) - 1) %
+per minute and 100 (exp(b * 3600) - 1) % per hour. Verdict "drift" when p < alpha AND the hourly change
+has magnitude >= min_pct_per_hour; otherwise "no_drift". The test assumes independent observations:
+autocorrelated noise (bursts) makes it reject too often, which is why the verdict also needs a slope large
+enough to matter. Both are O(n^2) in time and memory (fine for a few thousand pairs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+_CELLS_PER_CHUNK = 4_000_000  # as in scorers.stats: bounds memory; part of the definition of the draws
+
+Statistic = Literal["median", "mean"]
+DriftVerdict = Literal["no_drift", "drift"]
+
+
+@dataclass(frozen=True)
+class TimingChange:
+    """B vs A from paired timings, in percent (estimate and percentile-interval bounds)."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    n_inputs: int
+    n_pairs: int
+    resamples: int
+    seed: int
+    confidence: float
+
+
+@dataclass(frozen=True)
+class UnpairedTimingChange:
+    """B vs A with A's and B's timings as two samples (statistic(b) / statistic(a) - 1), in percent."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    n_inputs: int
+    n_a: int
+    n_b: int
+    statistic: Statistic
+    resamples: int
+    seed: int
+    confidence: float
+
+
+@dataclass(frozen=True)
+class MannKendall:
+    """Kendall's S between time and value, its tie-corrected null variance, z, two-sided p, tau-b."""
+
+    n: int
+    s: int
+    var_s: float
+    z: float
+    p_value: float
+    tau_b: float
+
+
+@dataclass(frozen=True)
+class Trend:
+    """Theil-Sen slope of a log series over session time, the Mann-Kendall test, and the verdict."""
+
+    n: int
+    slope_log_per_second: float
+    pct_per_minute: float
+    pct_per_hour: float
+    test: MannKendall
+    verdict: DriftVerdict
+
+
+@dataclass(frozen=True)
+class DriftCheck:
+    """Trends of the paired log-ratios log(b/a) and of each server's own log timings."""
+
+    paired: Trend
+    a: Trend
+    b: Trend
+    alpha: float
+    min_pct_per_hour: float
+
+
+def _timings(x: ArrayLike, name: str) -> NDArray[np.float64]:
+    arr = np.asarray(x, dtype=np.float64)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array of timings, got shape {arr.shape}")
+    bad = ~(np.isfinite(arr) & (arr > 0.0))
+    if np.any(bad):
+        k = int(np.argmax(bad))
+        raise ValueError(
+            f"{name}[{k}] = {float(arr[k])!r}: timings must be finite and > 0 (no NaN, 0 or negative)"
+        )
+    return arr
+
+
+def log_ratios(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
+    """log(b[k] / a[k]) per pair; ValueError on a length mismatch or a non-positive, NaN or infinite time."""
+    arr_a, arr_b = _timings(a, "a"), _timings(b, "b")
+    if arr_a.shape != arr_b.shape:
+        raise ValueError(f"a has {arr_a.size} timings, b has {arr_b.size}: one of each per pair")
+    return np.log(arr_b) - np.log(arr_a)
+
+
+def percent_change(mean_log_ratio: float) -> float:
+    """100 * (exp(m) - 1): a mean log-ratio as a percentage change (exact for a geometric mean)."""
+    return 100.0 * math.expm1(mean_log_ratio)
+
+
+def _check(n_resamples: int, confidence: float) -> None:
+    if n_resamples < 1:
+        raise ValueError("n_resamples must be >= 1")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must be in (0, 1)")
+
+
+def _codes(ids: Sequence[Hashable], index: dict[Hashable, int]) -> NDArray[np.int64]:
+    """Cluster number of each id, numbering new ids in order of first appearance (extends `index`)."""
+    return np.array([index.setdefault(i, len(index)) for i in ids], dtype=np.int64)
+
+
+def _resample_counts(n: int, seed: int, n_resamples: int) -> Iterator[NDArray[np.float64]]:
+    """Per chunk of resamples: how many times each of the n inputs was drawn ([rows, n])."""
+    rng = np.random.default_rng(seed)
+    chunk = max(1, _CELLS_PER_CHUNK // n)
+    for start in range(0, n_resamples, chunk):
+        rows = min(chunk, n_resamples - start)
+        idx = rng.integers(0, n, size=(rows, n))
+        flat = (idx + n * np.arange(rows, dtype=np.int64)[:, None]).ravel()
+        yield np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(np.float64)
+
+
+def _per_cluster(codes: NDArray[np.int64], values: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+    return np.bincount(codes, weights=values, minlength=n).astype(np.float64)
+
+
+def _interval(stats: NDArray[np.float64], confidence: float) -> tuple[float, float]:
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(stats, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def paired_timing_change(
+    input_ids: Sequence[Hashable],
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    seed: int,
+    n_resamples: int = 10000,
+    confidence: float = 0.95,
+) -> TimingChange:
+    """exp(mean log(b/a)) - 1 in percent, with a cluster bootstrap over inputs (see the module docstring)."""
+    _check(n_resamples, confidence)
+    ratios = log_ratios(a, b)
+    if len(input_ids) != ratios.size:
+        raise ValueError(f"{len(input_ids)} input ids for {ratios.size} pairs: one id per pair")
+    codes = _codes(input_ids, {})
+    n = int(codes.max()) + 1
+    sums = _per_cluster(codes, ratios, n)
+    counts = _per_cluster(codes, np.ones_like(ratios), n)
+    stats = np.concatenate([(c @ sums) / (c @ counts) for c in _resample_counts(n, seed, n_resamples)])
+    low, high = _interval(stats, confidence)
+    return TimingChange(
+        estimate=percent_change(float(ratios.mean())),
+        ci_low=percent_change(low),
+        ci_high=percent_change(high),
+        n_inputs=n,
+        n_pairs=ratios.size,
+        resamples=n_resamples,
+        seed=seed,
+        confidence=confidence,
+    )
+
+
+def _weighted_medians(
+    values: NDArray[np.float64], codes: NDArray[np.int64], counts: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Median of each resample ([rows] of cluster counts): every cell repeated as often as its input."""
+    order = np.argsort(values, kind="stable")
+    sorted_values, sorted_codes = values[order], codes[order]
+    out = np.empty(counts.shape[0], dtype=np.float64)
+    block = max(1, _CELLS_PER_CHUNK // values.size)
+    for start in range(0, counts.shape[0], block):
+        cum = np.cumsum(counts[start : start + block][:, sorted_codes], axis=1)
+        total = cum[:, -1]
+        if np.any(total == 0):
+            raise ValueError("a resample drew no timing of one side (inputs measured on one side only)")
+        # 0-based positions of the two middle cells of the expanded sorted sample (equal when total is odd)
+        lower = sorted_values[np.argmax(cum > ((total - 1) // 2)[:, None], axis=1)]
+        upper = sorted_values[np.argmax(cum > (total // 2)[:, None], axis=1)]
+        out[start : start + block] = (lower + upper) / 2.0
+    return out
+
+
+def _side_statistic(
+    values: NDArray[np.float64], codes: NDArray[np.int64], counts: NDArray[np.float64], statistic: Statistic
+) -> NDArray[np.float64]:
+    if statistic == "median":
+        return _weighted_medians(values, codes, counts)
+    n = counts.shape[1]
+    cells = counts @ _per_cluster(codes, np.ones_like(values), n)
+    if np.any(cells == 0):
+        raise ValueError("a resample drew no timing of one side (inputs measured on one side only)")
+    return (counts @ _per_cluster(codes, values, n)) / cells
+
+
+def unpaired_timing_change(
+    ids_a: Sequence[Hashable],
+    a: ArrayLike,
+    ids_b: Sequence[Hashable],
+    b: ArrayLike,
+    *,
+    seed: int,
+    statistic: Statistic = "median",
+    n_resamples: int = 10000,
+    confidence: float = 0.95,
+) -> UnpairedTimingChange:
+    """statistic(b) / statistic(a) - 1 in percent, A and B as two samples, cluster bootstrap over inputs."""
+    _check(n_resamples, confidence)
+    arr_a, arr_b = _timings(a, "a"), _timings(b, "b")
+    if len(ids_a) != arr_a.size or len(ids_b) != arr_b.size:
+        raise ValueError("one input id per timing on each side")
+    index: dict[Hashable, int] = {}
+    codes_a, codes_b = _codes(ids_a, index), _codes(ids_b, index)
+    n = len(index)
+    point = np.median if statistic == "median" else np.mean
+    ratios = [
+        _side_statistic(arr_b, codes_b, c, statistic) / _side_statistic(arr_a, codes_a, c, statistic)
+        for c in _resample_counts(n, seed, n_resamples)
+    ]
+    low, high = _interval(np.concatenate(ratios) - 1.0, confidence)
+    return UnpairedTimingChange(
+        estimate=100.0 * float(point(arr_b) / point(arr_a) - 1.0),
+        ci_low=100.0 * low,
+        ci_high=100.0 * high,
+        n_inputs=n,
+        n_a=arr_a.size,
+        n_b=arr_b.size,
+        statistic=statistic,
+        resamples=n_resamples,
+        seed=seed,
+        confidence=confidence,
+    )
+
+
+def _series(x: ArrayLike, y: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    arr_x = np.asarray(x, dtype=np.float64)
+    arr_y = np.asarray(y, dtype=np.float64)
+    if arr_x.ndim != 1 or arr_x.shape != arr_y.shape or arr_x.size < 2:
+        raise ValueError(f"x and y must be 1-D of one length >= 2, got {arr_x.shape} and {arr_y.shape}")
+    if not (np.all(np.isfinite(arr_x)) and np.all(np.isfinite(arr_y))):
+        raise ValueError("x and y must be finite")
+    return arr_x, arr_y
+
+
+def theil_sen_slope(x: ArrayLike, y: ArrayLike) -> float:
+    """Median of (y_j - y_i) / (x_j - x_i) over pairs i < j with x_i != x_j (Theil 1950, Sen 1968)."""
+    arr_x, arr_y = _series(x, y)
+    i, j = np.triu_indices(arr_x.size, k=1)
+    dx = arr_x[j] - arr_x[i]
+    keep = dx != 0.0
+    if not np.any(keep):
+        raise ValueError("all x are equal: no slope")
+    return float(np.median((arr_y[j] - arr_y[i])[keep] / dx[keep]))
+
+
+def _tie_sums(v: NDArray[np.float64]) -> tuple[float, float, float]:
+    """sum t(t-1), sum t(t-1)(t-2), sum t(t-1)(2t+5) over the sizes t of groups of equal values."""
+    _, sizes = np.unique(v, return_counts=True)
+    t = sizes.astype(np.float64)
+    return (
+        float(np.sum(t * (t - 1))),
+        float(np.sum(t * (t - 1) * (t - 2))),
+        float(np.sum(t * (t - 1) * (2 * t + 5))),
+    )
+
+
+def _normal_sf(z: float) -> float:
+    """1 - Phi(z) = erfc(z / sqrt 2) / 2, computed without the cancellation of 1 - Phi for large z."""
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def mann_kendall(x: ArrayLike, y: ArrayLike) -> MannKendall:
+    """Kendall's S of (x, y) with the tie-corrected normal approximation (formula in the module docstring)."""
+    arr_x, arr_y = _series(x, y)
+    n = arr_x.size
+    i, j = np.triu_indices(n, k=1)
+    s = int(np.sum(np.sign(arr_x[j] - arr_x[i]) * np.sign(arr_y[j] - arr_y[i])))
+    t1, t2, t3 = _tie_sums(arr_x)
+    u1, u2, u3 = _tie_sums(arr_y)
+    var_s = (n * (n - 1) * (2 * n + 5) - t3 - u3) / 18.0 + t1 * u1 / (2.0 * n * (n - 1))
+    if n > 2:
+        var_s += t2 * u2 / (9.0 * n * (n - 1) * (n - 2))
+    pairs = n * (n - 1) / 2.0
+    denominator = math.sqrt((pairs - t1 / 2.0) * (pairs - u1 / 2.0))
+    if var_s <= 0.0 or denominator == 0.0:  # all times or all values tied: no evidence of a trend
+        return MannKendall(n, s, var_s, 0.0, 1.0, 0.0)
+    z = (s - (s > 0) + (s < 0)) / math.sqrt(var_s)
+    return MannKendall(n, s, var_s, z, min(1.0, 2.0 * _normal_sf(abs(z))), s / denominator)
+
+
+def log_trend(
+    times_s: ArrayLike, log_values: ArrayLike, *, alpha: float = 0.01, min_pct_per_hour: float = 5.0
+) -> Trend:
+    """Trend of a log series over session time (seconds): Theil-Sen slope, Mann-Kendall test, verdict."""
+    if not 0.0 < alpha < 1.0:
+        raise ValueError("alpha must be in (0, 1)")
+    if min_pct_per_hour < 0.0:
+        raise ValueError("min_pct_per_hour must be >= 0")
+    slope = theil_sen_slope(times_s, log_values)
+    test = mann_kendall(times_s, log_values)
+    per_hour = 100.0 * math.expm1(slope * 3600.0)
+    drift = test.p_value < alpha and abs(per_hour) >= min_pct_per_hour
+    return Trend(
+        n=test.n,
+        slope_log_per_second=slope,
+        pct_per_minute=100.0 * math.expm1(slope * 60.0),
+        pct_per_hour=per_hour,
+        test=test,
+        verdict="drift" if drift else "no_drift",
+    )
+
+
+def drift_check(
+    times_s: ArrayLike, a: ArrayLike, b: ArrayLike, *, alpha: float = 0.01, min_pct_per_hour: float = 5.0
+) -> DriftCheck:
+    """Trends of log(b/a), log(a) and log(b) over the pairs' session times (seconds, one per pair).
+
+    min_pct_per_hour (default 5 %/h: 2.5 % over a 30-minute session, half a typical +-5 % gate band) is
+    the smallest hourly change called drift; a significant but smaller trend is reported as "no_drift".
+    """
+    ratios = log_ratios(a, b)
+    log_a, log_b = np.log(_timings(a, "a")), np.log(_timings(b, "b"))
+    return DriftCheck(
+        paired=log_trend(times_s, ratios, alpha=alpha, min_pct_per_hour=min_pct_per_hour),
+        a=log_trend(times_s, log_a, alpha=alpha, min_pct_per_hour=min_pct_per_hour),
+        b=log_trend(times_s, log_b, alpha=alpha, min_pct_per_hour=min_pct_per_hour),
+        alpha=alpha,
+        min_pct_per_hour=min_pct_per_hour,
+    )
