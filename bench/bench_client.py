@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 
 from eval.prepare.inputs import InputRow, sha256_text
-from eval.records.run_folder import decode_topk, dumps_record, encode_topk
+from eval.records.codec import decode_topk, dumps_record, encode_topk
 from eval.records.types import RequestRecord
 from eval.run.client import Client, RequestSettings, build_request, request_settings
 from tests.fake_server import FakeServer

@@ -22,7 +22,9 @@ from pathlib import Path
 
 from eval.cli import main as lbeval
 from eval.errors import LbevalError
-from eval.serve.process import append_server_record, get_launch_spec, sigterm_as_interrupt, start
+from eval.records.run_folder import append_server_record
+from eval.serve.launch_specs import get_launch_spec
+from eval.serve.process import sigterm_as_interrupt, start
 
 DEFAULT_BASE = "cpu-smollm2"
 DEFAULT_VARIANT = "cpu-smollm2-fp8kv"

@@ -1,8 +1,8 @@
 """Determinism metrics: how two responses to the same request differ, and aggregates over many.
 
-A `Response` is what one request produced: the generated token IDs, the output text, and optionally per
+A `Generation` is what one request produced: the generated token IDs, the output text, and optionally per
 position the top-k alternatives as {token ID: logprob} (`topk[p]` belongs to the token at position p; when
-given, it must have one entry per generated token). Responses that ended in an error are not Responses:
+given, it must have one entry per generated token). Responses that ended in an error are not Generations:
 callers count them and pass the count to `aggregate_pairs(..., errors=n)`, which reports it separately.
 
 Pair metrics, A vs B (`compare_pair`):
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Response:
+class Generation:
     """One successful response: generated token IDs, text, optional per-position top-k {token ID: logprob}."""
 
     token_ids: Sequence[int]
@@ -95,7 +95,7 @@ def margin(topk: Sequence[Mapping[int, float]] | None, position: int | None) -> 
     return first - second
 
 
-def compared_positions(a: Response, b: Response, divergence: int | None) -> range:
+def compared_positions(a: Generation, b: Generation, divergence: int | None) -> range:
     """0 .. divergence (inclusive), or all positions when equal; only where both sides have top-k."""
     if a.topk is None or b.topk is None:
         return range(0)
@@ -103,7 +103,7 @@ def compared_positions(a: Response, b: Response, divergence: int | None) -> rang
     return range(min(end, len(a.topk), len(b.topk)))
 
 
-def topk_delta_overlap(a: Response, b: Response, positions: range) -> tuple[float | None, int | None]:
+def topk_delta_overlap(a: Generation, b: Generation, positions: range) -> tuple[float | None, int | None]:
     """(max |logprob_A - logprob_B| over shared IDs, min shared-ID count) over the positions."""
     if a.topk is None or b.topk is None or len(positions) == 0:
         return None, None
@@ -119,7 +119,7 @@ def topk_delta_overlap(a: Response, b: Response, positions: range) -> tuple[floa
     return delta, overlap
 
 
-def compare_pair(a: Response, b: Response) -> PairResult:
+def compare_pair(a: Generation, b: Generation) -> PairResult:
     """All pair metrics of two responses to the same request (definitions in the module docstring)."""
     divergence = first_divergence(a.token_ids, b.token_ids)
     first_equal = None if not a.token_ids or not b.token_ids else a.token_ids[0] == b.token_ids[0]

@@ -1,54 +1,34 @@
-"""`lbeval compare BASE VARIANT`: two scored runs -> the comparison tables, as data.
+"""Two scored runs -> their comparison, as numbers (eval/report turns it into tables).
 
 The comparison refuses runs that asked different things (inputs manifest hash, model, sampling
 settings), naming each difference, unless `allow_mismatch` (then the report carries a warning).
 
-The four tables, in order (each with a one-line reading):
-    accuracy    official score per dataset: cold base/variant, cold outputs identical across the two
-                variants (k/N), warm base/variant, paired bootstrap CI of the warm-score change
-    agreement   within each variant: cold/warm, warm/repeat, first-token equality, top-k delta/overlap;
-                and across the two (`base vs variant` column): base cold vs variant cold, base warm vs
-                variant warm, timing first tokens base vs variant (same pass and repetition)
-    timing      warm/cold prefill (server) and TTFT (client), base vs variant, relative change with a
-                paired bootstrap 95% CI over inputs
-    cache       cache-state checks and controls, invalid warm samples, errors, per variant
-
-Tables hold typed cells (`Num`, `Frac`, `Interval`, `Sci`, `Text`, `Flag`, `Ints`, `Blank`); the Markdown and
-HTML reports render the same cells with `cell_text`, and summary.json stores `cell_json` of each, so
-the numbers in every output are the same numbers.
+What it holds: per-dataset cold outputs identical across the two variants (k/N), the paired bootstrap CI of
+the warm-score change per dataset, base vs variant agreement (cold/cold, warm/warm, timing first tokens), the
+relative change of each timing measure with a paired bootstrap 95% CI over inputs, whether the runs were
+sequential or overlapping, and the diverging pairs for the drill-down.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from eval.analyze.score import (
-    TIMING_MEASURES,
-    Divergence,
-    Key,
-    Pair,
-    PairStats,
-    ScoredRun,
-    collect_pairs,
-    ok_record,
-    pair_stats,
-    response,
-    timing_values,
-)
+from eval.analyze.pairs import Divergence, Pair, PairStats, as_generation, collect_pairs, pair_stats
+from eval.analyze.score import ScoredRun
+from eval.analyze.timing import TIMING_MEASURES, timing_values
 from eval.errors import LbevalError
+from eval.records.final import ExampleKey as Key
+from eval.records.final import ok_record
 from eval.records.run_folder import RunManifest
 from eval.records.types import RequestRecord
 from scorers import determinism, stats
 
-SUMMARY_SCHEMA_VERSION = 1
 BOOTSTRAP_SEED = 20260909
 BOOTSTRAP_RESAMPLES = 10_000
 # manifest.settings keys that change what the model is asked or how it samples
@@ -103,159 +83,6 @@ def find_mismatches(base: RunManifest, variant: RunManifest) -> list[Mismatch]:
     return found
 
 
-# ---------------------------------------------------------------- cells and tables
-
-
-@dataclass(frozen=True)
-class Num:
-    value: float | None
-    decimals: int = 2
-    suffix: str = ""
-    signed: bool = False
-
-
-@dataclass(frozen=True)
-class Frac:
-    k: int
-    n: int
-
-
-@dataclass(frozen=True)
-class Interval:
-    estimate: float
-    low: float
-    high: float
-    decimals: int = 1
-    suffix: str = "%"
-
-
-@dataclass(frozen=True)
-class Sci:
-    value: float | None  # shown to 3 significant digits
-
-
-@dataclass(frozen=True)
-class Text:
-    text: str
-
-
-@dataclass(frozen=True)
-class Flag:
-    value: bool
-
-
-@dataclass(frozen=True)
-class Ints:
-    values: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class Blank:
-    """A cell that does not apply to its row (e.g. a cross-variant row's per-variant columns)."""
-
-
-BLANK_TEXT = "—"
-
-Cell = Num | Frac | Interval | Sci | Text | Flag | Ints | Blank | None
-
-
-def _round(value: float, decimals: int) -> float:
-    return round(float(value), decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
-
-
-def _sig3(value: float) -> float:
-    return float(f"{value:.3g}")
-
-
-def _missing(value: float | None) -> bool:
-    """No number to show: absent, or NaN/inf (e.g. from a logprob the server sent as null)."""
-    return value is None or not math.isfinite(value)
-
-
-def cell_json(cell: Cell) -> Any:
-    """The number(s) a cell shows, exactly as shown (rounded to the displayed precision); null for n/a."""
-    if cell is None or isinstance(cell, Blank):
-        return None
-    if isinstance(cell, Num):
-        return None if cell.value is None or _missing(cell.value) else _round(cell.value, cell.decimals)
-    if isinstance(cell, Frac):
-        return {"k": cell.k, "n": cell.n}
-    if isinstance(cell, Interval):
-        return {
-            k: _round(v, cell.decimals)
-            for k, v in (("estimate", cell.estimate), ("low", cell.low), ("high", cell.high))
-        }
-    if isinstance(cell, Sci):
-        return None if cell.value is None or _missing(cell.value) else _sig3(cell.value)
-    if isinstance(cell, Text):
-        return cell.text
-    if isinstance(cell, Flag):
-        return cell.value
-    return list(cell.values)
-
-
-def _fmt(value: float, decimals: int, signed: bool) -> str:
-    text = f"{_round(value, decimals):{'+' if signed else ''}.{decimals}f}"
-    return text
-
-
-def cell_text(cell: Cell) -> str:
-    """Plain (unescaped) text of a cell; `n/a` for a missing value."""
-    if cell is None:
-        return "n/a"
-    if isinstance(cell, Num):
-        if cell.value is None or _missing(cell.value):
-            return "n/a"
-        return _fmt(cell.value, cell.decimals, cell.signed) + cell.suffix
-    if isinstance(cell, Frac):
-        return f"{cell.k}/{cell.n}"
-    if isinstance(cell, Interval):
-        d, s = cell.decimals, cell.suffix
-        return f"{_fmt(cell.estimate, d, True)}{s} [{_fmt(cell.low, d, True)}, {_fmt(cell.high, d, True)}]"
-    if isinstance(cell, Sci):
-        return "n/a" if cell.value is None or _missing(cell.value) else f"{_sig3(cell.value):.3g}"
-    if isinstance(cell, Text):
-        return cell.text
-    if isinstance(cell, Flag):
-        return "yes" if cell.value else "no"
-    if isinstance(cell, Blank):
-        return BLANK_TEXT
-    return ", ".join(str(v) for v in cell.values) if cell.values else "none"
-
-
-@dataclass(frozen=True)
-class Row:
-    key: str  # stable machine name (summary.json)
-    label: str  # shown in the first column
-    cells: list[Cell]
-
-
-@dataclass(frozen=True)
-class Table:
-    id: str
-    title: str
-    reading: str  # one line: what the table says
-    columns: list[str]  # including the first (label) column
-    rows: list[Row]
-    note: str = ""
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "title": self.title,
-            "reading": self.reading,
-            "columns": self.columns,
-            "note": self.note,
-            "rows": [
-                {
-                    "key": r.key,
-                    "label": r.label,
-                    "cells": {c: cell_json(v) for c, v in zip(self.columns[1:], r.cells, strict=True)},
-                }
-                for r in self.rows
-            ],
-        }
-
-
 # ---------------------------------------------------------------- cross-variant data
 
 
@@ -280,7 +107,7 @@ def cross_cold(base: ScoredRun, variant: ScoredRun) -> list[CrossCold]:
         for key in keys:
             a, b = ok_record(base.selection, key, "cold"), ok_record(variant.selection, key, "cold")
             if a is not None and b is not None:
-                pairs.append(Pair(key, 0, a, b, determinism.compare_pair(response(a), response(b))))
+                pairs.append(Pair(key, 0, a, b, determinism.compare_pair(as_generation(a), as_generation(b))))
         out.append(CrossCold(ds, len(keys), len(pairs), sum(p.result.text_equal for p in pairs), pairs))
     return out
 
@@ -317,38 +144,6 @@ def cross_agreement(base: ScoredRun, variant: ScoredRun) -> dict[str, PairStats 
     return out
 
 
-def cross_json(s: PairStats | None) -> dict[str, Any] | None:
-    """summary.json's `cross_variant` entry: the raw (unrounded) cross-variant figures of one kind."""
-    if s is None:
-        return None
-    return {
-        "pass_a": s.pass_a,
-        "pass_b": s.pass_b,
-        "n_total": s.n_total,
-        "n_pairs": s.n_pairs,
-        "text_equal": s.text_equal,
-        "tokens_equal": s.tokens_equal,
-        "first_token_equal": s.first_token_equal,
-        "max_delta": s.max_delta,
-        "min_overlap": s.min_overlap,
-        "errors": s.errors,
-        "invalid": s.invalid,
-        "missing": s.missing,
-        "divergences": [
-            {
-                "dataset": d.dataset,
-                "example_id": d.example_id,
-                "repetition": d.repetition,
-                "position": d.position,
-                "margin_a": d.margin_a,
-                "margin_b": d.margin_b,
-                "near_tie": d.near_tie,
-            }
-            for d in s.divergences
-        ],
-    }
-
-
 @dataclass(frozen=True)
 class Change:
     """A paired bootstrap result in display units (percent for relative changes, points for scores)."""
@@ -378,8 +173,8 @@ def warm_score_change(base: ScoredRun, variant: ScoredRun, dataset: str, seed: i
     keys = [k for k in base.keys if k[0] == dataset and k in a_scores and k in b_scores]
     if not keys:
         return None
-    a = np.array([100.0 * a_scores[k][0] for k in keys])
-    b = np.array([100.0 * b_scores[k][0] for k in keys])
+    a = np.array([100.0 * a_scores[k].official for k in keys])
+    b = np.array([100.0 * b_scores[k].official for k in keys])
     result = stats.paired_bootstrap_difference(a, b, seed=seed, n_resamples=BOOTSTRAP_RESAMPLES)
     return _change(result, 1.0)
 
@@ -427,7 +222,6 @@ class Comparison:
     execution: str  # "sequential" | "overlapping" | "unknown"
     warnings: list[str] = field(default_factory=list)
     cross_agreement: dict[str, PairStats | None] = field(default_factory=dict)  # see CROSS_KINDS
-    tables: list[Table] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -458,13 +252,11 @@ def compare(
     base: ScoredRun, variant: ScoredRun, *, allow_mismatch: bool = False, seed: int = BOOTSTRAP_SEED
 ) -> Comparison:
     """Build the comparison; raises MismatchError when the runs asked different things."""
-    from eval.report.tables import build_tables
-
     mismatches = find_mismatches(base.loaded.manifest, variant.loaded.manifest)
     if mismatches and not allow_mismatch:
         raise MismatchError(mismatches)
     execution = execution_order(base, variant)
-    comparison = Comparison(
+    return Comparison(
         base=base,
         variant=variant,
         mismatches=mismatches,
@@ -477,30 +269,6 @@ def compare(
         warnings=comparison_warnings(base, variant, mismatches, execution),
         cross_agreement=cross_agreement(base, variant),
     )
-    comparison.tables.extend(build_tables(comparison))
-    return comparison
-
-
-def summary_json(c: Comparison) -> dict[str, Any]:
-    """summary.json: every number in the tables (as shown), plus run identities and warnings.
-
-    `cross_variant` holds the cross-variant agreement (see CROSS_KINDS) unrounded, with its divergences.
-    """
-    from eval.analyze.score import to_jsonable
-
-    return {
-        "schema_version": SUMMARY_SCHEMA_VERSION,
-        "base": to_jsonable(c.base.scores.run),
-        "variant": to_jsonable(c.variant.scores.run),
-        "mismatches": to_jsonable(c.mismatches),
-        "allow_mismatch": c.allow_mismatch,
-        "execution": c.execution,
-        "bootstrap": {"seed": c.seed, "n_resamples": BOOTSTRAP_RESAMPLES, "confidence": 0.95},
-        "warnings": c.warnings,
-        "tables": {t.id: t.as_json() for t in c.tables},
-        "divergences": [dp.as_json() for dp in divergence_list(c)],
-        "cross_variant": {name: cross_json(s) for name, s in c.cross_agreement.items()},
-    }
 
 
 @dataclass(frozen=True)
@@ -551,21 +319,3 @@ def divergence_list(c: Comparison) -> list[DivergentPair]:
     for cross in c.cross:
         found += [_diverging("cold base/variant", ("base cold", "variant cold"), p) for p in cross.pairs]
     return [dp for dp in found if dp is not None]
-
-
-REPORT_MD, SUMMARY_JSON, REPORT_HTML = "report.md", "summary.json", "report.html"
-
-
-def write_reports(c: Comparison, out_dir: Path) -> tuple[Path, Path, Path]:
-    """Write report.md, summary.json and report.html into out_dir (each replaced atomically)."""
-    from eval.analyze.score import atomic_write, to_jsonable
-    from eval.report.html import html_report
-    from eval.report.markdown import comparison_markdown
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = (out_dir / REPORT_MD, out_dir / SUMMARY_JSON, out_dir / REPORT_HTML)
-    atomic_write(paths[0], comparison_markdown(c))
-    summary = to_jsonable(summary_json(c))  # NaN/inf -> null: standard JSON only
-    atomic_write(paths[1], json.dumps(summary, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-    atomic_write(paths[2], html_report(c))
-    return paths

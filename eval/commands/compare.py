@@ -25,7 +25,8 @@ def add_run_pair_arguments(p: argparse.ArgumentParser) -> None:
 
 def score_pair(args: argparse.Namespace) -> tuple[ScoredRun, ScoredRun]:
     """Score the BASE and VARIANT runs named on the command line."""
-    from eval.analyze.score import resolve_run, score_run  # heavy (scorers): imported when used
+    from eval.analyze.score import score_run  # heavy (scorers): imported when used
+    from eval.records.run_folder import resolve_run
 
     return score_run(resolve_run(args.base, args.runs)), score_run(resolve_run(args.variant, args.runs))
 
@@ -42,11 +43,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval.analyze.compare import (  # heavy (scorers): imported when used
-        BOOTSTRAP_SEED,
-        compare,
-        write_reports,
-    )
+    from eval.analyze.compare import BOOTSTRAP_SEED, compare  # heavy (scorers): imported when used
+    from eval.report.write import write_reports
 
     base, variant = score_pair(args)
     comparison = compare(

@@ -7,7 +7,10 @@ from pathlib import Path
 
 from eval.commands.compare import add_run_pair_arguments, score_pair
 from eval.errors import LbevalError
-from eval.gate.policy import Verdict, evaluate, load_policy, no_verdict, write_junit
+from eval.gate.junit import write_junit
+from eval.gate.policy import load_policy
+from eval.gate.rules import evaluate
+from eval.gate.verdict import Verdict, no_verdict
 
 HELP = "Release gate: check a policy (TOML) on base vs variant; exit 0 pass, 1 a rule fails, 2 no verdict."
 

@@ -11,7 +11,8 @@ from eval.prepare.build import PrepareConfig, parse_max_tokens, prepare
 from eval.prepare.prompting import LocalTokenizer, ServerTokenizer, Tokenizer
 from eval.prepare.select import parse_n
 from eval.prepare.sources import HUB_REPO, HUB_REVISION, DataSource
-from eval.serve.process import get_launch_spec, serving, sigterm_as_interrupt
+from eval.serve.launch_specs import get_launch_spec
+from eval.serve.process import serving, sigterm_as_interrupt
 
 HELP = (
     "Select a seeded subset of LongBench rows, apply the official prompts and truncation, write inputs.jsonl."

@@ -12,11 +12,13 @@ import sys
 from pathlib import Path
 
 from eval.errors import ConfigError
-from eval.records.run_folder import read_manifest
+from eval.records.run_folder import append_server_record, read_manifest
+from eval.records.vocabulary import PASS_CHOICES
 from eval.run.client import RequestSettings
-from eval.run.passes import PASS_CHOICES, RetryPolicy
+from eval.run.passes import RetryPolicy
 from eval.run.runner import DEFAULT_PASSES, RunConfig, execute_run
-from eval.serve.process import append_server_record, sigterm_as_interrupt, spec_for_run, start
+from eval.serve.launch_specs import spec_for_run
+from eval.serve.process import sigterm_as_interrupt, start
 
 HELP = "Send the inputs to a server in cold/warm/repeat/timing passes and record every request (resumable)."
 

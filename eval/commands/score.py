@@ -21,7 +21,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval.analyze.score import resolve_run, score_run, write_scores  # heavy (scorers): imported when used
+    # heavy (scorers): imported when used, so `lbeval --help` stays fast
+    from eval.analyze.score import score_run
+    from eval.records.run_folder import resolve_run
+    from eval.report.write import write_scores
 
     run_dir = resolve_run(args.run, args.runs)
     scored = score_run(run_dir, args.inputs)

@@ -6,7 +6,8 @@ import argparse
 import time
 from pathlib import Path
 
-from eval.serve.process import get_launch_spec, sigterm_as_interrupt, start
+from eval.serve.launch_specs import get_launch_spec
+from eval.serve.process import sigterm_as_interrupt, start
 
 HELP = "start a variant's server (launch spec) and keep it running until Ctrl-C"
 

@@ -17,6 +17,7 @@ from dataclasses import MISSING, asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eval.atomic import atomic_write_lines
 from eval.errors import DataError
 
 INPUTS_SCHEMA_VERSION = 1
@@ -93,13 +94,9 @@ def dumps_line(obj: dict[str, Any]) -> str:
 
 
 def write_inputs(path: Path, header: InputsHeader, rows: list[InputRow]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8", newline="\n") as fh:
-        fh.write(dumps_line({"record": "inputs_header", **asdict(header)}))
-        for row in rows:
-            fh.write(dumps_line({"record": "input", **asdict(row)}))
-    tmp.replace(path)
+    lines = [dumps_line({"record": "inputs_header", **asdict(header)})]
+    lines += [dumps_line({"record": "input", **asdict(row)}) for row in rows]
+    atomic_write_lines(path, lines)
 
 
 def read_inputs(path: Path) -> tuple[InputsHeader, list[InputRow]]:

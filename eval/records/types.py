@@ -1,17 +1,8 @@
 """Typed request records: one per request sent to a server, append-only, versioned.
 
-This module holds the in-memory types only (shared by the runner, which writes them, and the
-scorers/compare stages, which read them). The on-disk codec and the append-only writer/reader live in
-`eval/records.py`.
-
-Passes (`RequestRecord.pass_name`):
-    cold            first request of an input, with a fresh cache_salt (or after /reset_prefix_cache)
-    warm            the same prompt and salt right after cold (must hit the prefix cache)
-    repeat          warm again
-    timing_cold     max_tokens=1, repetition r in [0, R), fresh salt each time
-    timing_warm     max_tokens=1, repetition r, same salt as the timing_cold of the same r
-    control_salt    a warm prompt re-sent with a new salt: must hit 0 cached tokens
-    control_sibling the same context with a different question: must hit about the context's blocks
+This module holds the in-memory types only (shared by the runner, which writes them, and the analysis stages,
+which read them). The on-disk codec is `eval/records/codec.py`, the run folder with its writer and readers
+`eval/records/run_folder.py`, the pass vocabulary `eval/records/vocabulary.py`.
 """
 
 from __future__ import annotations
@@ -20,9 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 RECORD_SCHEMA_VERSION = 1
-
-PASSES = ("cold", "warm", "repeat", "timing_cold", "timing_warm", "control_salt", "control_sibling")
-STATUSES = ("ok", "error", "invalid")
 
 
 @dataclass(frozen=True)
@@ -63,7 +51,7 @@ class RequestRecord:
     variant: str
     dataset: str
     example_id: str
-    pass_name: str  # one of PASSES
+    pass_name: str  # one of vocabulary.RECORD_PASSES
     repetition: int  # 0 for cold/warm/repeat/controls; r for timing passes
     attempt: int  # 0 first try; a re-primed warm retry is attempt 1 (the invalid attempt 0 is kept)
     seq: int  # global send order within the run (0, 1, 2, ...), for order/interleaving analysis
@@ -72,7 +60,7 @@ class RequestRecord:
     settings: dict[str, Any]  # the request body minus prompt/messages (never an API key)
     cache_salt: str | None
     prompt_sha256: str
-    status: str  # one of STATUSES
+    status: str  # one of vocabulary.STATUSES
     error: str | None = None  # error text (status error) or invalid reason (status invalid)
     output_text: str | None = None
     finish_reason: str | None = None

@@ -13,10 +13,11 @@ import math
 from collections.abc import Sequence
 from html import escape
 
-from eval.analyze.compare import Comparison, DivergentPair, Table, cell_text, divergence_list
+from eval.analyze.compare import Comparison, DivergentPair, divergence_list
 from eval.analyze.score import ScoredRun
 from eval.records.types import RequestRecord
-from eval.report.markdown import first_char_difference, fmt3
+from eval.report.cells import Table, cell_text
+from eval.report.format import first_char_difference, fmt3
 from eval.report.svg import Point, Series, errorbar_plot, grouped_bars, strip_plot
 
 MAX_DRILLDOWN_PAIRS = 200
@@ -57,7 +58,7 @@ def _e(text: object) -> str:
     return escape(str(text), quote=True)
 
 
-def html_report(c: Comparison) -> str:
+def html_report(c: Comparison, tables: Sequence[Table]) -> str:
     b, v = c.base.scores.run, c.variant.scores.run
     parts = [
         "<!DOCTYPE html>",
@@ -72,7 +73,7 @@ def html_report(c: Comparison) -> str:
         parts.append('<div class="warn"><strong>Warnings</strong><ul>')
         parts += [f"<li>{_e(w)}</li>" for w in c.warnings]
         parts.append("</ul></div>")
-    for i, table in enumerate(c.tables, start=1):
+    for i, table in enumerate(tables, start=1):
         parts.append(render_table(table, i))
     parts.append("<h2>Plots</h2>")
     parts += [timing_plot(c), divergence_plot(c), delta_plot(c)]

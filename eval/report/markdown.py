@@ -11,8 +11,11 @@ import math
 import re
 from collections.abc import Sequence
 
-from eval.analyze.compare import Comparison, DivergentPair, Table, cell_text, divergence_list
-from eval.analyze.score import NEAR_TIE_MARGIN, RunScores
+from eval.analyze.compare import Comparison, DivergentPair, divergence_list
+from eval.analyze.pairs import NEAR_TIE_MARGIN
+from eval.analyze.score import RunScores
+from eval.report.cells import Table, cell_text
+from eval.report.format import first_char_difference, fmt3
 
 MD_DIVERGENCES_SHOWN = 30
 EXCERPT_BEFORE, EXCERPT_AFTER = 24, 40
@@ -54,7 +57,7 @@ def render_table(table: Table, number: int) -> list[str]:
     return lines + [""]
 
 
-def comparison_markdown(c: Comparison) -> str:
+def comparison_markdown(c: Comparison, tables: Sequence[Table]) -> str:
     b, v = c.base.scores.run, c.variant.scores.run
     lines = [
         f"## lbeval: {md_escape(b.variant)} vs {md_escape(v.variant)}",
@@ -66,19 +69,10 @@ def comparison_markdown(c: Comparison) -> str:
     ]
     if c.warnings:
         lines += ["**Warnings**", ""] + [f"- {md_escape(w)}" for w in c.warnings] + [""]
-    for i, table in enumerate(c.tables, start=1):
+    for i, table in enumerate(tables, start=1):
         lines += render_table(table, i)
     lines += divergences_markdown(c)
     return "\n".join(lines).rstrip() + "\n"
-
-
-def first_char_difference(a: str, b: str) -> int:
-    """Index of the first character where a and b differ (len of the shorter if one is a prefix)."""
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
 
 
 def excerpt(text: str, at: int) -> str:
@@ -87,11 +81,6 @@ def excerpt(text: str, at: int) -> str:
     return (
         ("…" if start else "") + text[start:at] + "⟦" + text[at:end] + ("…" if end < len(text) else "") + "⟧"
     )
-
-
-def fmt3(value: float | None) -> str:
-    """3 significant digits; n/a for a missing or non-finite value."""
-    return "n/a" if value is None or not math.isfinite(value) else f"{value:.3g}"
 
 
 def _margins(dp: DivergentPair) -> str:

@@ -1,30 +1,18 @@
 """The four comparison tables as data (typed cells), each with its one-line reading.
 
-Every number a report shows is a cell built here; report_md, report_html and summary.json only render
-these cells (see eval.analyze.compare's cell types).
+Every number a report shows is a cell built here; the Markdown, HTML and summary.json writers only render
+these cells (eval.report.cells).
 """
 
 from __future__ import annotations
 
 import math
 
-from eval.analyze.compare import (
-    BOOTSTRAP_RESAMPLES,
-    Blank,
-    Cell,
-    Change,
-    Comparison,
-    Flag,
-    Frac,
-    Interval,
-    Ints,
-    Num,
-    Row,
-    Sci,
-    Table,
-    Text,
-)
-from eval.analyze.score import NEAR_TIE_MARGIN, SECONDARY_ROUGE_METRICS, DatasetAccuracy, PairStats, RunScores
+from eval.analyze.accuracy import SECONDARY_ROUGE_METRICS, DatasetAccuracy
+from eval.analyze.compare import BOOTSTRAP_RESAMPLES, Change, Comparison
+from eval.analyze.pairs import NEAR_TIE_MARGIN, PairStats
+from eval.analyze.score import RunScores
+from eval.report.cells import Blank, Cell, Flag, Frac, Interval, Ints, Num, Row, Sci, Table, Text
 
 MAX_POSITIONS_SHOWN = 12
 

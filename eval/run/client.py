@@ -193,7 +193,7 @@ def _decode(endpoint: str, raw: bytes | str) -> tuple[Any, bool]:
 
 
 @dataclass(frozen=True)
-class Response:
+class Reply:
     text: str
     token_ids: list[int]
     topk: TopK | None
@@ -319,7 +319,7 @@ class _Accumulator:
             self.top_lps.append([_nan_if_none(v) for v in values] if nullable else values)
         return bool(tokens)
 
-    def response(self, timings: ClientTimings) -> Response:
+    def response(self, timings: ClientTimings) -> Reply:
         u = self.usage
         usage = Usage(
             prompt_tokens=u.prompt_tokens if u else None,
@@ -327,7 +327,7 @@ class _Accumulator:
             cached_tokens=u.prompt_tokens_details.cached_tokens if u and u.prompt_tokens_details else None,
         )
         topk = TopK(self.top_ids, self.top_lps, self.chosen) if self.saw_logprobs else None
-        return Response("".join(self.text), self.ids, topk, usage, timings, self.finish_reason)
+        return Reply("".join(self.text), self.ids, topk, usage, timings, self.finish_reason)
 
 
 def _nan_if_none(value: float | None) -> float:
@@ -335,7 +335,7 @@ def _nan_if_none(value: float | None) -> float:
     return float("nan") if value is None else value
 
 
-def parse_body(endpoint: str, raw: bytes, timings: ClientTimings) -> Response:
+def parse_body(endpoint: str, raw: bytes, timings: ClientTimings) -> Reply:
     """Parse a whole (non-streamed) response body."""
     acc = _Accumulator(endpoint)
     try:
@@ -347,7 +347,7 @@ def parse_body(endpoint: str, raw: bytes, timings: ClientTimings) -> Response:
 
 def parse_stream(
     endpoint: str, lines: Iterator[str], sent_at: float, t0: float, clock: Any = time.perf_counter
-) -> Response:
+) -> Reply:
     """Parse server-sent events until `data: [DONE]`; the first chunk with tokens sets the TTFT."""
     acc = _Accumulator(endpoint)
     first: float | None = None
@@ -407,7 +407,7 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def send(self, endpoint: str, request: dict[str, Any]) -> Response:
+    def send(self, endpoint: str, request: dict[str, Any]) -> Reply:
         """Send one request built by build_request; streams when request["stream"] is true.
 
         Streamed requests go through the typed `create(..., extra_body=...)` with a streaming raw response.

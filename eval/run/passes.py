@@ -27,12 +27,14 @@ from typing import Any
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.dataset_specs import get_spec
 from eval.prepare.inputs import InputRow, sha256_text
+from eval.records.final import select_final
 from eval.records.types import RequestRecord, Usage
+from eval.records.vocabulary import PASS_CHOICES, UNIT_MAIN, UNIT_TIMING
 from eval.run.client import (
     Client,
+    Reply,
     RequestFailed,
     RequestSettings,
-    Response,
     build_request,
     endpoint_for,
     request_settings,
@@ -46,7 +48,6 @@ from eval.run.metrics_text import (
     went_backwards,
 )
 
-PASS_CHOICES = ("cold", "warm", "repeat", "timing", "controls")
 MAIN_ORDER = ("cold", "warm", "repeat")
 SIBLING_QUESTION = "\n\nQuestion: Which topic does the text above discuss first?\n\nAnswer:"
 MAX_GROUP_RESTARTS = 3
@@ -119,9 +120,9 @@ def plan_units(
     units: list[Unit] = []
     for i in range(n_rows):
         if main:
-            units.append(Unit(i, "main", 0, main))
+            units.append(Unit(i, UNIT_MAIN, 0, main))
         if "timing" in passes:
-            units.extend(Unit(i, "timing", r, timing_steps(r)) for r in range(timing_reps))
+            units.extend(Unit(i, UNIT_TIMING, r, timing_steps(r)) for r in range(timing_reps))
     return units
 
 
@@ -198,7 +199,7 @@ class RetryPolicy:
 
 @dataclass
 class SendOutcome:
-    response: Response | None
+    response: Reply | None
     failure: RequestFailed | None
     retries: int
     refused: bool  # a connection was refused on the way (the server was down)
@@ -524,11 +525,6 @@ def run_unit(ctx: Context, row: InputRow, unit: Unit, start: GroupState, first_s
 # --- resume ------------------------------------------------------------------------------------------------------
 
 
-def unit_key(dataset: str, example_id: str, pass_name: str, repetition: int) -> tuple[str, str, str, int]:
-    kind = "timing" if pass_name.startswith("timing_") else "main"
-    return (dataset, example_id, kind, repetition if kind == "timing" else 0)
-
-
 def _step_done(step: Step, final: RequestRecord | None) -> bool:
     if final is None or final.status == "error":
         return False
@@ -546,12 +542,7 @@ def resume_point(
     if not records:
         return GroupState(group=0), 0
     g = max(r.group for r in records)
-    finals: dict[tuple[str, int], RequestRecord] = {}
-    for r in records:
-        if r.group == g:
-            cur = finals.get((r.pass_name, r.repetition))
-            if cur is None or r.attempt > cur.attempt:
-                finals[(r.pass_name, r.repetition)] = r
+    finals = {(s.pass_name, s.repetition): r for s, r in select_final(records).final.items()}
     done = [_step_done(s, finals.get((s.pass_name, s.repetition))) for s in unit.steps]
     if all(done):
         return None

@@ -29,17 +29,19 @@ from tqdm import tqdm
 from eval.errors import ConfigError, DataError, LbevalError
 from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
 from eval.provenance import git_state, host_info, lbeval_version, package_versions
+from eval.records.final import UnitKey, select_final, unit_of
 from eval.records.run_folder import (
     MANIFEST_NAME,
     RECORDS_NAME,
     RecordWriter,
     RunManifest,
-    final_records,
     read_manifest,
     repair_records,
+    write_latest,
     write_manifest,
 )
 from eval.records.types import RECORD_SCHEMA_VERSION, RequestRecord
+from eval.records.vocabulary import PASS_CHOICES, choice_of
 from eval.run.client import Client, RequestSettings
 from eval.run.passes import (
     CacheFacts,
@@ -51,14 +53,12 @@ from eval.run.passes import (
     plan_units,
     resume_point,
     run_unit,
-    unit_key,
     validate_passes,
 )
 from eval.run.probe import ProbeResult, probe_server
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-DEFAULT_PASSES = ("cold", "warm", "repeat", "timing", "controls")
-LATEST_NAME = "LATEST"
+DEFAULT_PASSES = tuple(PASS_CHOICES)
 CLIENT_PACKAGES = ("openai", "httpx", "httpx2", "msgspec", "numpy", "tqdm")
 
 
@@ -226,36 +226,24 @@ def _open_manifest(config: RunConfig, run_dir: Path, fresh: RunManifest) -> RunM
 
 # --- progress ----------------------------------------------------------------------------------------------------
 
-BAR_OF = {
-    "cold": "cold",
-    "warm": "warm",
-    "repeat": "repeat",
-    "timing_cold": "timing",
-    "timing_warm": "timing",
-    "control_salt": "controls",
-    "control_sibling": "controls",
-}
-
 
 class Progress:
     """One tqdm bar per pass (ETA, errors, invalid samples); silent with --quiet."""
 
     def __init__(self, units: list[Unit], done: Counter[str], quiet: bool) -> None:
-        totals: Counter[str] = Counter(BAR_OF[s.pass_name] for u in units for s in u.steps)
+        totals: Counter[str] = Counter(choice_of(s.pass_name) for u in units for s in u.steps)
         self.bars: dict[str, Any] = {}
         self.errors: Counter[str] = Counter()
         self.invalid: Counter[str] = Counter()
         self._lock = threading.Lock()
-        for pos, name in enumerate(
-            b for b in ("cold", "warm", "repeat", "timing", "controls") if b in totals
-        ):
+        for pos, name in enumerate(b for b in PASS_CHOICES if b in totals):
             self.bars[name] = tqdm(
                 total=totals[name], initial=done[name], desc=f"{name:8}", position=pos, disable=quiet,
                 file=sys.stderr, dynamic_ncols=True, leave=True,
             )  # fmt: skip
 
     def record(self, rec: RequestRecord, final: bool) -> None:
-        name = BAR_OF[rec.pass_name]
+        name = choice_of(rec.pass_name)
         with self._lock:
             if rec.status == "error":
                 self.errors[name] += 1
@@ -300,14 +288,14 @@ def _existing(run_dir: Path) -> tuple[list[RequestRecord], int]:
 def _todo(
     units: list[Unit], rows: list[InputRow], records: list[RequestRecord], same_server: bool
 ) -> list[tuple[Unit, GroupState, int]]:
-    by_unit: dict[tuple[str, str, str, int], list[RequestRecord]] = {}
+    by_unit: dict[UnitKey, list[RequestRecord]] = {}
     for r in records:
-        by_unit.setdefault(unit_key(r.dataset, r.example_id, r.pass_name, r.repetition), []).append(r)
+        by_unit.setdefault(unit_of(r), []).append(r)
     todo: list[tuple[Unit, GroupState, int]] = []
     for unit in units:
         row = rows[unit.row_index]
         point = resume_point(
-            unit, by_unit.get((row.dataset, row.id, unit.kind, unit.repetition), []), same_server
+            unit, by_unit.get(UnitKey(row.dataset, row.id, unit.kind, unit.repetition), []), same_server
         )
         if point is not None:
             todo.append((unit, *point))
@@ -345,7 +333,7 @@ def _prepare(config: RunConfig, client: Client) -> tuple[Session, ProbeResult]:
 
 
 def _stats(session: Session, counters: dict[str, int]) -> dict[str, Any]:
-    finals = final_records(session.slim)
+    finals = select_final(session.slim).final
     by_pass: dict[str, dict[str, int]] = {}
     for rec in finals.values():
         by_pass.setdefault(rec.pass_name, {"ok": 0, "invalid": 0, "error": 0})[rec.status] += 1
@@ -503,7 +491,7 @@ def execute_run(config: RunConfig, *, on_record: Callable[[RequestRecord], None]
         session, probe = _prepare(config, client)
         session.on_record = on_record
         _start_session(session, probe)
-        done = Counter(BAR_OF[r.pass_name] for r in final_records(session.slim).values())
+        done = Counter(choice_of(r.pass_name) for r in select_final(session.slim).final.values())
         progress = Progress(session.units, done, config.quiet)
         ctx: Context | None = None
         outcome = "interrupted"
@@ -517,13 +505,5 @@ def execute_run(config: RunConfig, *, on_record: Callable[[RequestRecord], None]
         finally:
             progress.close()
             _finish(session, probe, ctx, outcome)
-            _write_latest(session.run_dir)
+            write_latest(session.run_dir)
     return session.run_dir
-
-
-def _write_latest(run_dir: Path) -> None:
-    """runs/<variant>/LATEST holds the run id of the last run (for make; readers never need it)."""
-    latest = run_dir.parent / LATEST_NAME
-    tmp = latest.with_name(LATEST_NAME + ".tmp")
-    tmp.write_text(run_dir.name + "\n", encoding="utf-8")
-    os.replace(tmp, latest)

@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 
-from eval.analyze.compare import Blank, Comparison, MismatchError, compare, divergence_list, write_reports
+from eval.analyze.compare import Comparison, MismatchError, compare, divergence_list
 from eval.analyze.score import score_run
 from eval.cli import main
+from eval.report.cells import Blank
+from eval.report.tables import build_tables
+from eval.report.write import write_reports
 from tests.eval.runfactory import RunSpec, base_and_variant, make_rows, write_inputs_file, write_run
 
 
@@ -21,7 +24,7 @@ def _compare(tmp_path: Path, base: RunSpec, variant: RunSpec, **kw: Any) -> Comp
 
 
 def _row(c: Comparison, table: str, key: str) -> list[Any]:
-    t = next(t for t in c.tables if t.id == table)
+    t = next(t for t in build_tables(c) if t.id == table)
     return next(r.cells for r in t.rows if r.key == key)
 
 
@@ -61,9 +64,9 @@ def test_allow_mismatch_compares_with_a_warning(tmp_path: Path) -> None:
 
 def test_four_tables_in_order_with_readings(tmp_path: Path) -> None:
     c = _compare(tmp_path, *base_and_variant(tmp_path))
-    assert [t.id for t in c.tables] == ["accuracy", "agreement", "timing", "cache"]
-    assert all(t.reading for t in c.tables)
-    timing = next(t for t in c.tables if t.id == "timing")
+    assert [t.id for t in build_tables(c)] == ["accuracy", "agreement", "timing", "cache"]
+    assert all(t.reading for t in build_tables(c))
+    timing = next(t for t in build_tables(c) if t.id == "timing")
     assert (
         "not machine drift" in timing.note and "sequentially" in timing.note and "interleaved" in timing.note
     )
@@ -79,7 +82,7 @@ def test_timing_change_matches_hand_computation(tmp_path: Path) -> None:
     assert c.timing_changes["cold_prefill_ms"] is not None
     cells = _row(c, "timing", "warm_prefill_ms")
     assert (cells[0].value, cells[1].value) == (pytest.approx(75.5), pytest.approx(60.5))
-    assert next(t for t in c.tables if t.id == "timing").reading.startswith(
+    assert next(t for t in build_tables(c) if t.id == "timing").reading.startswith(
         "Variant warm prefill (server) is 19.9% lower"
     )
 
@@ -303,7 +306,7 @@ def test_cross_variant_identical_runs(tmp_path: Path) -> None:
     assert (ft.k, ft.n) == (24, 24)  # 6 inputs x 2 timing repetitions x (timing_cold, timing_warm)
     # within-variant rows get a blank cross cell
     assert _cross(c, "cold_warm_text")[2] == Blank()
-    reading = next(t for t in c.tables if t.id == "agreement").reading
+    reading = next(t for t in build_tables(c) if t.id == "agreement").reading
     assert "base vs variant cold outputs equal 6/6 (token IDs 6/6), max top-k logprob |delta| 0" in reading
 
 

@@ -11,17 +11,14 @@ from pathlib import Path
 import pytest
 
 from eval.errors import DataError
+from eval.records.codec import decode_topk, dumps_record, encode_topk, record_from_dict
+from eval.records.final import select_final
 from eval.records.run_folder import (
     RECORDS_NAME,
     RecordWriter,
     RunManifest,
-    decode_topk,
-    dumps_record,
-    encode_topk,
-    final_records,
     load_run,
     read_manifest,
-    record_from_dict,
     repair_records,
     scan_records,
     write_manifest,
@@ -215,14 +212,36 @@ def test_load_run_counts_torn_lines(tmp_path: Path) -> None:
     assert run.torn_lines == 1 and len(run.records) == 1 and run.manifest.run_id == "r1"
 
 
-def test_final_records_prefers_highest_group_then_attempt() -> None:
+def test_select_final_prefers_the_latest_group_then_the_last_attempt() -> None:
+    # one rule for the runner and every reader (eval.records.final): a unit re-run from cold as group 1
+    # supersedes all of group 0 (before the house issue the runner's own copy of the rule kept group 0's warm
+    # while the scorer dropped it); within a group the last attempt counts
     recs = [
-        make_record(pass_name="warm", attempt=0, status="invalid"),
-        make_record(pass_name="warm", attempt=1, seq=3),
         make_record(pass_name="cold", group=0, seq=0),
+        make_record(pass_name="warm", group=0, attempt=0, status="invalid", seq=1),
+        make_record(pass_name="warm", group=0, attempt=1, seq=3),
         make_record(pass_name="cold", group=1, seq=7),
+        make_record(pass_name="warm", group=1, attempt=0, status="invalid", seq=8),
+        make_record(pass_name="warm", group=1, attempt=1, seq=9),
+        make_record(pass_name="timing_cold", repetition=0, group=0, seq=10),
     ]
-    final = final_records(recs)
+    sel = select_final(recs)
+    final = sel.final
     assert final[("qasper", "e1", "warm", 0)].attempt == 1
+    assert final[("qasper", "e1", "warm", 0)].seq == 9
     assert final[("qasper", "e1", "cold", 0)].seq == 7
-    assert len(final) == 2
+    # the timing repetition is a unit of its own: group 0 is its latest
+    assert final[("qasper", "e1", "timing_cold", 0)].seq == 10
+    assert len(final) == 3
+    assert sel.superseded == 3 and sel.invalid_attempts == {"warm": 1} and sel.recovered == {"warm": 1}
+
+
+def test_select_final_keeps_a_warm_of_an_older_group_out_when_the_new_group_stopped_after_cold() -> None:
+    recs = [
+        make_record(pass_name="cold", group=0, seq=0),
+        make_record(pass_name="warm", group=0, seq=1),
+        make_record(pass_name="cold", group=1, seq=2),
+    ]
+    final = select_final(recs).final
+    assert ("qasper", "e1", "warm", 0) not in final
+    assert final[("qasper", "e1", "cold", 0)].group == 1

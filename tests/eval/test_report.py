@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from eval.analyze.compare import compare, write_reports
+from eval.analyze.compare import compare
 from eval.analyze.score import score_run
+from eval.report.format import first_char_difference
 from eval.report.html import delta_counts, highlighted
-from eval.report.markdown import first_char_difference, md_escape
+from eval.report.markdown import md_escape
 from eval.report.svg import nice_ticks
+from eval.report.write import write_reports
 from tests.eval.runfactory import base_and_variant, write_run
 
 HOSTILE = [

@@ -15,7 +15,8 @@ import pytest
 
 from eval.cli import main as cli_main
 from eval.errors import ConfigError, LbevalError
-from eval.records.run_folder import RECORDS_NAME, final_records, load_run, read_manifest
+from eval.records.final import select_final
+from eval.records.run_folder import RECORDS_NAME, load_run, read_manifest
 from eval.records.types import RequestRecord
 from eval.run.passes import RetryPolicy
 from eval.run.runner import RunConfig, execute_run
@@ -52,7 +53,7 @@ def assert_complete_without_duplicates(run_dir: Path) -> list[RequestRecord]:
     assert loaded.torn_lines == 0
     keys = [r.key for r in loaded.records]
     assert len(keys) == len(set(keys)), "a request was recorded twice"
-    finals = final_records(loaded.records)
+    finals = select_final(loaded.records).final
     assert len(finals) == loaded.manifest.expected_records
     assert all(r.status in ("ok", "invalid") for r in finals.values())
     return loaded.records
@@ -191,7 +192,7 @@ def test_resume_after_a_server_restart_starts_the_partial_group_over(
     cold = by_slot(records)[("ex0", "cold", 0)]
     assert [r.group for r in cold] == [0, 1]
     assert all(r.group == 1 for r in records if r.example_id == "ex0" and r.pass_name in ("warm", "repeat"))
-    assert all(r.status == "ok" for r in final_records(records).values())
+    assert all(r.status == "ok" for r in select_final(records).final.values())
 
 
 def test_interrupt_at_concurrency_two_then_resume(fake: FakeServer, tmp_path: Path) -> None:
@@ -208,7 +209,7 @@ def test_interrupt_at_concurrency_two_then_resume(fake: FakeServer, tmp_path: Pa
     records = assert_complete_without_duplicates(
         execute_run(config_for(fake, inputs, tmp_path / "runs", concurrency=2))
     )
-    assert len(final_records(records)) == 4 * 9
+    assert len(select_final(records).final) == 4 * 9
 
 
 def test_killed_process_then_resume(fake: FakeServer, tmp_path: Path) -> None:
@@ -314,7 +315,7 @@ def test_server_restart_reruns_the_group_from_cold(fake: FakeServer, tmp_path: P
     ]
     assert "server restart detected" in str(ex0[1].error)
     assert ex0[2].cache_salt != ex0[0].cache_salt
-    assert final_records(records)[("qasper", "ex0", "warm", 0)].group == 1
+    assert select_final(records).final[("qasper", "ex0", "warm", 0)].group == 1
     assert fake.restarts == 1
     m = read_manifest(tmp_path / "runs" / "v1" / records[0].run_id)
     assert m.stats["group_restarts"] == 1

@@ -10,10 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from eval.analyze.score import resolve_run, score_run, select_final, write_scores
+from eval.analyze.score import score_run
+from eval.analyze.timing import t975
 from eval.cli import main
 from eval.errors import DataError, LbevalError
+from eval.records.final import select_final
+from eval.records.run_folder import resolve_run
 from eval.records.types import RequestRecord
+from eval.report.write import write_scores
 from tests.eval.runfactory import RunSpec, base_and_variant, make_rows, token_id, write_inputs_file, write_run
 
 
@@ -216,6 +220,5 @@ def test_write_scores_round_trips(tmp_path: Path) -> None:
     [(1, 12.706), (4, 2.776), (12, 2.179), (13, 2.160), (20, 2.086), (30, 2.042), (120, 1.980)],
 )
 def test_t_quantiles_match_the_published_table(df: int, table: float) -> None:
-    from eval.analyze.score import t975
 
     assert t975(df) == pytest.approx(table, abs=0.0015)

@@ -18,16 +18,14 @@ from pathlib import Path
 import pytest
 
 from eval.errors import ConfigError, LbevalError
-from eval.serve.process import (
+from eval.serve.launch_specs import (
     VLLM_MODULE,
     LaunchSpec,
     default_cache_dir,
     get_launch_spec,
-    launch,
     load_launch_specs,
-    serving,
-    start,
 )
+from eval.serve.process import launch, serving, start
 
 ENV = {"LBEVAL_CACHE": "/cache", "HOME": "/home/u"}
 

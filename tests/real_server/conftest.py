@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from eval.serve.process import LaunchSpec, ManagedServer, get_launch_spec, start
+from eval.serve.launch_specs import LaunchSpec, get_launch_spec
+from eval.serve.process import ManagedServer, start
 
 ROOT = Path(__file__).resolve().parents[2]
 SKIP_ENV = "LBEVAL_SKIP_REAL_SERVER"

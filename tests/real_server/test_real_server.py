@@ -21,11 +21,13 @@ from pathlib import Path
 import pytest
 
 from eval.analyze.compare import compare
-from eval.analyze.score import score_run, scores_json
+from eval.analyze.score import score_run
 from eval.cli import main
 from eval.prepare.inputs import read_inputs
-from eval.records.run_folder import LoadedRun, final_records, load_run, read_manifest
+from eval.records.final import select_final
+from eval.records.run_folder import LoadedRun, load_run, read_manifest
 from eval.records.types import RequestRecord
+from eval.report.json_out import scores_json
 from eval.run.client import Client, RequestSettings
 from eval.run.probe import probe_server
 from tests.real_server.conftest import ROOT, RealServer
@@ -101,7 +103,8 @@ def run_b(real_server: RealServer, inputs: Path, work: Path, run_a: LoadedRun) -
 
 def by_slot(run: LoadedRun) -> dict[tuple[str, str, str, int], RequestRecord]:
     return {
-        (r.dataset, r.example_id, r.pass_name, r.repetition): r for r in final_records(run.records).values()
+        (r.dataset, r.example_id, r.pass_name, r.repetition): r
+        for r in select_final(run.records).final.values()
     }
 
 
@@ -304,7 +307,7 @@ def test_killing_the_server_mid_run_leaves_a_resumable_run(
     assert records.read_bytes().startswith(before)  # append-only: nothing written before was changed
     keys = [r.key for r in after.records]
     assert len(keys) == len(set(keys))  # no duplicate record
-    final = final_records(after.records)
+    final = select_final(after.records).final
     assert len(final) == after.manifest.expected_records == 12
     assert all(r.status == "ok" for r in final.values())
     for rec in final.values():  # the restarted server's cache was empty: the groups were re-run from cold

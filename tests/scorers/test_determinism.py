@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from scorers.determinism import PairResult, Response, aggregate_pairs, compare_pair, unique_outputs
+from scorers.determinism import Generation, PairResult, aggregate_pairs, compare_pair, unique_outputs
 
 
-def resp(tokens: list[int], text: str = "", topk: list[dict[int, float]] | None = None) -> Response:
-    return Response(token_ids=tokens, text=text, topk=topk)
+def resp(tokens: list[int], text: str = "", topk: list[dict[int, float]] | None = None) -> Generation:
+    return Generation(token_ids=tokens, text=text, topk=topk)
 
 
 def test_identical_responses() -> None:

@@ -1,0 +1,77 @@
+"""Accuracy of one run: the official LongBench score per dataset and generation pass, per example and overall."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from eval.prepare.dataset_specs import base_name, get_spec
+from eval.prepare.inputs import InputRow
+from eval.records.final import ExampleKey as Key
+from eval.records.final import Selection, ok_record
+from scorers import longbench
+from scorers.longbench.normalize import first_line
+
+# the secondary column (Google rouge-score ROUGE-L): English rouge datasets only; its tokenizer drops
+# non-ASCII text, so on rouge_zh datasets it would always be 0.0
+SECONDARY_ROUGE_METRICS = ("rouge",)
+
+
+@dataclass(frozen=True)
+class ExampleScore:
+    """One example's scores in one pass, both 0..1."""
+
+    official: float  # the dataset's official LongBench metric
+    rouge_l: float | None  # secondary: rouge-score ROUGE-L F, rouge datasets only
+
+
+@dataclass(frozen=True)
+class PassScore:
+    score: float | None  # official LongBench dataset score (0-100, 2 decimals) over scored examples
+    n_scored: int
+    n_total: int  # every input of the dataset, including errored, invalid and missing samples
+    rouge_l: float | None = None  # secondary: rouge-score ROUGE-L F (0-100), rouge datasets only
+
+
+@dataclass(frozen=True)
+class DatasetAccuracy:
+    dataset: str
+    metric: str
+    passes: dict[str, PassScore]
+
+
+def example_scores(rows: Sequence[InputRow], sel: Selection, pass_name: str) -> dict[Key, ExampleScore]:
+    """The scores of each example with an ok sample in the pass."""
+    out: dict[Key, ExampleScore] = {}
+    for row in rows:
+        rec = ok_record(sel, row.key, pass_name)
+        if rec is None or rec.output_text is None:
+            continue
+        ds = base_name(row.dataset)
+        spec = get_spec(ds)
+        official = longbench.score_example(ds, rec.output_text, row.answers, row.all_classes)
+        secondary = None
+        if spec.metric in SECONDARY_ROUGE_METRICS:
+            pred = first_line(rec.output_text) if spec.first_line_only else rec.output_text
+            secondary = longbench.rouge_score_l(pred, row.answers)
+        out[row.key] = ExampleScore(official, secondary)
+    return out
+
+
+def accuracy(
+    rows: Sequence[InputRow], per_pass: Mapping[str, Mapping[Key, ExampleScore]]
+) -> list[DatasetAccuracy]:
+    by_ds: dict[str, list[InputRow]] = {}
+    for row in rows:
+        by_ds.setdefault(row.dataset, []).append(row)
+    result = []
+    for ds, ds_rows in by_ds.items():
+        passes: dict[str, PassScore] = {}
+        for pass_name, scores in per_pass.items():
+            got = [scores[r.key] for r in ds_rows if r.key in scores]
+            official = longbench.dataset_score([g.official for g in got]) if got else None
+            sec = [g.rouge_l for g in got if g.rouge_l is not None]
+            rouge_l = longbench.dataset_score(sec) if sec else None
+            passes[pass_name] = PassScore(official, len(got), len(ds_rows), rouge_l)
+        result.append(DatasetAccuracy(ds, get_spec(ds).metric, passes))
+    return result

@@ -1,0 +1,50 @@
+"""The gate's verdict: one result per rule and the exit code (0 pass, 1 a rule fails, 2 no verdict).
+
+The report layer shows the same Verdict in its banner that `lbeval gate` turns into its exit code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+EXIT_PASS, EXIT_FAIL, EXIT_NO_VERDICT = 0, 1, 2
+
+PASS, FAIL, NO_DATA, SKIPPED = "pass", "fail", "no data", "skipped"
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    rule: str
+    status: str  # pass | fail | no data | skipped
+    measured: str
+    threshold: str
+    detail: str = ""
+
+    def line(self) -> str:
+        if self.status == SKIPPED:
+            return f"{self.status.upper():8} {self.rule}: {self.threshold}"
+        text = f"{self.status.upper():8} {self.rule}: measured {self.measured}; threshold {self.threshold}"
+        return text + (f" ({self.detail})" if self.detail else "")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    exit_code: int
+    results: list[RuleResult]
+    reasons: list[str] = field(default_factory=list)  # why there is no verdict
+
+    @property
+    def summary(self) -> str:
+        if self.exit_code == EXIT_NO_VERDICT:
+            return "gate: NO VERDICT (exit 2): " + "; ".join(self.reasons)
+        checked = [r for r in self.results if r.status in (PASS, FAIL)]
+        failed = [r for r in checked if r.status == FAIL]
+        if failed:
+            return f"gate: FAIL (exit 1): {len(failed)} of {len(checked)} rules failed: " + ", ".join(
+                r.rule for r in failed
+            )
+        return f"gate: PASS (exit 0): all {len(checked)} rules hold"
+
+
+def no_verdict(reason: str) -> Verdict:
+    return Verdict(EXIT_NO_VERDICT, [], [reason])

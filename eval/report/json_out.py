@@ -1,0 +1,95 @@
+"""The JSON outputs: scores.json of one run and summary.json of a comparison (standard JSON: NaN/inf -> null)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from eval.analyze.compare import BOOTSTRAP_RESAMPLES, Comparison, divergence_list
+from eval.analyze.pairs import PairStats
+from eval.analyze.score import ScoredRun
+from eval.report.cells import Table
+
+SUMMARY_SCHEMA_VERSION = 1
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses -> dicts; NaN/inf (never expected) -> None so the JSON stays standard."""
+    if hasattr(obj, "__dataclass_fields__"):
+        return to_jsonable(asdict(obj))
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def scores_json(scored: ScoredRun) -> dict[str, Any]:
+    data: dict[str, Any] = to_jsonable(scored.scores)  # NaN/inf -> null
+    data["examples"] = [
+        {
+            "dataset": row.dataset,
+            "id": row.id,
+            "scores": {
+                p: (s[row.key].official if row.key in s else None) for p, s in scored.example_scores.items()
+            },
+        }
+        for row in scored.rows
+    ]
+    return data
+
+
+def cross_json(s: PairStats | None) -> dict[str, Any] | None:
+    """summary.json's `cross_variant` entry: the raw (unrounded) cross-variant figures of one kind."""
+    if s is None:
+        return None
+    return {
+        "pass_a": s.pass_a,
+        "pass_b": s.pass_b,
+        "n_total": s.n_total,
+        "n_pairs": s.n_pairs,
+        "text_equal": s.text_equal,
+        "tokens_equal": s.tokens_equal,
+        "first_token_equal": s.first_token_equal,
+        "max_delta": s.max_delta,
+        "min_overlap": s.min_overlap,
+        "errors": s.errors,
+        "invalid": s.invalid,
+        "missing": s.missing,
+        "divergences": [
+            {
+                "dataset": d.dataset,
+                "example_id": d.example_id,
+                "repetition": d.repetition,
+                "position": d.position,
+                "margin_a": d.margin_a,
+                "margin_b": d.margin_b,
+                "near_tie": d.near_tie,
+            }
+            for d in s.divergences
+        ],
+    }
+
+
+def summary_json(c: Comparison, tables: Sequence[Table]) -> dict[str, Any]:
+    """summary.json: every number in the tables (as shown), plus run identities and warnings.
+
+    `cross_variant` holds the cross-variant agreement (see CROSS_KINDS) unrounded, with its divergences.
+    """
+    return {
+        "schema_version": SUMMARY_SCHEMA_VERSION,
+        "base": to_jsonable(c.base.scores.run),
+        "variant": to_jsonable(c.variant.scores.run),
+        "mismatches": to_jsonable(c.mismatches),
+        "allow_mismatch": c.allow_mismatch,
+        "execution": c.execution,
+        "bootstrap": {"seed": c.seed, "n_resamples": BOOTSTRAP_RESAMPLES, "confidence": 0.95},
+        "warnings": c.warnings,
+        "tables": {t.id: t.as_json() for t in tables},
+        "divergences": [dp.as_json() for dp in divergence_list(c)],
+        "cross_variant": {name: cross_json(s) for name, s in c.cross_agreement.items()},
+    }
