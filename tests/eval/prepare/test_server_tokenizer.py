@@ -13,7 +13,7 @@ from eval.prepare.inputs import read_inputs
 from eval.prepare.prompting import ServerTokenizer, chat_overhead
 from tests.fake_server import CHAT_PREFIX, CHAT_SUFFIX, FakeServer, detokenize, tokenize_text
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TEMPLATES = json.loads((ROOT / "prompts" / "dataset2prompt.json").read_text(encoding="utf-8"))
 
 

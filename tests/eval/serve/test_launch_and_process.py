@@ -396,7 +396,7 @@ def test_lbeval_run_with_spec_starts_the_server_runs_and_stops_it(tmp_path: Path
     from eval.records.run_folder import load_run
     from tests.eval.fake_fixtures import make_row, write_rows
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(0), make_row(1)])
     code = (
         "import sys, time; from tests.fake_server import FakeServer; s = FakeServer(); "

@@ -23,7 +23,7 @@ from eval.run.runner import RunConfig, execute_run
 from tests.eval.fake_fixtures import config_for, fake_fixture, make_row, write_rows  # noqa: F401 - fixture
 from tests.fake_server import FakeServer, Fault
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # make_row(i): "Example exI:" (2 words) + 60 words + "\n\n" (2) + "Question: what is exI?" (4) + "\n\n" (2) + "Answer:"
 RAW_TOKENS = 2 + 60 + 2 + 4 + 2 + 1
 CHAT_TOKENS = RAW_TOKENS + 3 + 5  # the fake's chat template adds 3 tokens before and 5 after

@@ -11,9 +11,9 @@ from eval.cli import main
 from eval.prepare.build import PrepareConfig, parse_max_tokens, prepare
 from eval.prepare.inputs import read_inputs
 from eval.prepare.sources import DataSource
-from tests.eval.test_prompting import WordTokenizer
+from tests.eval.prepare.test_prompting import WordTokenizer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TEMPLATES = json.loads((ROOT / "prompts" / "dataset2prompt.json").read_text(encoding="utf-8"))
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "eval" / "prepare" / "samples" / "longbench_mini" / "data"
+DATA_DIR = Path(__file__).resolve().parents[3] / "eval" / "prepare" / "samples" / "longbench_mini" / "data"
 EXPECTED_ROWS = {"qasper": 6, "gov_report": 6}
 KEYS = {"input", "context", "answers", "length", "dataset", "language", "all_classes", "_id"}
 HEX48 = re.compile(r"[0-9a-f]{48}")

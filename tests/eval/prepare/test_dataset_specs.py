@@ -10,7 +10,7 @@ import pytest
 
 from eval.prepare.dataset_specs import get_spec, load_specs
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 REFERENCE = ROOT.parent / "shared" / "reference" / "longbench" / "v1" / "config"
 # git blob ids recorded in prompts/PROVENANCE.md (upstream THUDM/LongBench @ 2e00731f)
 BLOBS = {
