@@ -1,0 +1,134 @@
+"""The house rules of eval/ (docs/architecture.md), checked on the source so a broken boundary fails a test.
+
+- Every module imports alone in a fresh interpreter (a hidden import circle fails here).
+- Imports point down the pipeline: a stage imports only earlier stages and the base modules.
+- No function-local import of an eval module outside the command layer (where it only defers heavy imports).
+- scorers/ imports nothing from eval/; only run/ and serve/ (and prepare's server tokenizer) speak HTTP.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = ("eval", "eval.errors", "eval.atomic", "eval.provenance", "eval.redact", "eval.terminal")
+STAGES = ("prepare", "serve", "records", "run", "analyze", "gate", "report")
+HTTP_MODULES = {"httpx", "httpx2", "openai", "urllib.request", "requests"}
+HTTP_ALLOWED = ("eval.run.", "eval.serve.", "eval.prepare.prompting")
+
+
+def modules(package: str) -> list[str]:
+    root = ROOT / package
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] != "__main__":  # a __main__ module runs when imported; its package is imported instead
+            out.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return out
+
+
+def imported(tree: ast.AST, module: str) -> list[tuple[str, ast.AST]]:
+    found: list[tuple[str, ast.AST]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.module, node))
+    return found
+
+
+def source_tree(module: str) -> ast.AST:
+    rel = Path(*module.split("."))
+    path = ROOT / (str(rel) + ".py") if (ROOT / (str(rel) + ".py")).exists() else ROOT / rel / "__init__.py"
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+def stage_of(module: str) -> int | None:
+    """Index in STAGES; -1 for base modules; None for the top (commands, cli, demo)."""
+    if module in BASE:
+        return -1
+    parts = module.split(".")
+    if len(parts) >= 2 and parts[1] in STAGES:
+        return STAGES.index(parts[1])
+    return None
+
+
+EVAL_MODULES = modules("eval")
+
+
+@pytest.mark.parametrize("module", EVAL_MODULES + modules("scorers"))
+def test_every_module_imports_alone_in_a_fresh_interpreter(module: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", f"import {module}"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_imports_point_down_the_pipeline() -> None:
+    wrong = []
+    for module in EVAL_MODULES:
+        here = stage_of(module)
+        if here is None:
+            continue
+        for name, node in imported(source_tree(module), module):
+            if not name.startswith("eval.") and name != "eval":
+                continue
+            there = stage_of(name)
+            if there is None or there > here:
+                wrong.append(f"{module}:{getattr(node, 'lineno', '?')} imports {name}")
+    assert wrong == []
+
+
+def test_base_modules_import_no_stage() -> None:
+    for module in BASE:
+        if module not in EVAL_MODULES:
+            continue
+        names = [n for n, _ in imported(source_tree(module), module) if n.startswith("eval.")]
+        assert all(n in BASE for n in names), (module, names)
+
+
+def test_no_function_local_import_of_eval_outside_the_command_layer() -> None:
+    found = []
+    for module in EVAL_MODULES:
+        if stage_of(module) is None:
+            continue  # commands, cli, demo may defer heavy imports until a subcommand runs
+        tree = source_tree(module)
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for name, node in imported(fn, module):
+                if name.startswith("eval"):
+                    found.append(f"{module}:{getattr(node, 'lineno', '?')} {name}")
+    assert found == []
+
+
+def test_scorers_import_nothing_from_eval() -> None:
+    for module in modules("scorers"):
+        names = [n for n, _ in imported(source_tree(module), module)]
+        assert not [n for n in names if n == "eval" or n.startswith("eval.")], module
+
+
+def test_only_the_client_and_server_stages_speak_http() -> None:
+    speakers = []
+    for module in EVAL_MODULES + modules("scorers"):
+        names = {n for n, _ in imported(source_tree(module), module)}
+        if names & HTTP_MODULES and not module.startswith(HTTP_ALLOWED):
+            speakers.append(module)
+    assert speakers == []
+
+
+def test_the_checks_above_can_fail() -> None:
+    # the direction check reads a report module importing the run stage as wrong, and a run module importing
+    # the records stage as right
+    assert stage_of("eval.report.tables") > stage_of("eval.run.client")  # type: ignore[operator]
+    assert stage_of("eval.records.final") < stage_of("eval.run.runner")  # type: ignore[operator]
+    assert stage_of("eval.commands.run") is None and stage_of("eval.errors") == -1
+    tree = ast.parse("def f():\n    from eval.run import client\n")
+    assert [n for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef) for n, _ in imported(fn, "m")] == [
+        "eval.run"
+    ]
