@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 import os
 import threading
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
@@ -167,25 +169,76 @@ def write_manifest(run_dir: Path, manifest: RunManifest) -> Path:
     return path
 
 
+class ManifestError(DataError):
+    """A run manifest that cannot be read or holds a field of the wrong type: no result from this run (exit 2)."""
+
+    exit_code = 2
+
+
+def _type_ok(value: object, tp: Any) -> bool:
+    """Whether a JSON value fits a RunManifest annotation (str, int, bool, None, unions, list[T], dict[K, V])."""
+    if tp is Any:
+        return True
+    if tp is type(None):
+        return value is None
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        return any(_type_ok(value, arg) for arg in typing.get_args(tp))
+    if origin is list:
+        (item,) = typing.get_args(tp)
+        return isinstance(value, list) and all(_type_ok(v, item) for v in value)
+    if origin is dict:
+        key, val = typing.get_args(tp)
+        return isinstance(value, dict) and all(
+            _type_ok(k, key) and _type_ok(v, val) for k, v in value.items()
+        )
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, tp)
+
+
+def _type_name(tp: Any) -> str:
+    return str(tp).replace("typing.", "") if typing.get_origin(tp) or tp is Any else tp.__name__
+
+
+def _check_manifest_fields(path: Path, obj: dict[str, Any]) -> None:
+    if obj.get("schema_version") != RECORD_SCHEMA_VERSION:
+        raise ManifestError(
+            path, None, "schema_version", f"this lbeval reads version {RECORD_SCHEMA_VERSION}"
+        )
+    known = {f.name: f for f in fields(RunManifest)}
+    hints = typing.get_type_hints(RunManifest)
+    for name in obj:
+        if name not in known:
+            raise ManifestError(path, None, name, "unknown field")
+    for name, f in known.items():
+        if name not in obj:
+            if f.default is MISSING and f.default_factory is MISSING:
+                raise ManifestError(path, None, name, "missing field")
+            continue
+        if not _type_ok(obj[name], hints[name]):
+            got = type(obj[name]).__name__
+            raise ManifestError(
+                path, None, name, f"must be {_type_name(hints[name])}, got {got} {obj[name]!r:.40}"
+            )
+    if obj["expected_records"] < 0:
+        raise ManifestError(path, None, "expected_records", "must not be negative")
+
+
 def read_manifest(run_dir: Path) -> RunManifest:
+    """The run's manifest, every field type-checked; any problem is a ManifestError naming the file and field."""
     path = run_dir / MANIFEST_NAME
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise DataError(path, None, None, "no run manifest here (is this a run directory?)") from None
+        raise ManifestError(path, None, None, "no run manifest here (is this a run directory?)") from None
     except json.JSONDecodeError as exc:
-        raise DataError(path, exc.lineno, None, f"not valid JSON ({exc.msg})") from None
+        raise ManifestError(path, exc.lineno, None, f"not valid JSON ({exc.msg})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(path, None, None, f"cannot be read ({exc})") from None
     if not isinstance(obj, dict):
-        raise DataError(path, None, None, "manifest must be a JSON object")
-    if obj.get("schema_version") != RECORD_SCHEMA_VERSION:
-        raise DataError(path, None, "schema_version", f"this lbeval reads version {RECORD_SCHEMA_VERSION}")
-    known = {f.name: f for f in fields(RunManifest)}
-    for name in obj:
-        if name not in known:
-            raise DataError(path, None, name, "unknown field")
-    for name, f in known.items():
-        if name not in obj and f.default is MISSING and f.default_factory is MISSING:
-            raise DataError(path, None, name, "missing field")
+        raise ManifestError(path, None, None, "manifest must be a JSON object")
+    _check_manifest_fields(path, obj)
     return RunManifest(**obj)
 
 

@@ -205,6 +205,24 @@ def test_no_verdict_incomplete_run(tmp_path: Path, capsys: pytest.CaptureFixture
     )
 
 
+def test_invalid_manifest_is_one_line_and_no_verdict_in_gate_and_score(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, variant = _specs(tmp_path)
+    runs = tmp_path / "runs"
+    write_run(runs, base)
+    run_dir = write_run(runs, variant)
+    manifest = run_dir / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"expected_records": 54', '"expected_records": "lots"'))
+    line = f"{manifest}:expected_records: must be int, got str 'lots'"
+    assert main(["gate", "main", "patched", "--runs", str(runs)]) == 2
+    out, err = capsys.readouterr()
+    assert f"gate: NO VERDICT (exit 2): {line}" in out and "Traceback" not in out + err
+    assert main(["score", str(run_dir)]) == 2
+    out, err = capsys.readouterr()
+    assert err == f"lbeval score: error: {line}\n" and out == ""
+
+
 def test_no_verdict_mismatched_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = _gate(tmp_path, capsys, *_specs(tmp_path, settings={"top_p": 0.9}))
     assert code == 2

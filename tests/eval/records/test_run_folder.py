@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 from dataclasses import replace
 from pathlib import Path
@@ -15,6 +16,7 @@ from eval.records.codec import decode_topk, dumps_record, encode_topk, record_fr
 from eval.records.final import select_final
 from eval.records.run_folder import (
     RECORDS_NAME,
+    ManifestError,
     RecordWriter,
     RunManifest,
     load_run,
@@ -203,6 +205,31 @@ def test_manifest_errors_name_the_field(tmp_path: Path) -> None:
         read_manifest(tmp_path)
     with pytest.raises(DataError, match="no run manifest"):
         read_manifest(tmp_path / "nope")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("expected_records", "lots", "manifest.json:expected_records: must be int, got str 'lots'"),
+        ("expected_records", True, "manifest.json:expected_records: must be int, got bool True"),
+        ("expected_records", -1, "manifest.json:expected_records: must not be negative"),
+        ("complete", "yes", "manifest.json:complete: must be bool, got str"),
+        ("sessions", {"a": 1}, "manifest.json:sessions: must be list[dict[str, Any]], got dict"),
+        ("sessions", [1], "manifest.json:sessions: must be list[dict[str, Any]], got list"),
+        ("warnings", [1], "manifest.json:warnings: must be list[str], got list"),
+        ("ended_at", 5, "manifest.json:ended_at: must be str | None, got int"),
+        ("stats", None, "manifest.json:stats: must be dict[str, Any], got NoneType"),
+    ],
+)
+def test_manifest_field_types_are_checked_when_read(
+    tmp_path: Path, field: str, value: object, message: str
+) -> None:
+    write_manifest(tmp_path, make_manifest())
+    obj = json.loads((tmp_path / "manifest.json").read_text())
+    (tmp_path / "manifest.json").write_text(json.dumps({**obj, field: value}))
+    with pytest.raises(ManifestError, match=re.escape(message)) as info:
+        read_manifest(tmp_path)
+    assert info.value.exit_code == 2 and info.value.field == field
 
 
 def test_load_run_counts_torn_lines(tmp_path: Path) -> None:
