@@ -23,6 +23,13 @@ def add_run_pair_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_policy_argument(p: argparse.ArgumentParser) -> None:
+    """--policy: shared by `lbeval compare` (the report's verdict banner) and `lbeval gate`."""
+    p.add_argument(
+        "--policy", type=Path, help="policy file (default: the shipped eval/gate/policy_default.toml)"
+    )
+
+
 def score_pair(args: argparse.Namespace) -> tuple[ScoredRun, ScoredRun]:
     """Score the BASE and VARIANT runs named on the command line."""
     from eval.analyze.score import score_run  # heavy (scorers): imported when used
@@ -40,12 +47,16 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="compare runs that asked different things (inputs, model, sampling settings); the report warns",
     )
     p.add_argument("--seed", type=int, help="bootstrap seed (default 20260909)")
+    add_policy_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
     from eval.analyze.compare import BOOTSTRAP_SEED, compare  # heavy (scorers): imported when used
+    from eval.gate.policy import load_policy
+    from eval.gate.rules import evaluate
     from eval.report.write import write_reports
 
+    policy = load_policy(args.policy)  # a bad policy stops here, before the scoring
     base, variant = score_pair(args)
     comparison = compare(
         base,
@@ -54,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
         seed=BOOTSTRAP_SEED if args.seed is None else args.seed,
     )
     out = args.out or args.runs / "compare" / comparison.name
-    paths = write_reports(comparison, out)
+    # the report's banner shows the gate's verdict: the one evaluation `lbeval gate` also uses
+    paths = write_reports(comparison, out, evaluate(comparison, policy))
     print(paths[0].read_text(encoding="utf-8"), end="")
     print("wrote " + ", ".join(str(p) for p in paths))
     return 0

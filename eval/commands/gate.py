@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval.commands.compare import add_run_pair_arguments, score_pair
+from eval.commands.compare import add_policy_argument, add_run_pair_arguments, score_pair
 from eval.errors import LbevalError
 from eval.gate.junit import write_junit
 from eval.gate.policy import load_policy
@@ -17,9 +17,7 @@ HELP = "Release gate: check a policy (TOML) on base vs variant; exit 0 pass, 1 a
 
 def configure(p: argparse.ArgumentParser) -> None:
     add_run_pair_arguments(p)
-    p.add_argument(
-        "--policy", type=Path, help="policy file (default: the shipped eval/gate/policy_default.toml)"
-    )
+    add_policy_argument(p)
     p.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML, one test case per rule")
 
 

@@ -25,9 +25,13 @@ from eval.gate.verdict import (
     NO_DATA,
     PASS,
     SKIPPED,
+    RowRef,
     RuleResult,
     Verdict,
 )
+
+# the report tables and rows the rules judge (eval/report/tables.py: Table.id, Row.key)
+ACCURACY, AGREEMENT, CROSS, TIMING, CACHE = "accuracy", "agreement", "agreement", "timing", "cache"
 
 
 def data_reasons(c: Comparison, policy: Policy) -> list[str]:
@@ -68,7 +72,9 @@ def rule_cold_warm_equality(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     need = b.text_equal - p["allowed_drop"]
     measured = f"variant {v.text_equal}/{v.n_total}, base {b.text_equal}/{b.n_total}"
     threshold = f"variant >= base - {p['allowed_drop']} = {need}"
-    return RuleResult(name, PASS if v.text_equal >= need else FAIL, measured, threshold)
+    ok = v.text_equal >= need
+    rows = (RowRef(AGREEMENT, "cold_warm_text", not ok),)
+    return RuleResult(name, PASS if ok else FAIL, measured, threshold, rows=rows)
 
 
 def rule_warm_repeat_equality(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
@@ -78,13 +84,11 @@ def rule_warm_repeat_equality(c: Comparison, p: Mapping[str, Any]) -> RuleResult
         return RuleResult(name, NO_DATA, "the variant run has no warm/repeat pairs", "a repeat pass")
     share = v.text_equal / v.n_total
     threshold = f">= {p['min_fraction']:g} of N ({p['min_fraction'] * v.n_total:g}/{v.n_total})"
-    detail = "" if share >= p["min_fraction"] else _pair_problems(v.errors, v.invalid, v.missing)
+    ok = share >= p["min_fraction"]
+    detail = "" if ok else _pair_problems(v.errors, v.invalid, v.missing)
+    rows = (RowRef(AGREEMENT, "warm_repeat_text", not ok),)
     return RuleResult(
-        name,
-        PASS if share >= p["min_fraction"] else FAIL,
-        f"variant {v.text_equal}/{v.n_total}",
-        threshold,
-        detail,
+        name, PASS if ok else FAIL, f"variant {v.text_equal}/{v.n_total}", threshold, detail, rows
     )
 
 
@@ -115,8 +119,9 @@ def rule_cold_scores(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
         if abs(diff) > tol + 1e-9:
             failing.append(b.dataset)
     threshold = f"|variant - base| <= {tol:g} points per dataset, or identical cold outputs"
+    rows = tuple(RowRef(ACCURACY, b.dataset, b.dataset in failing) for b in c.base.scores.accuracy)
     if missing:
-        return RuleResult(name, NO_DATA, "no cold score for " + ", ".join(missing), threshold)
+        return RuleResult(name, NO_DATA, "no cold score for " + ", ".join(missing), threshold, rows=rows)
     status = FAIL if failing else PASS
     return RuleResult(
         name,
@@ -124,6 +129,7 @@ def rule_cold_scores(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
         "; ".join(measured),
         threshold,
         ("outside tolerance: " + ", ".join(failing)) if failing else "",
+        rows,
     )
 
 
@@ -135,8 +141,9 @@ def rule_no_invalid_warm(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     measured = ", ".join(f"{side} {n}" for side, n in counts)
     what = "invalid warm attempts" if p["count_recovered"] else "warm samples still invalid"
     ok = all(n <= p["max"] for _, n in counts)
+    rows = (RowRef(CACHE, "invalid_warm_attempts" if p["count_recovered"] else "invalid_warm_final", not ok),)
     return RuleResult(
-        "no_invalid_warm", PASS if ok else FAIL, f"{what}: {measured}", f"<= {p['max']} per run"
+        "no_invalid_warm", PASS if ok else FAIL, f"{what}: {measured}", f"<= {p['max']} per run", rows=rows
     )
 
 
@@ -144,7 +151,8 @@ def rule_no_errors(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     counts = [(side, run.scores.errors) for side, run in _runs(c, p["runs"])]
     ok = all(n <= p["max"] for _, n in counts)
     measured = "errored requests: " + ", ".join(f"{side} {n}" for side, n in counts)
-    return RuleResult("no_errors", PASS if ok else FAIL, measured, f"<= {p['max']} per run")
+    rows = (RowRef(CACHE, "errors", not ok),)
+    return RuleResult("no_errors", PASS if ok else FAIL, measured, f"<= {p['max']} per run", rows=rows)
 
 
 def rule_warm_prefill_change(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
@@ -158,7 +166,9 @@ def rule_warm_prefill_change(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     if not (c.base.scores.timing.valid and c.variant.scores.timing.valid):
         return RuleResult(name, NO_DATA, "timing flagged invalid (concurrency or invalid samples)", threshold)
     measured = f"{ch.estimate:+.1f}% [95% CI {ch.low:+.1f}%, {ch.high:+.1f}%] over {ch.n_inputs} inputs"
-    return RuleResult(name, PASS if ch.high <= limit else FAIL, measured, threshold)
+    ok = ch.high <= limit
+    rows = (RowRef(TIMING, "warm_prefill_ms", not ok),)
+    return RuleResult(name, PASS if ok else FAIL, measured, threshold, rows=rows)
 
 
 def rule_cross_variant_cold(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
@@ -173,7 +183,8 @@ def rule_cross_variant_cold(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
         f"base cold vs variant cold outputs equal {s.text_equal}/{s.n_total} "
         f"(token IDs {s.tokens_equal}/{s.n_total}, max top-k logprob |delta| {delta})"
     )
-    return RuleResult(name, PASS if ok else FAIL, measured, threshold, "" if ok else _cross_detail(s))
+    rows = (RowRef(CROSS, "cross_cold_text", not ok),)
+    return RuleResult(name, PASS if ok else FAIL, measured, threshold, "" if ok else _cross_detail(s), rows)
 
 
 def _cross_detail(s: PairStats) -> str:
@@ -210,5 +221,6 @@ def evaluate(c: Comparison, policy: Policy) -> Verdict:
     if not any(r.status in (PASS, FAIL) for r in results) and not reasons:
         reasons.append("the policy checks no rule")
     if reasons:
-        return Verdict(EXIT_NO_VERDICT, results, reasons)
-    return Verdict(EXIT_FAIL if any(r.status == FAIL for r in results) else EXIT_PASS, results)
+        return Verdict(EXIT_NO_VERDICT, results, reasons, policy.source)
+    code = EXIT_FAIL if any(r.status == FAIL for r in results) else EXIT_PASS
+    return Verdict(code, results, policy=policy.source)

@@ -10,6 +10,17 @@ from dataclasses import dataclass, field
 EXIT_PASS, EXIT_FAIL, EXIT_NO_VERDICT = 0, 1, 2
 
 PASS, FAIL, NO_DATA, SKIPPED = "pass", "fail", "no data", "skipped"
+OUTCOMES = {EXIT_PASS: "PASS", EXIT_FAIL: "FAIL", EXIT_NO_VERDICT: "NO VERDICT"}
+
+
+@dataclass(frozen=True)
+class RowRef:
+    """A row of the comparison report that a rule judged: the table's id and the row's key, as
+    eval/report/tables.py names them (e.g. ("accuracy", "qasper")); `failed`: the rule fails on this row."""
+
+    table: str
+    row: str
+    failed: bool = False
 
 
 @dataclass(frozen=True)
@@ -19,6 +30,7 @@ class RuleResult:
     measured: str
     threshold: str
     detail: str = ""
+    rows: tuple[RowRef, ...] = ()  # what the rule judged, so the report can mark the failing rows
 
     def line(self) -> str:
         if self.status == SKIPPED:
@@ -32,6 +44,12 @@ class Verdict:
     exit_code: int
     results: list[RuleResult]
     reasons: list[str] = field(default_factory=list)  # why there is no verdict
+    policy: str = ""  # the policy's source (file path, or the shipped default)
+
+    @property
+    def outcome(self) -> str:
+        """PASS, FAIL or NO VERDICT."""
+        return OUTCOMES[self.exit_code]
 
     @property
     def summary(self) -> str:

@@ -10,12 +10,14 @@ Every piece of data (model outputs above all) is escaped with `html.escape(..., 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 
 from eval.analyze.compare import Comparison, DivergentPair, divergence_list
 from eval.analyze.score import ScoredRun
+from eval.gate.verdict import Verdict
 from eval.records.types import RequestRecord
+from eval.report.banner import Banner, banner, failed_rows, table_marks
 from eval.report.cells import Table, cell_text
 from eval.report.format import first_char_difference, fmt3
 from eval.report.svg import Point, Series, errorbar_plot, grouped_bars, strip_plot
@@ -51,6 +53,11 @@ details{border:1px solid #ddd;margin:6px 0;padding:4px 8px}summary{cursor:pointe
 .pair pre{white-space:pre-wrap;word-break:break-word;background:#fafafa;border:1px solid #eee;padding:6px;
 margin:4px 0;max-height:420px;overflow:auto;font-size:.85em}
 mark{background:#ffd54f;outline:1px solid #e65100}.meta{color:#555;font-size:.85em}
+.banner{border:2px solid #888;border-left-width:10px;padding:4px 14px;margin:12px 0;background:#fafafa}
+.banner h2{border:none;margin:.3em 0}.banner.pass{border-color:#2e7d32;background:#f1f8f1}
+.banner.fail{border-color:#c62828;background:#fdf1f1}.banner.no-verdict{border-color:#ef8f00;background:#fff8ec}
+.banner td,.banner th{text-align:left}td.st-fail{color:#c62828;font-weight:700}td.st-pass{color:#2e7d32}
+tr.failed td{background:#fde2e2}.failtag{color:#c62828;font-weight:700;margin-right:.4em}
 """
 
 
@@ -58,7 +65,7 @@ def _e(text: object) -> str:
     return escape(str(text), quote=True)
 
 
-def html_report(c: Comparison, tables: Sequence[Table]) -> str:
+def html_report(c: Comparison, tables: Sequence[Table], verdict: Verdict | None = None) -> str:
     b, v = c.base.scores.run, c.variant.scores.run
     parts = [
         "<!DOCTYPE html>",
@@ -68,13 +75,15 @@ def html_report(c: Comparison, tables: Sequence[Table]) -> str:
         f"<style>{CSS}</style></head><body>",
         f"<h1>lbeval: {_e(b.variant)} vs {_e(v.variant)}</h1>",
         _identity(c),
+        banner_html(banner(verdict)),
     ]
     if c.warnings:
         parts.append('<div class="warn"><strong>Warnings</strong><ul>')
         parts += [f"<li>{_e(w)}</li>" for w in c.warnings]
         parts.append("</ul></div>")
+    marks = failed_rows(verdict)
     for i, table in enumerate(tables, start=1):
-        parts.append(render_table(table, i))
+        parts.append(render_table(table, i, table_marks(marks, table.id)))
     parts.append("<h2>Plots</h2>")
     parts += [timing_plot(c), divergence_plot(c), delta_plot(c)]
     parts.append(drilldown(c))
@@ -100,12 +109,54 @@ def _identity(c: Comparison) -> str:
     )
 
 
-def render_table(table: Table, number: int) -> str:
+BANNER_CLASS = {"PASS": "pass", "FAIL": "fail", "NO VERDICT": "no-verdict"}
+
+
+def banner_html(b: Banner) -> str:
+    """The verdict banner: outcome, each checked rule with its measured value and threshold, skipped rules."""
+    parts = [
+        f'<section class="banner {BANNER_CLASS.get(b.outcome, "")}" id="verdict">',
+        f"<h2>Gate verdict: {_e(b.outcome)}</h2><p><strong>{_e(b.headline)}</strong></p>",
+    ]
+    if b.reasons:
+        parts.append("<p>Why there is no verdict:</p><ul>" + "".join(f"<li>{_e(r)}</li>" for r in b.reasons))
+        parts.append("</ul>")
+    if b.checked:
+        rows = "".join(
+            f'<tr><td class="st-{_e(r.status.replace(" ", "-"))}">{_e(r.status.upper())}</td>'
+            f"<td>{_e(r.rule)}</td><td>{_e(r.measured + (f' ({r.detail})' if r.detail else ''))}</td>"
+            f"<td>{_e(r.threshold)}</td></tr>"
+            for r in b.checked
+        )
+        head = "<tr><th>result</th><th>rule</th><th>measured</th><th>threshold</th></tr>"
+        parts.append(f"<table>{head}{rows}</table>")
+    if b.skipped:
+        skipped = "; ".join(f"{r.rule} ({r.threshold})" for r in b.skipped)
+        parts.append(f'<p class="note">Skipped: {_e(skipped)}.</p>')
+    if b.policy:
+        parts.append(f'<p class="note">Policy: {_e(b.policy)}. Rows a rule fails are marked ✗ below.</p>')
+    return "".join(parts) + "</section>"
+
+
+def _row_html(table: Table, key: str, label: str, cells: str, failing: Sequence[str] | None) -> str:
+    if not failing:
+        return f'<tr id="{_e(table.id)}-{_e(key)}"><td>{_e(label)}</td>{cells}</tr>'
+    tag = f'<span class="failtag">✗ fails {_e(", ".join(failing))}</span>'
+    return f'<tr id="{_e(table.id)}-{_e(key)}" class="failed"><td>{tag}{_e(label)}</td>{cells}</tr>'
+
+
+def render_table(table: Table, number: int, marks: Mapping[str, Sequence[str]] | None = None) -> str:
+    """A table; the rows in `marks` (row key -> failing rules) are highlighted with the rules they fail."""
+    marks = marks or {}
     head = "".join(f"<th>{_e(col)}</th>" for col in table.columns)
     body = "".join(
-        f'<tr id="{_e(table.id)}-{_e(r.key)}"><td>{_e(r.label)}</td>'
-        + "".join(f"<td>{_e(cell_text(cell))}</td>" for cell in r.cells)
-        + "</tr>"
+        _row_html(
+            table,
+            r.key,
+            r.label,
+            "".join(f"<td>{_e(cell_text(cell))}</td>" for cell in r.cells),
+            marks.get(r.key),
+        )
         for r in table.rows
     )
     note = f'<p class="note">{_e(table.note)}</p>' if table.note else ""

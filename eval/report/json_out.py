@@ -10,6 +10,7 @@ from typing import Any
 from eval.analyze.compare import BOOTSTRAP_RESAMPLES, Comparison, divergence_list
 from eval.analyze.pairs import PairStats
 from eval.analyze.score import ScoredRun
+from eval.gate.verdict import Verdict
 from eval.report.cells import Table
 
 SUMMARY_SCHEMA_VERSION = 1
@@ -75,13 +76,23 @@ def cross_json(s: PairStats | None) -> dict[str, Any] | None:
     }
 
 
-def summary_json(c: Comparison, tables: Sequence[Table]) -> dict[str, Any]:
-    """summary.json: every number in the tables (as shown), plus run identities and warnings.
+def verdict_json(verdict: Verdict | None) -> dict[str, Any] | None:
+    """summary.json's `verdict`: the gate's outcome, exit code, policy, reasons and every rule's result (with
+    the table rows it judged); null when the report was written without a policy."""
+    if verdict is None:
+        return None
+    data: dict[str, Any] = to_jsonable(verdict)
+    return {"outcome": verdict.outcome, "summary": verdict.summary, **data}
+
+
+def summary_json(c: Comparison, tables: Sequence[Table], verdict: Verdict | None = None) -> dict[str, Any]:
+    """summary.json: every number in the tables (as shown), plus run identities, warnings and the verdict.
 
     `cross_variant` holds the cross-variant agreement (see CROSS_KINDS) unrounded, with its divergences.
     """
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
+        "verdict": verdict_json(verdict),
         "base": to_jsonable(c.base.scores.run),
         "variant": to_jsonable(c.variant.scores.run),
         "mismatches": to_jsonable(c.mismatches),

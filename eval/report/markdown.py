@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from eval.analyze.compare import Comparison, DivergentPair, divergence_list
 from eval.analyze.pairs import NEAR_TIE_MARGIN
 from eval.analyze.score import RunScores
+from eval.gate.verdict import FAIL, Verdict
+from eval.report.banner import Banner, banner, failed_rows, table_marks
 from eval.report.cells import Table, cell_text
 from eval.report.format import first_char_difference, fmt3
 
@@ -48,16 +50,50 @@ def md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]
     return lines
 
 
-def render_table(table: Table, number: int) -> list[str]:
+def _label(label: str, failing: Sequence[str] | None) -> str:
+    if not failing:
+        return md_escape(label)
+    return f"**✗ {md_escape(label)}** (fails {md_escape(', '.join(failing))})"
+
+
+def render_table(table: Table, number: int, marks: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+    """A table; the rows in `marks` (row key -> failing rules) are marked ✗ with the rules they fail."""
+    marks = marks or {}
     lines = [f"### {number}. {md_escape(table.title)}", "", md_escape(table.reading), ""]
-    rows = [[md_escape(r.label), *(md_escape(cell_text(c)) for c in r.cells)] for r in table.rows]
+    rows = [
+        [_label(r.label, marks.get(r.key)), *(md_escape(cell_text(c)) for c in r.cells)] for r in table.rows
+    ]
     lines += md_table([md_escape(c) for c in table.columns], rows)
     if table.note:
         lines += ["", md_escape(table.note)]
     return lines + [""]
 
 
-def comparison_markdown(c: Comparison, tables: Sequence[Table]) -> str:
+def banner_markdown(b: Banner) -> list[str]:
+    """The verdict banner: outcome, each checked rule with its measured value and threshold, skipped rules."""
+    lines = [f"### Gate verdict: {b.outcome}", "", f"**{md_escape(b.headline)}**", ""]
+    if b.reasons:
+        lines += ["Why there is no verdict:", ""] + [f"- {md_escape(r)}" for r in b.reasons] + [""]
+    if b.checked:
+        rows = [
+            [
+                f"**{r.status.upper()}**" if r.status == FAIL else r.status.upper(),
+                md_escape(r.rule),
+                md_escape(r.measured + (f" ({r.detail})" if r.detail else "")),
+                md_escape(r.threshold),
+            ]
+            for r in b.checked
+        ]
+        lines += md_table(["result", "rule", "measured", "threshold"], rows) + [""]
+    if b.skipped:
+        skipped = "; ".join(f"{r.rule} ({r.threshold})" for r in b.skipped)
+        lines += [f"Skipped: {md_escape(skipped)}.", ""]
+    if b.policy:
+        lines += [f"Policy: {md_escape(b.policy)}. Rows a rule fails are marked ✗ in the tables below.", ""]
+    return lines
+
+
+def comparison_markdown(c: Comparison, tables: Sequence[Table], verdict: Verdict | None = None) -> str:
     b, v = c.base.scores.run, c.variant.scores.run
     lines = [
         f"## lbeval: {md_escape(b.variant)} vs {md_escape(v.variant)}",
@@ -67,10 +103,12 @@ def comparison_markdown(c: Comparison, tables: Sequence[Table]) -> str:
         f"({md_escape(', '.join(c.base.scores.datasets))}); inputs sha256 {md_escape(b.inputs_sha256[:12])}",
         "",
     ]
+    lines += banner_markdown(banner(verdict))
     if c.warnings:
         lines += ["**Warnings**", ""] + [f"- {md_escape(w)}" for w in c.warnings] + [""]
+    marks = failed_rows(verdict)
     for i, table in enumerate(tables, start=1):
-        lines += render_table(table, i)
+        lines += render_table(table, i, table_marks(marks, table.id))
     lines += divergences_markdown(c)
     return "\n".join(lines).rstrip() + "\n"
 

@@ -31,6 +31,7 @@ HOSTILE = [
 ALLOWED_TAGS = {
     "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "table", "tr", "th", "td", "ul", "li",
     "div", "strong", "details", "summary", "pre", "mark", "svg", "text", "line", "circle", "rect",
+    "section", "span",  # the verdict banner and the marks on failing rows
 }  # fmt: skip
 
 
