@@ -1,19 +1,49 @@
 """The one atomic file write: every file lbeval replaces (manifests, inputs, LATEST, scores, reports) goes here.
 
 Write to `<name>.tmp` beside the target, flush and fsync it, `os.replace` it over the target, then fsync the
-folder so the rename itself survives a crash. A failure removes the temporary file and raises LbevalError
-naming the path and the reason (one line, no traceback).
+folder so the rename itself survives a crash. A failure removes the temporary file and raises WriteFailed
+naming the path, the reason and the space left on its file system (one line, no traceback).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
 from eval.errors import LbevalError
+
+
+class WriteFailed(LbevalError):
+    """A file could not be written (a full disk, a read-only or vanished folder)."""
+
+    def __init__(self, message: str, path: Path, errno_: int | None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.errno = errno_
+
+
+def _free_space(path: Path) -> str:
+    for folder in path.parents:  # the nearest folder that exists
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            continue
+        size = f"{free / 1024:.0f} KiB" if free < 2**30 else f"{free / 2**30:.1f} GiB"
+        return f"{size} free on {folder}"
+    return "free space unknown"
+
+
+def write_failed(path: Path, exc: OSError, what: str = "cannot write") -> WriteFailed:
+    """The one message for a failed write: what failed, where, why, and how much space is left."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        reason += f", {_free_space(path)}"
+    return WriteFailed(f"{path}: {what} ({reason})", path, exc.errno)
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -39,7 +69,7 @@ def atomic_writer(path: Path) -> Iterator[IO[str]]:
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        raise LbevalError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        raise write_failed(path, exc) from None
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()

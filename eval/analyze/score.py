@@ -17,7 +17,7 @@ every input), never dropped.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from eval.errors import DataError
 from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection, select_final
-from eval.records.run_folder import LoadedRun, RunManifest, load_run
+from eval.records.run_folder import LoadedRun, RunManifest, damage, load_run
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import GENERATION_PASSES, PASS_CHOICES, RECORD_PASSES
 
@@ -71,6 +71,10 @@ class RunInfo:
     passes: list[str]
     settings: dict[str, Any]
     warnings: list[str]
+    # what is wrong with the records as read (run_folder.damage): unreadable lines, duplicates, lost records
+    damage: list[str] = field(default_factory=list)
+    torn_line_numbers: list[int] = field(default_factory=list)
+    duplicate_records: int = 0
 
 
 @dataclass(frozen=True)
@@ -178,12 +182,14 @@ def score_loaded(loaded: LoadedRun, rows: list[InputRow]) -> ScoredRun:
 
 
 def run_info(loaded: LoadedRun, passes: list[str], sel: Selection) -> RunInfo:
+    """The run as read. Complete: the manifest says so, every planned slot has a final record, no damage."""
     m = loaded.manifest
+    damaged = damage(loaded, sel)
+    complete = bool(m.complete) and len(sel.final) >= m.expected_records and not damaged
     warnings = list(m.warnings) + [str(w) for w in (m.probe.get("warnings") or [])]
-    if loaded.torn_lines:
-        warnings.append(f"{loaded.torn_lines} torn record line(s) dropped (a killed writer)")
-    if not m.complete:
-        warnings.append("the run is incomplete (not every planned request has a record)")
+    warnings += [f"damaged: {d}" for d in damaged]
+    if not complete:
+        warnings.append("the run is incomplete (not every planned request has a readable record)")
     return RunInfo(
         variant=m.variant,
         run_id=m.run_id,
@@ -191,7 +197,7 @@ def run_info(loaded: LoadedRun, passes: list[str], sel: Selection) -> RunInfo:
         model=m.model,
         inputs_path=m.inputs_path,
         inputs_sha256=m.inputs_sha256,
-        complete=bool(m.complete),
+        complete=complete,
         started_at=m.started_at,
         ended_at=m.ended_at,
         expected_records=m.expected_records,
@@ -202,6 +208,9 @@ def run_info(loaded: LoadedRun, passes: list[str], sel: Selection) -> RunInfo:
         passes=passes,
         settings=dict(m.settings),
         warnings=list(dict.fromkeys(warnings)),
+        damage=damaged,
+        torn_line_numbers=list(loaded.torn_line_numbers),
+        duplicate_records=sum(sel.duplicates.values()),
     )
 
 

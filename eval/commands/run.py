@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from eval.errors import ConfigError
-from eval.records.run_folder import append_server_record, read_manifest
+from eval.records.run_folder import read_manifest
 from eval.records.vocabulary import PASS_CHOICES
 from eval.run.client import RequestSettings
 from eval.run.passes import RetryPolicy
@@ -132,9 +132,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, base_url: str | None, server: dict[str, object] | None = None) -> int:
-    run_dir = execute_run(config_from_args(args, base_url))
-    if server is not None:  # which server lbeval started for this session (one line per session)
-        append_server_record(run_dir, server)
+    # `server`: which server lbeval started for this session, noted under the run folder's lock
+    run_dir = execute_run(config_from_args(args, base_url), server=server)
     manifest = read_manifest(run_dir)
     for warning in manifest.warnings:
         print(f"lbeval run: warning: {warning}", file=sys.stderr)

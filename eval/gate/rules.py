@@ -2,7 +2,7 @@
 
     0  every checked rule holds
     1  at least one rule fails (each failure names its measured value and threshold)
-    2  no verdict: the data cannot support one (missing or incomplete runs, mismatched inputs, too few
+    2  no verdict: the data cannot support one (missing, damaged or incomplete runs, mismatched inputs, too few
        valid pairs, a rule with nothing to measure). Fails closed: missing data never passes.
 
 The rules and their parameters are documented in the shipped default policy, eval/gate/policy_default.toml.
@@ -39,7 +39,9 @@ def data_reasons(c: Comparison, policy: Policy) -> list[str]:
     reasons = [f"the runs differ in {m.describe()}" for m in c.mismatches]
     for side, run in (("base", c.base), ("variant", c.variant)):
         info = run.scores.run
-        if policy.data["require_complete"] and not info.complete:
+        # damaged records never pass, whatever the policy says about incomplete runs
+        reasons += [f"{side} run {info.run_id} is damaged: {d}" for d in info.damage]
+        if policy.data["require_complete"] and not info.complete and not info.damage:
             reasons.append(
                 f"{side} run {info.run_id} is incomplete ({info.n_slots}/{info.expected_records} planned requests have a record)"
             )

@@ -5,13 +5,17 @@ each timing repetition. A unit re-run from cold after a server restart or an int
 (g+1); the records of its older groups stay on disk but are superseded. Within the latest group, per slot
 (dataset, example_id, pass_name, repetition) the last attempt counts: an invalid warm attempt 0 followed by an
 ok retry (attempt 1) is a valid sample, and every invalid attempt is still counted.
+
+Two records with the same slot, group and attempt (`RequestRecord.key`) are a duplicate: no writer produces them
+(one writer per run folder, see `run_folder.run_lock`), so they are damage, reported by `select_final` in
+`Selection.duplicates` and described by `describe_duplicates` for every reader.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from eval.records.types import RequestRecord
@@ -34,6 +38,9 @@ class UnitKey(NamedTuple):
     repetition: int  # the timing repetition; 0 for main units
 
 
+RecordKey = tuple[str, str, str, int, int, int]  # RequestRecord.key: slot, then attempt and group
+
+
 def slot_of(rec: RequestRecord) -> Slot:
     return Slot(rec.dataset, rec.example_id, rec.pass_name, rec.repetition)
 
@@ -49,11 +56,15 @@ class Selection:
     invalid_attempts: dict[str, int]  # pass -> records with status invalid in counted groups (every attempt)
     recovered: dict[str, int]  # pass -> samples whose final status is ok after an invalid attempt
     superseded: int  # records of older groups of a unit (re-run after a server restart or interruption)
+    # RequestRecord.key -> how many records beyond the first have that key (damage: two writers, a bad copy)
+    duplicates: dict[RecordKey, int] = field(default_factory=dict)
 
 
 def select_final(records: Iterable[RequestRecord]) -> Selection:
     """The record that counts for each slot; see the module docstring."""
     records = list(records)
+    seen: Counter[RecordKey] = Counter(r.key for r in records)
+    duplicates = {key: n - 1 for key, n in seen.items() if n > 1}
     latest_group: dict[UnitKey, int] = {}
     for r in records:
         u = unit_of(r)
@@ -74,7 +85,23 @@ def select_final(records: Iterable[RequestRecord]) -> Selection:
         if prev is None or (r.attempt, r.seq) > (prev.attempt, prev.seq):
             final[slot] = r
     recovered = Counter(slot.pass_name for slot in had_invalid if final[slot].status == "ok")
-    return Selection(final, dict(invalid), dict(recovered), superseded)
+    return Selection(final, dict(invalid), dict(recovered), superseded, duplicates)
+
+
+def describe_duplicates(sel: Selection, limit: int = 3) -> str | None:
+    """One line naming the duplicated records (None when there are none)."""
+    if not sel.duplicates:
+        return None
+    extra = sum(sel.duplicates.values())
+    named = [
+        f"{ds}/{ex} {p} rep {rep} attempt {attempt} group {group}"
+        for (ds, ex, p, rep, attempt, group) in sorted(sel.duplicates)[:limit]
+    ]
+    more = f" and {len(sel.duplicates) - limit} more" if len(sel.duplicates) > limit else ""
+    return (
+        f"{extra} duplicate record(s) of {len(sel.duplicates)} request slot(s), "
+        f"the same slot, group and attempt recorded twice (two writers?): {', '.join(named)}{more}"
+    )
 
 
 ExampleKey = tuple[str, str]  # (dataset, example id): `InputRow.key`

@@ -5,35 +5,47 @@ Layout (the only place these names are defined):
     runs/<variant>/<run_id>/records.jsonl   one record per line (eval.records.codec), appended, flushed and
                                             fsync'd per record
     runs/<variant>/<run_id>/servers.jsonl   one line per session whose server lbeval started (redacted)
+    runs/<variant>/<run_id>/.lock           the writer's lock (fcntl.flock, held for a whole `lbeval run`
+                                            session; holds the writer's pid, host and start time)
     runs/<variant>/LATEST                   the run id of the variant's last run (written after each run)
 
 Slots: a complete run holds one final record per slot (dataset, example_id, pass_name, repetition);
 `expected_records` in the manifest counts slots. A slot can have several records: a warm miss (`invalid`,
 attempt 0) followed by its re-primed retry (attempt 1), or a group re-run from cold after a server restart or an
 interrupted session (group g+1). Which one counts is `eval.records.final.select_final`.
+
+One writer per run: `run_lock` holds an exclusive lock from before the manifest is read until after it is last
+written, so two `lbeval run` sessions can never append to the same records. Readers still check what they read:
+`damage` lists unreadable lines, duplicates and lost records, and a damaged run is never complete.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import socket
 import threading
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from eval.atomic import atomic_write
+from eval.atomic import atomic_write, write_failed
 from eval.errors import DataError, LbevalError
 from eval.records.codec import dumps_record, record_from_dict
+from eval.records.final import Selection, describe_duplicates
 from eval.records.types import RECORD_SCHEMA_VERSION, RequestRecord
 
 MANIFEST_NAME = "manifest.json"
 RECORDS_NAME = "records.jsonl"
 LATEST_NAME = "LATEST"
 SERVERS_LOG = "servers.jsonl"  # one line per session whose server lbeval started
+LOCK_NAME = ".lock"  # the writer's lock (see run_lock)
 
 
 @dataclass
@@ -71,6 +83,7 @@ class LoadedRun:
     records: list[RequestRecord]
     torn_lines: int
     run_dir: Path
+    torn_line_numbers: list[int] = field(default_factory=list)  # 1-based lines of records.jsonl not readable
 
 
 @dataclass(frozen=True)
@@ -248,8 +261,89 @@ def load_run(run_dir: Path) -> LoadedRun:
     manifest = read_manifest(run_dir)
     scan = scan_records(run_dir / RECORDS_NAME)
     return LoadedRun(
-        manifest=manifest, records=scan.records, torn_lines=len(scan.torn_lines), run_dir=run_dir
+        manifest=manifest,
+        records=scan.records,
+        torn_lines=len(scan.torn_lines),
+        run_dir=run_dir,
+        torn_line_numbers=list(scan.torn_lines),
     )
+
+
+# --- the one writer --------------------------------------------------------------------------------------------
+
+
+class RunBusy(LbevalError):
+    """Another lbeval process is writing this run folder."""
+
+
+def _holder(fd: int) -> str:
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode("utf-8"))
+        return f"pid {info['pid']} on {info['host']}, since {info['started_at']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "its pid is not written yet"
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold the run folder's exclusive lock (one writer per run); RunBusy names the process holding it.
+
+    The lock is `fcntl.flock` on `.lock`: the kernel releases it when the holder exits, even when killed, so it
+    is never stale. The file is kept (removing it would let a third process lock a new file while a second one
+    still holds the old one); its pid, host and start time are cleared when the lock is released."""
+    path = run_dir / LOCK_NAME
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise write_failed(path, exc, "cannot create the run's lock file") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunBusy(
+                f"{run_dir}: another lbeval run ({_holder(fd)}) is writing this run; wait for it or stop it"
+            ) from None
+        since = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        note = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started_at": since})
+        with contextlib.suppress(OSError):  # a full disk: the lock holds all the same, unnamed
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, note.encode("utf-8") + b"\n", 0)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def damage(loaded: LoadedRun, sel: Selection) -> list[str]:
+    """What is wrong with a run's records as read (empty: nothing). Any damage makes the run incomplete."""
+    out: list[str] = []
+    torn = loaded.torn_line_numbers
+    if torn:
+        lines = ", ".join(str(n) for n in torn[:10]) + (
+            f" and {len(torn) - 10} more" if len(torn) > 10 else ""
+        )
+        out.append(f"{RECORDS_NAME}: {len(torn)} unreadable record line(s) (torn or damaged): line {lines}")
+    dup = describe_duplicates(sel)
+    if dup is not None:
+        out.append(dup)
+    m = loaded.manifest
+    counted = m.stats.get("records")
+    lines_read = len(loaded.records) + len(torn)
+    if isinstance(counted, int) and lines_read < counted:
+        out.append(
+            f"{RECORDS_NAME} holds {lines_read} record line(s), {counted - lines_read} fewer than the "
+            f"{counted} the manifest counted (records were lost)"
+        )
+    elif m.complete and len(sel.final) + len(torn) < m.expected_records:  # not explained by unreadable lines
+        out.append(
+            f"the manifest says complete, but only {len(sel.final)}/{m.expected_records} planned requests "
+            "have a record (records were lost)"
+        )
+    return out
 
 
 def write_latest(run_dir: Path) -> None:

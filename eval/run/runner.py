@@ -16,7 +16,7 @@ import re
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
@@ -29,14 +29,16 @@ from tqdm import tqdm
 from eval.errors import ConfigError, DataError, LbevalError
 from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
 from eval.provenance import git_state, host_info, lbeval_version, package_versions
-from eval.records.final import UnitKey, select_final, unit_of
+from eval.records.final import UnitKey, describe_duplicates, select_final, unit_of
 from eval.records.run_folder import (
     MANIFEST_NAME,
     RECORDS_NAME,
     RecordWriter,
     RunManifest,
+    append_server_record,
     read_manifest,
     repair_records,
+    run_lock,
     write_latest,
     write_manifest,
 )
@@ -302,7 +304,15 @@ def _todo(
     return todo
 
 
-def _prepare(config: RunConfig, client: Client) -> tuple[Session, ProbeResult]:
+@dataclass(frozen=True)
+class Inputs:
+    header: dict[str, Any]
+    rows: list[InputRow]
+    sha256: str
+    run_dir: Path
+
+
+def _read_inputs(config: RunConfig) -> Inputs:
     _validate(config)
     header, rows = read_inputs(config.inputs)
     if not rows:
@@ -313,7 +323,12 @@ def _prepare(config: RunConfig, client: Client) -> tuple[Session, ProbeResult]:
         raise DataError(config.inputs, None, "id", f"{dup[0]}/{dup[1]} appears twice")
     sha = inputs_digest(config.inputs)
     run_id = config.run_id or default_run_id(sha)
-    run_dir = config.out / config.variant / run_id
+    return Inputs(asdict(header), rows, sha, config.out / config.variant / run_id)
+
+
+def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> tuple[Session, ProbeResult]:
+    """Probe, plan and read the run folder (under its lock: see execute_run)."""
+    run_dir, rows = inputs.run_dir, inputs.rows
     resuming = (run_dir / MANIFEST_NAME).exists()
     modes = {r.mode for r in rows}
     probe = probe_server(
@@ -322,7 +337,8 @@ def _prepare(config: RunConfig, client: Client) -> tuple[Session, ProbeResult]:
     )  # fmt: skip
     probe.require()
     units = plan_units(len(rows), config.passes, config.timing_reps, config.stream_all)
-    fresh = _new_manifest(config, run_id, asdict(header), sha, probe, sum(len(u.steps) for u in units))
+    expected = sum(len(u.steps) for u in units)
+    fresh = _new_manifest(config, run_dir.name, inputs.header, inputs.sha256, probe, expected)
     manifest = _open_manifest(config, run_dir, fresh)
     records, torn = _existing(run_dir)
     last = manifest.sessions[-1].get("server_process_start_time") if manifest.sessions else None
@@ -333,7 +349,8 @@ def _prepare(config: RunConfig, client: Client) -> tuple[Session, ProbeResult]:
 
 
 def _stats(session: Session, counters: dict[str, int]) -> dict[str, Any]:
-    finals = select_final(session.slim).final
+    sel = select_final(session.slim)
+    finals = sel.final
     by_pass: dict[str, dict[str, int]] = {}
     for rec in finals.values():
         by_pass.setdefault(rec.pass_name, {"ok": 0, "invalid": 0, "error": 0})[rec.status] += 1
@@ -344,6 +361,7 @@ def _stats(session: Session, counters: dict[str, int]) -> dict[str, Any]:
         "by_pass": by_pass,
         "invalid_attempts": dict(retried),
         "transport_retries": sum(r.retries for r in session.slim),
+        "duplicate_records": sum(sel.duplicates.values()),
         **{k: v for k, v in sorted(counters.items())},
     }
 
@@ -370,6 +388,9 @@ def _warnings(session: Session, probe: ProbeResult, stats: dict[str, Any], compl
         out.append(
             f"{warm_invalid} warm/repeat request(s) missed the prefix cache, were marked invalid and retried"
         )
+    duplicated = describe_duplicates(select_final(session.slim))
+    if duplicated is not None:
+        out.append(f"damaged: {duplicated}; the run cannot be completed, start a new one with --run-id")
     if session.torn_dropped:
         out.append(
             f"{session.torn_dropped} torn record line(s) from an interrupted run were dropped on resume"
@@ -386,6 +407,7 @@ def _finish(session: Session, probe: ProbeResult, ctx: Context | None, outcome: 
     stats = _stats(session, counters)
     complete = outcome == "complete" and stats["slots_final"] >= session.manifest.expected_records
     complete = complete and not any(p["error"] for p in stats["by_pass"].values())
+    complete = complete and not stats["duplicate_records"]
     m = session.manifest
     m.sessions[-1].update(
         ended_at=now_iso(),
@@ -485,25 +507,43 @@ def _start_session(session: Session, probe: ProbeResult) -> None:
     write_manifest(session.run_dir, session.manifest)
 
 
-def execute_run(config: RunConfig, *, on_record: Callable[[RequestRecord], None] | None = None) -> Path:
-    """Run (or resume) the passes against the server at `config.base_url`; returns the run directory."""
+def execute_run(
+    config: RunConfig,
+    *,
+    on_record: Callable[[RequestRecord], None] | None = None,
+    server: Mapping[str, Any] | None = None,
+) -> Path:
+    """Run (or resume) the passes against the server at `config.base_url`; returns the run directory.
+
+    The whole session holds the run folder's lock (`run_lock`: RunBusy when another process is writing it),
+    from before the manifest is read until after it is last written. `server`: what lbeval started for this
+    session (a managed server), noted in servers.jsonl under the same lock."""
     with Client(config.base_url, _api_key(config), config.timeout_s) as client:
-        session, probe = _prepare(config, client)
-        session.on_record = on_record
-        _start_session(session, probe)
-        done = Counter(choice_of(r.pass_name) for r in select_final(session.slim).final.values())
-        progress = Progress(session.units, done, config.quiet)
-        ctx: Context | None = None
-        outcome = "interrupted"
-        try:
-            with RecordWriter(session.run_dir / RECORDS_NAME) as writer:
-                ctx = _context(session, client, probe, _emit_to(session, writer, progress))
-                outcome = "complete" if _run_all(session, ctx) else "incomplete"
-        except LbevalError as exc:
-            outcome = f"stopped: {exc}"
-            raise
-        finally:
-            progress.close()
-            _finish(session, probe, ctx, outcome)
-            write_latest(session.run_dir)
-    return session.run_dir
+        inputs = _read_inputs(config)
+        with run_lock(inputs.run_dir):
+            session, probe = _prepare(config, client, inputs)
+            session.on_record = on_record
+            _start_session(session, probe)
+            if server is not None:
+                append_server_record(inputs.run_dir, server)
+            _send(session, client, probe)
+    return inputs.run_dir
+
+
+def _send(session: Session, client: Client, probe: ProbeResult) -> None:
+    config = session.config
+    done = Counter(choice_of(r.pass_name) for r in select_final(session.slim).final.values())
+    progress = Progress(session.units, done, config.quiet)
+    ctx: Context | None = None
+    outcome = "interrupted"
+    try:
+        with RecordWriter(session.run_dir / RECORDS_NAME) as writer:
+            ctx = _context(session, client, probe, _emit_to(session, writer, progress))
+            outcome = "complete" if _run_all(session, ctx) else "incomplete"
+    except LbevalError as exc:
+        outcome = f"stopped: {exc}"
+        raise
+    finally:
+        progress.close()
+        _finish(session, probe, ctx, outcome)
+        write_latest(session.run_dir)

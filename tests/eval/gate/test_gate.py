@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from eval.errors import ConfigError
 from eval.gate.policy import DATA_PARAMS, RULE_PARAMS, load_policy, parse_policy
 from tests.eval.runfactory import RunSpec, base_and_variant, write_run
 
+ROOT = Path(__file__).resolve().parents[3]
 TIMING_POLICY = """
 schema_version = 1
 [rules.warm_prefill_change]
@@ -221,6 +223,79 @@ def test_invalid_manifest_is_one_line_and_no_verdict_in_gate_and_score(
     assert main(["score", str(run_dir)]) == 2
     out, err = capsys.readouterr()
     assert err == f"lbeval score: error: {line}\n" and out == ""
+
+
+def _cut_last_line(records: Path) -> None:
+    data = records.read_bytes()
+    records.write_bytes(data[: len(data) - 40])  # `truncate -s -40`: the last record torn
+
+
+def _drop_line(records: Path, lineno: int) -> None:
+    lines = records.read_bytes().splitlines(keepends=True)
+    records.write_bytes(b"".join(lines[: lineno - 1] + lines[lineno:]))
+
+
+def _garble_line(records: Path, lineno: int) -> None:
+    lines = records.read_bytes().splitlines(keepends=True)
+    lines[lineno - 1] = lines[lineno - 1][:30] + b"\n"
+    records.write_bytes(b"".join(lines))
+
+
+def _duplicate_lines(records: Path) -> None:
+    lines = records.read_bytes().splitlines(keepends=True)
+    records.write_bytes(b"".join(lines + lines[:2]))  # a second writer sent the first two requests again
+
+
+VARIANT_ID = "20260909T103000Z-test"
+DUPLICATES = (
+    "2 duplicate record(s) of 2 request slot(s), the same slot, group and attempt recorded twice (two writers?): "
+    "qasper/qas00 cold rep 0 attempt 0 group 0, qasper/qas00 warm rep 0 attempt 0 group 0"
+)
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (_cut_last_line, "records.jsonl: 1 unreadable record line(s) (torn or damaged): line 54"),
+        (
+            lambda p: _garble_line(p, 10),
+            "records.jsonl: 1 unreadable record line(s) (torn or damaged): line 10",
+        ),
+        (
+            lambda p: _drop_line(p, 10),
+            "the manifest says complete, but only 53/54 planned requests have a record (records were lost)",
+        ),
+        (_duplicate_lines, DUPLICATES),
+    ],
+)
+@pytest.mark.parametrize("require_complete", [True, False])
+def test_damaged_records_never_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: Any, reason: str, require_complete: bool
+) -> None:
+    # a complete run whose records were damaged afterwards: no verdict (exit 2) naming the damage, even with
+    # a policy that accepts incomplete runs; `lbeval score` reports the run incomplete with the same line
+    base, variant = _specs(tmp_path)
+    runs = tmp_path / "runs"
+    write_run(runs, base)
+    run_dir = write_run(runs, variant)
+    damage(run_dir / "records.jsonl")
+    policy = tmp_path / "policy.toml"
+    default = (ROOT / "eval" / "gate" / "policy_default.toml").read_text()
+    assert "\nrequire_complete = true\n" in default
+    policy.write_text(
+        default.replace(
+            "\nrequire_complete = true\n", f"\nrequire_complete = {str(require_complete).lower()}\n"
+        )
+    )
+    code = main(["gate", "main", "patched", "--runs", str(runs), "--policy", str(policy)])
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert f"gate: NO VERDICT (exit 2): variant run {VARIANT_ID} is damaged: {reason}" in out
+    assert main(["score", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "complete: no" in out and f"warning: damaged: {reason}".replace("_", "\\_") in out
+    scores = json.loads((run_dir / "scores.json").read_text())["run"]
+    assert scores["complete"] is False and scores["damage"] == [reason]
 
 
 def test_no_verdict_mismatched_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

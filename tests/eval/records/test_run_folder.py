@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import socket
 import struct
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,19 +17,25 @@ import pytest
 
 from eval.errors import DataError
 from eval.records.codec import decode_topk, dumps_record, encode_topk, record_from_dict
-from eval.records.final import select_final
+from eval.records.final import describe_duplicates, select_final
 from eval.records.run_folder import (
+    LOCK_NAME,
     RECORDS_NAME,
     ManifestError,
     RecordWriter,
+    RunBusy,
     RunManifest,
+    damage,
     load_run,
     read_manifest,
     repair_records,
+    run_lock,
     scan_records,
     write_manifest,
 )
 from eval.records.types import ClientTimings, RequestRecord, TopK, Usage
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def f32(x: float) -> float:
@@ -272,3 +282,73 @@ def test_select_final_keeps_a_warm_of_an_older_group_out_when_the_new_group_stop
     final = select_final(recs).final
     assert ("qasper", "e1", "warm", 0) not in final
     assert final[("qasper", "e1", "cold", 0)].group == 1
+
+
+def test_select_final_reports_duplicates_but_not_retries_or_reruns() -> None:
+    # a retry (attempt + 1) and a re-run group (group + 1) are legitimate; the same slot, group and attempt
+    # twice is damage (two writers): reported with what was duplicated
+    recs = [
+        make_record(pass_name="cold", seq=0),
+        make_record(pass_name="warm", attempt=0, status="invalid", seq=1),
+        make_record(pass_name="warm", attempt=1, seq=2),
+        make_record(pass_name="cold", group=1, seq=3),
+        make_record(pass_name="warm", group=1, seq=4),
+    ]
+    clean = select_final(recs)
+    assert clean.duplicates == {} and describe_duplicates(clean) is None
+    doubled = select_final([*recs, replace(recs[0], seq=5), replace(recs[0], seq=6), replace(recs[4], seq=7)])
+    assert doubled.duplicates == {("qasper", "e1", "cold", 0, 0, 0): 2, ("qasper", "e1", "warm", 0, 0, 1): 1}
+    assert describe_duplicates(doubled) == (
+        "3 duplicate record(s) of 2 request slot(s), the same slot, group and attempt recorded twice "
+        "(two writers?): qasper/e1 cold rep 0 attempt 0 group 0, qasper/e1 warm rep 0 attempt 0 group 1"
+    )
+
+
+def test_run_lock_is_exclusive_and_names_the_holder(tmp_path: Path) -> None:
+    run_dir = tmp_path / "runs" / "v" / "r1"
+    with run_lock(run_dir):
+        note = json.loads((run_dir / LOCK_NAME).read_text())
+        assert note["pid"] == os.getpid() and note["host"] == socket.gethostname()
+        expected = (
+            f"{run_dir}: another lbeval run (pid {os.getpid()} on {socket.gethostname()}, since "
+            f"{note['started_at']}) is writing this run; wait for it or stop it"
+        )
+        with pytest.raises(RunBusy) as info, run_lock(run_dir):
+            pass
+        assert str(info.value) == expected
+        # another process is refused the same way (flock, not a pid file: the kernel drops it on exit)
+        code = f"from eval.records.run_folder import run_lock\nwith run_lock(__import__('pathlib').Path({str(run_dir)!r})): pass"
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+        assert proc.returncode == 1 and "RunBusy: " + expected in proc.stderr
+    assert (run_dir / LOCK_NAME).read_text() == ""  # released: the holder's note is cleared
+    with run_lock(run_dir):
+        pass
+
+
+def test_damage_names_unreadable_lines_duplicates_and_lost_records(tmp_path: Path) -> None:
+    write_manifest(tmp_path, make_manifest(complete=True, expected_records=2))
+    cold, warm = make_record(pass_name="cold", seq=0), make_record(pass_name="warm", seq=1)
+    (tmp_path / RECORDS_NAME).write_bytes(dumps_record(cold) + dumps_record(warm))
+    run = load_run(tmp_path)
+    assert damage(run, select_final(run.records)) == []
+    (tmp_path / RECORDS_NAME).write_bytes(
+        dumps_record(cold) + b"{garbage\n" + dumps_record(warm) + dumps_record(warm)[:40]
+    )
+    run = load_run(tmp_path)
+    assert run.torn_line_numbers == [2, 4]
+    assert damage(run, select_final(run.records)) == [
+        "records.jsonl: 2 unreadable record line(s) (torn or damaged): line 2, 4"
+    ]
+    (tmp_path / RECORDS_NAME).write_bytes(dumps_record(cold) + dumps_record(cold))
+    run = load_run(tmp_path)
+    assert damage(run, select_final(run.records)) == [
+        "1 duplicate record(s) of 1 request slot(s), the same slot, group and attempt recorded twice "
+        "(two writers?): qasper/e1 cold rep 0 attempt 0 group 0",
+        "the manifest says complete, but only 1/2 planned requests have a record (records were lost)",
+    ]
+    write_manifest(tmp_path, make_manifest(stats={"records": 3}))
+    (tmp_path / RECORDS_NAME).write_bytes(dumps_record(cold))
+    run = load_run(tmp_path)
+    assert damage(run, select_final(run.records)) == [
+        "records.jsonl holds 1 record line(s), 2 fewer than the 3 the manifest counted (records were lost)"
+    ]

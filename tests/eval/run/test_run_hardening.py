@@ -1,0 +1,111 @@
+"""`lbeval run` under stress: two writers on one run, a full disk, SIGTERM (issue 10, "Hardening")."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from eval.prepare.inputs import inputs_digest
+from eval.records.final import select_final
+from eval.records.run_folder import LOCK_NAME, MANIFEST_NAME, RECORDS_NAME, RunBusy, load_run, run_lock
+from eval.run.runner import default_run_id, execute_run
+from tests.eval.fake_fixtures import config_for, fake_fixture, make_row, write_rows  # noqa: F401 - fixture
+from tests.fake_server import FakeServer, Fault
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def two_rows(tmp_path: Path) -> Path:
+    return write_rows(tmp_path / "inputs.jsonl", [make_row(0), make_row(1)])
+
+
+def cli_run(fake: FakeServer, inputs: Path, out: Path) -> subprocess.Popen[str]:
+    cmd = [sys.executable, "-m", "eval.cli", "run", "--variant", "v1", "--inputs", str(inputs), "--quiet"]
+    cmd += ["--base-url", fake.base_url, "--out", str(out), "--timing-reps", "2", "--stream-all"]
+    cmd += ["--seed", "3", "--backoff", "0.01"]
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_lines(path: Path, n: int, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") >= n:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{path}: fewer than {n} lines after {timeout_s} s")
+
+
+# ---------------------------------------------------------------- one writer per run
+
+
+def test_a_second_run_on_the_same_folder_is_refused_naming_the_first(
+    fake: FakeServer, tmp_path: Path
+) -> None:
+    # the reporter's `$RUN & $RUN & wait`: before the lock both completed, 2 records per slot
+    inputs = two_rows(tmp_path)
+    out = tmp_path / "runs"
+    run_dir = out / "v1" / default_run_id(inputs_digest(inputs))
+    fake.add_fault(Fault("slow", times=-1, delay_s=0.05))
+    first = cli_run(fake, inputs, out)
+    wait_for_lines(run_dir / RECORDS_NAME, 1)
+    second = cli_run(fake, inputs, out)
+    _, err = second.communicate(timeout=60)
+    assert second.returncode == 1
+    assert err.startswith(
+        f"lbeval run: error: {run_dir}: another lbeval run (pid {first.pid} on {socket.gethostname()}, since "
+    )
+    assert err.rstrip().endswith("is writing this run; wait for it or stop it") and err.count("\n") == 1
+    first.communicate(timeout=120)
+    assert first.returncode == 0
+    loaded = load_run(run_dir)
+    sel = select_final(loaded.records)
+    assert loaded.manifest.complete and len(loaded.manifest.sessions) == 1
+    assert len(loaded.records) == loaded.manifest.expected_records == 18 and sel.duplicates == {}
+    assert (run_dir / LOCK_NAME).read_text() == ""  # released
+
+
+def test_the_lock_is_held_before_the_manifest_is_read(fake: FakeServer, tmp_path: Path) -> None:
+    inputs = two_rows(tmp_path)
+    run_dir = tmp_path / "runs" / "v1" / default_run_id(inputs_digest(inputs))
+    with run_lock(run_dir), pytest.raises(RunBusy, match=f"pid {os.getpid()} on "):
+        execute_run(config_for(fake, inputs, tmp_path / "runs"))
+    assert not (run_dir / MANIFEST_NAME).exists() and not (run_dir / RECORDS_NAME).exists()
+    assert fake.requests == []  # refused before the probe: nothing sent
+
+
+def test_a_managed_server_run_takes_the_same_lock(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `lbeval run --spec`: the server starts, then the run is refused; nothing is written to the run folder
+    # (servers.jsonl is written under the lock now, not after the run)
+    from eval.cli import main
+
+    inputs = two_rows(tmp_path)
+    run_dir = tmp_path / "runs" / "fakevllm" / default_run_id(inputs_digest(inputs))
+    code = (
+        "import sys, time; from tests.fake_server import FakeServer; s = FakeServer(); "
+        "s.port = int(sys.argv[1]); s.start(); print('fake up', flush=True); time.sleep(3600)"
+    )
+    specs = tmp_path / "specs.toml"
+    specs.write_text(
+        f"""
+[variants.fakevllm]
+command = [{sys.executable!r}, "-c", {code!r}]
+args = ["{{port}}"]
+env = {{ PYTHONPATH = {str(ROOT)!r} }}
+log = {str(tmp_path / "server.log")!r}
+model = "fake-model"
+"""
+    )
+    argv = ["run", "--variant", "fakevllm", "--specs", str(specs), "--inputs", str(inputs)]
+    argv += ["--out", str(tmp_path / "runs"), "--passes", "cold,warm", "--quiet", "--retries", "0"]
+    with run_lock(run_dir):
+        assert main(argv) == 1
+    assert "another lbeval run (pid" in capsys.readouterr().err
+    assert sorted(p.name for p in run_dir.iterdir()) == [LOCK_NAME]
+    assert main(argv) == 0  # free again
+    assert len((run_dir / "servers.jsonl").read_text().splitlines()) == 1
