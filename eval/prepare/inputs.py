@@ -1,43 +1,75 @@
 """The inputs manifest: the single source of truth for what is asked.
 
 File format (JSON Lines, UTF-8):
-    line 1   {"record": "inputs_header", "schema_version": 1, ...InputsHeader fields}
+    line 1   {"record": "inputs_header", "schema_version": 2, ...InputsHeader fields}
     line 2+  {"record": "input", ...InputRow fields}, one per selected example,
              ordered by (dataset order given on the command line, then selection order).
 A run's `inputs_sha256` is `inputs_digest(path)`: the SHA-256 of the input lines (every line after the
 header), i.e. of what is asked. The header is provenance (data source, tokenizer URL, lbeval's git commit)
 and may differ between two preparations of the same inputs, e.g. two variants' servers on other ports.
+
+Reading validates the whole file against the two dataclasses below (one schema, one mechanism): every field's
+type from its annotation (bool is not int, lists of strings hold strings, `X | None` allows null) and the
+constraints in its metadata (`min`, `choices`, `nonempty`, `check`); then each row's prompt must match its
+`prompt_sha256` and no (dataset, id) may repeat. Any problem is one DataError naming file:line:field.
+Schema 2 added `n_taken` and `n_available` to the header; schema 1 files are still read (both empty).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import MISSING, asdict, dataclass, field
+import math
+import types
+from collections.abc import Iterator, Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from eval.atomic import atomic_write_lines
-from eval.errors import DataError
+from eval.errors import ConfigError, DataError
+from eval.prepare.dataset_specs import MODES, get_spec
 
-INPUTS_SCHEMA_VERSION = 1
+INPUTS_SCHEMA_VERSION = 2
+READABLE_SCHEMA_VERSIONS = (1, 2)
+
+
+def _known_dataset(name: str) -> str | None:
+    try:
+        get_spec(name)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def _readable_version(version: int) -> str | None:
+    if version in READABLE_SCHEMA_VERSIONS:
+        return None
+    readable = ", ".join(map(str, READABLE_SCHEMA_VERSIONS))
+    return f"this lbeval reads inputs schema versions {readable}, got {version}"
+
+
+DATASET = {"nonempty": True, "check": _known_dataset}  # field metadata: the constraints on a field's values
+AT_LEAST_0 = {"min": 0}
+AT_LEAST_1 = {"min": 1}
 
 
 @dataclass(frozen=True)
 class InputRow:
-    dataset: str  # as selected, e.g. "qasper" or "qasper_e"
-    id: str  # the LongBench `_id`
+    dataset: str = field(metadata=DATASET)  # as selected, e.g. "qasper" or "qasper_e"
+    id: str = field(metadata={"nonempty": True})  # the LongBench `_id`
     prompt: str  # final user text after truncation (the chat template is applied by the server)
-    mode: str  # "chat" | "raw"
-    max_tokens: int
-    prompt_sha256: str
-    prompt_tokens: int | None  # tokens of `prompt` by the tokenizer used, None without one
+    mode: str = field(metadata={"choices": MODES})  # "chat" | "raw"
+    max_tokens: int = field(metadata=AT_LEAST_1)
+    prompt_sha256: str  # sha256_text(prompt), checked when read
+    prompt_tokens: int | None = field(metadata=AT_LEAST_0)  # tokens of `prompt`, None without a tokenizer
     truncated: bool
     answers: list[str]
     all_classes: list[str] | None
-    length: int
+    length: int = field(metadata=AT_LEAST_0)
     # samsum: stop at the first newline token (ids from the tokenizer), None elsewhere
-    stop_token_ids: list[int] | None = None
+    stop_token_ids: list[int] | None = field(default=None, metadata=AT_LEAST_0)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -46,24 +78,28 @@ class InputRow:
 
 @dataclass(frozen=True)
 class InputsHeader:
-    source: dict[
-        str, Any
-    ]  # {"kind": "hub"|"data_dir"|"mini", "repo", "revision", "files": {name: sha256}, "path"}
+    # {"kind": "hub"|"data_dir"|"mini", "repo", "revision", "files": {name: sha256}, "path"}
+    source: dict[str, Any]
     seed: int
-    n: int | None  # None = all
-    datasets: list[str]
+    n: int | None = field(metadata=AT_LEAST_1)  # rows asked per dataset (--n), None = all
+    datasets: list[str] = field(metadata=DATASET)
     selected_ids: dict[str, list[str]]
-    templates: dict[str, Any]  # provenance of prompts/ (file -> sha256) and per-dataset template sha256
-    tokenizer: dict[
-        str, Any
-    ]  # {"kind": "server"|"local"|"none", "base_url"|"path", "model", "max_model_len"}
-    max_input_tokens: dict[str, int] | None  # per dataset input budget, None with --no-truncate
-    max_tokens: dict[str, int]  # per dataset output limit used
+    # provenance of prompts/ (file -> sha256) and per-dataset template sha256
+    templates: dict[str, Any]
+    # {"kind": "server"|"local"|"none", "base_url"|"path", "model", "max_model_len"}
+    tokenizer: dict[str, Any]
+    # per dataset input budget, None with --no-truncate
+    max_input_tokens: dict[str, int] | None = field(metadata=AT_LEAST_1)
+    max_tokens: dict[str, int] = field(metadata=AT_LEAST_1)  # per dataset output limit used
     lbeval_version: str
     git_commit: str | None
     git_dirty: bool | None
-    schema_version: int = INPUTS_SCHEMA_VERSION
+    schema_version: int = field(default=INPUTS_SCHEMA_VERSION, metadata={"check": _readable_version})
     extra: dict[str, Any] = field(default_factory=dict)
+    # rows taken per dataset: min(n, rows available), all of them with n None (empty in schema 1 files)
+    n_taken: dict[str, int] = field(default_factory=dict, metadata=AT_LEAST_0)
+    # rows the data source had per dataset (empty in schema 1 files)
+    n_available: dict[str, int] = field(default_factory=dict, metadata=AT_LEAST_0)
 
 
 def sha256_text(text: str) -> str:
@@ -100,40 +136,189 @@ def write_inputs(path: Path, header: InputsHeader, rows: list[InputRow]) -> None
 
 
 def read_inputs(path: Path) -> tuple[InputsHeader, list[InputRow]]:
-    """Read an inputs manifest; a bad line raises DataError naming file:line:field."""
+    """Read and validate an inputs manifest; any problem raises one DataError naming file:line:field."""
     header: InputsHeader | None = None
     rows: list[InputRow] = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(path, lineno, None, f"not valid JSON ({exc.msg})") from None
-            kind = obj.pop("record", None) if isinstance(obj, dict) else None
-            if lineno == 1:
-                if kind != "inputs_header":
-                    raise DataError(path, 1, "record", "first line must be the inputs_header")
-                header = _build(InputsHeader, obj, path, lineno)
-            elif kind == "input":
-                rows.append(_build(InputRow, obj, path, lineno))
-            else:
-                raise DataError(path, lineno, "record", f"expected 'input', got {kind!r}")
+    seen: dict[tuple[str, str], int] = {}
+    for lineno, obj in _json_objects(path):
+        kind = obj.pop("record", None)
+        if lineno == 1:
+            if kind != "inputs_header":
+                raise DataError(path, 1, "record", "first line must be the inputs_header")
+            header = _build(InputsHeader, obj, path, lineno)
+        elif kind == "input":
+            row = _build(InputRow, obj, path, lineno)
+            _check_row(row, path, lineno, seen)
+            rows.append(row)
+        else:
+            raise DataError(path, lineno, "record", f"expected 'input', got {_show(kind)}")
     if header is None:
         raise DataError(path, None, None, "empty inputs manifest")
     return header, rows
 
 
+def _check_row(row: InputRow, path: Path, lineno: int, seen: dict[tuple[str, str], int]) -> None:
+    actual = sha256_text(row.prompt)
+    if actual != row.prompt_sha256:
+        raise DataError(
+            path,
+            lineno,
+            "prompt_sha256",
+            f"does not match the prompt (its sha256 is {actual[:12]}…, the manifest says "
+            f"{row.prompt_sha256[:12]}…): the prompt was changed after `lbeval prepare`",
+        )
+    first = seen.setdefault(row.key, lineno)
+    if first != lineno:
+        raise DataError(
+            path, lineno, "id", f"{row.dataset}/{row.id} appears twice (lines {first} and {lineno})"
+        )
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _DuplicateKey(key)
+        obj[key] = value
+    return obj
+
+
+def _json_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, JSON object) of every line; a line that is not UTF-8 JSON of one object stops here."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DataError(path, None, None, f"cannot read the inputs manifest ({exc.strerror})") from None
+    for lineno, raw in enumerate(data.splitlines(), start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            where = _field_of_bad_bytes(raw)
+            raise DataError(
+                path, lineno, where, f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
+            ) from None
+        try:
+            obj = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        except json.JSONDecodeError as exc:
+            raise DataError(path, lineno, None, f"not valid JSON ({exc.msg})") from None
+        except _DuplicateKey as exc:
+            raise DataError(path, lineno, str(exc), "given twice on this line") from None
+        if not isinstance(obj, dict):
+            raise DataError(path, lineno, None, f"expected a JSON object, got {_show(obj)}")
+        yield lineno, obj
+
+
+def _field_of_bad_bytes(raw: bytes) -> str | None:
+    """The top-level field holding a line's undecodable bytes, when the rest of the line parses."""
+    try:
+        obj = json.loads(raw.decode("utf-8", errors="replace"))
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    return next((str(k) for k, v in obj.items() if "\ufffd" in json.dumps([k, v], ensure_ascii=False)), None)
+
+
 def _build(cls: Any, obj: dict[str, Any], path: Path, lineno: int) -> Any:
-    names = set(cls.__dataclass_fields__)
-    unknown = sorted(set(obj) - names)
+    """An instance of the dataclass `cls` from a JSON object, every field checked against its schema."""
+    unknown = sorted(set(obj) - set(cls.__dataclass_fields__))
     if unknown:
         raise DataError(path, lineno, unknown[0], "unknown field")
+    hints = _hints(cls)
+    for f in fields(cls):
+        if f.name not in obj:
+            if f.default is MISSING and f.default_factory is MISSING:
+                raise DataError(path, lineno, f.name, "missing field")
+            continue
+        problem = field_problem(obj[f.name], hints[f.name], f.metadata)
+        if problem is not None:
+            raise DataError(path, lineno, f.name, problem)
+    return cls(**obj)
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return get_type_hints(cls)
+
+
+def field_problem(value: Any, tp: Any, rules: Mapping[str, Any]) -> str | None:
+    """Why `value` is not a valid `tp` under `rules` (applied to each item of a list or dict); None if it is."""
+    if not _fits(value, tp):
+        return f"must be {_describe(tp)}, got {_show(value)}"
     try:
-        return cls(**obj)
-    except TypeError as exc:
-        missing = [
-            n
-            for n, f in cls.__dataclass_fields__.items()
-            if n not in obj and f.default is MISSING and f.default_factory is MISSING
-        ]
-        raise DataError(path, lineno, missing[0] if missing else None, f"missing field ({exc})") from None
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"not valid Unicode (a lone surrogate \\u{ord(exc.object[exc.start]):04x})"
+    for leaf in _leaves(value):
+        problem = _leaf_problem(leaf, rules)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _fits(value: Any, tp: Any) -> bool:
+    origin, args = get_origin(tp), get_args(tp)
+    if tp is Any:
+        return True
+    if origin in (Union, types.UnionType):
+        return any(_fits(value, arm) for arm in args)
+    if tp is type(None):
+        return value is None
+    if origin is list:
+        return isinstance(value, list) and all(_fits(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(
+            _fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items()
+        )
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if tp in (str, bool):
+        return isinstance(value, tp)
+    raise TypeError(f"the inputs schema has an unsupported annotation {tp!r}")
+
+
+def _describe(tp: Any) -> str:
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (Union, types.UnionType):
+        return " or ".join(_describe(arm) for arm in args)
+    if origin is list:
+        return f"a list of {_describe(args[0]).removeprefix('a ').removeprefix('an ')}s"
+    if origin is dict:
+        return "an object" if args[1] is Any else f"an object of {_describe(args[1]).removeprefix('a ')}s"
+    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false", type(None): "null"}
+    return names.get(tp, "anything")
+
+
+def _leaves(value: Any) -> Iterator[Any]:
+    if isinstance(value, list):
+        for item in value:
+            yield from _leaves(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    else:
+        yield value
+
+
+def _leaf_problem(value: Any, rules: Mapping[str, Any]) -> str | None:
+    if value is None:
+        return None
+    if "min" in rules and isinstance(value, (int, float)) and value < rules["min"]:
+        return f"must be at least {rules['min']}, got {_show(value)}"
+    if "choices" in rules and value not in rules["choices"]:
+        return f"must be one of {', '.join(map(_show, rules['choices']))}, got {_show(value)}"
+    if rules.get("nonempty") and value == "":
+        return "must not be empty"
+    check = rules.get("check")
+    return check(value) if check is not None else None
+
+
+def _show(value: Any, limit: int = 40) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
