@@ -2,6 +2,11 @@
 
 Argument parsing only; the work is `eval.runner.execute_run(config_from_args(args))`. The last line printed
 on stdout is the run directory (for `make eval`).
+
+Exit codes: 0 the run is complete; 3 (EXIT_INCOMPLETE) it is not: requests left errored, or a file could not
+be written (a full disk: one line naming it and the space left); 130 interrupted by Ctrl-C or SIGTERM (the
+manifest records the session's outcome "interrupted"); 1 another error (a 4xx, another lbeval run writing the
+same run folder); 2 a bad option or an unreadable manifest. Re-running the same command resumes.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from eval.records.run_folder import read_manifest
 from eval.records.vocabulary import PASS_CHOICES
 from eval.run.client import RequestSettings
 from eval.run.passes import RetryPolicy
-from eval.run.runner import DEFAULT_PASSES, RunConfig, execute_run
+from eval.run.runner import DEFAULT_PASSES, EXIT_INCOMPLETE, RunConfig, execute_run
 from eval.serve.launch_specs import spec_for_run
 from eval.serve.process import sigterm_as_interrupt, start
 
@@ -140,4 +145,4 @@ def _run(args: argparse.Namespace, base_url: str | None, server: dict[str, objec
     state = "complete" if manifest.complete else "INCOMPLETE (re-run the same command to resume)"
     print(f"lbeval run: {manifest.stats.get('records', 0)} records, {state}", file=sys.stderr)
     print(run_dir)
-    return 0 if manifest.complete else 3
+    return 0 if manifest.complete else EXIT_INCOMPLETE

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from eval.atomic import atomic_write, write_failed
 from eval.errors import DataError, LbevalError
@@ -140,31 +140,53 @@ def repair_records(path: Path) -> ScanResult:
 
 
 class RecordWriter:
-    """Append-only, one fsync'd line per record; safe to share between threads."""
+    """Append-only, one fsync'd line per record; safe to share between threads.
+
+    A write that fails (a full disk) is cut off again, so this writer never leaves a partial line, and raises
+    WriteFailed naming the file and the space left; the writer is closed then (`closed`)."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._fh: BinaryIO = path.open("ab")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise write_failed(path, exc, "cannot open the records file") from None
         self._lock = threading.Lock()
         self.written = 0
 
     def write(self, rec: RequestRecord) -> None:
-        line = dumps_record(rec)
+        line = memoryview(dumps_record(rec))
         with self._lock:
-            self._fh.write(line)
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            if self._fd is None:
+                raise ValueError(f"{self.path}: write to a closed RecordWriter")
+            fd, start = self._fd, -1
+            try:
+                start = os.fstat(fd).st_size
+                while line:
+                    line = line[os.write(fd, line) :]
+                os.fsync(fd)
+            except OSError as exc:
+                if start >= 0:  # shrinking needs no space: the file ends with a whole line again
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(fd, start)
+                self._close()
+                raise write_failed(self.path, exc, "cannot append a record") from None
             self.written += 1
 
     @property
     def closed(self) -> bool:
-        return self._fh.closed
+        return self._fd is None
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def close(self) -> None:
         with self._lock:
-            if not self._fh.closed:
-                self._fh.close()
+            self._close()
 
     def __enter__(self) -> RecordWriter:
         return self
@@ -384,5 +406,8 @@ def resolve_run(arg: str, runs_root: Path) -> Path:
 
 def append_server_record(run_dir: Path, info: Mapping[str, Any]) -> None:
     """Note in `run_dir/servers.jsonl` which server lbeval started for a session of that run."""
-    with (run_dir / SERVERS_LOG).open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(info, sort_keys=True) + "\n")
+    try:
+        with (run_dir / SERVERS_LOG).open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(info, sort_keys=True) + "\n")
+    except OSError as exc:
+        raise write_failed(run_dir / SERVERS_LOG, exc) from None

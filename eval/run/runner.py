@@ -10,6 +10,7 @@ the run is incomplete until a later invocation completes it.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -26,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tqdm import tqdm
 
+from eval.atomic import WriteFailed
 from eval.errors import ConfigError, DataError, LbevalError
 from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
 from eval.provenance import git_state, host_info, lbeval_version, package_versions
@@ -59,9 +61,16 @@ from eval.run.passes import (
 )
 from eval.run.probe import ProbeResult, probe_server
 
+EXIT_INCOMPLETE = 3  # `lbeval run`: the run is not complete (interrupted, errors left, a file not written)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 DEFAULT_PASSES = tuple(PASS_CHOICES)
 CLIENT_PACKAGES = ("openai", "httpx", "httpx2", "msgspec", "numpy", "tqdm")
+
+
+class RunIncomplete(LbevalError):
+    """The session stopped and left the run incomplete (a full disk); re-running the same command resumes."""
+
+    exit_code = EXIT_INCOMPLETE
 
 
 @dataclass(frozen=True)
@@ -517,33 +526,55 @@ def execute_run(
 
     The whole session holds the run folder's lock (`run_lock`: RunBusy when another process is writing it),
     from before the manifest is read until after it is last written. `server`: what lbeval started for this
-    session (a managed server), noted in servers.jsonl under the same lock."""
-    with Client(config.base_url, _api_key(config), config.timeout_s) as client:
-        inputs = _read_inputs(config)
-        with run_lock(inputs.run_dir):
-            session, probe = _prepare(config, client, inputs)
-            session.on_record = on_record
-            _start_session(session, probe)
-            if server is not None:
-                append_server_record(inputs.run_dir, server)
-            _send(session, client, probe)
+    session (a managed server), noted in servers.jsonl under the same lock.
+
+    A file that cannot be written (a full disk) ends the session: RunIncomplete (exit EXIT_INCOMPLETE, 3), one
+    line naming the file, the reason and the space left; the records on disk stay whole lines, and once the
+    file can be written the same command resumes."""
+    try:
+        with Client(config.base_url, _api_key(config), config.timeout_s) as client:
+            inputs = _read_inputs(config)
+            with run_lock(inputs.run_dir):
+                session, probe = _prepare(config, client, inputs)
+                session.on_record = on_record
+                _start_session(session, probe)
+                if server is not None:
+                    append_server_record(inputs.run_dir, server)
+                _send(session, client, probe)
+    except WriteFailed as exc:
+        space = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        hint = "free space, then re-run" if space else "once it can be written, re-run"
+        raise RunIncomplete(f"{exc}; the run is incomplete: {hint} the same command to resume") from None
     return inputs.run_dir
 
 
 def _send(session: Session, client: Client, probe: ProbeResult) -> None:
+    """Send the pending units; the session's outcome is written to the manifest however they end."""
     config = session.config
     done = Counter(choice_of(r.pass_name) for r in select_final(session.slim).final.values())
     progress = Progress(session.units, done, config.quiet)
-    ctx: Context | None = None
-    outcome = "interrupted"
+    ctx: list[Context] = []
     try:
         with RecordWriter(session.run_dir / RECORDS_NAME) as writer:
-            ctx = _context(session, client, probe, _emit_to(session, writer, progress))
-            outcome = "complete" if _run_all(session, ctx) else "incomplete"
-    except LbevalError as exc:
-        outcome = f"stopped: {exc}"
-        raise
-    finally:
+            ctx.append(_context(session, client, probe, _emit_to(session, writer, progress)))
+            outcome = "complete" if _run_all(session, ctx[0]) else "incomplete"
+    except BaseException as exc:  # a 4xx, a full disk, Ctrl-C or SIGTERM: recorded, then raised
         progress.close()
-        _finish(session, probe, ctx, outcome)
+        _end(session, probe, ctx, f"stopped: {exc}" if isinstance(exc, LbevalError) else "interrupted", exc)
+        raise
+    progress.close()
+    _end(session, probe, ctx, outcome, None)
+
+
+def _end(
+    session: Session, probe: ProbeResult, ctx: list[Context], outcome: str, failure: BaseException | None
+) -> None:
+    """Write the session's outcome and LATEST. When that fails too after a failed write, one message says both."""
+    try:
+        _finish(session, probe, ctx[0] if ctx else None, outcome)
         write_latest(session.run_dir)
+    except WriteFailed as exc:
+        if isinstance(failure, WriteFailed):
+            message = f"{failure}; {exc.path.name} could not be updated either"
+            raise WriteFailed(message, failure.path, failure.errno) from None
+        raise

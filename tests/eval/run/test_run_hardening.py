@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import subprocess
@@ -13,7 +14,15 @@ import pytest
 
 from eval.prepare.inputs import inputs_digest
 from eval.records.final import select_final
-from eval.records.run_folder import LOCK_NAME, MANIFEST_NAME, RECORDS_NAME, RunBusy, load_run, run_lock
+from eval.records.run_folder import (
+    LOCK_NAME,
+    MANIFEST_NAME,
+    RECORDS_NAME,
+    RunBusy,
+    load_run,
+    read_manifest,
+    run_lock,
+)
 from eval.run.runner import default_run_id, execute_run
 from tests.eval.fake_fixtures import config_for, fake_fixture, make_row, write_rows  # noqa: F401 - fixture
 from tests.fake_server import FakeServer, Fault
@@ -109,3 +118,82 @@ model = "fake-model"
     assert sorted(p.name for p in run_dir.iterdir()) == [LOCK_NAME]
     assert main(argv) == 0  # free again
     assert len((run_dir / "servers.jsonl").read_text().splitlines()) == 1
+
+
+# ---------------------------------------------------------------- a full disk
+
+
+class FullDisk:
+    """Stands in for the `os` module of one lbeval module: after `allow` successful calls of `name`, the
+    next call writes part of its data (for os.write) and every later one fails with ENOSPC."""
+
+    def __init__(self, name: str, allow: int) -> None:
+        self.name, self.allow, self.calls = name, allow, 0
+
+    def __getattr__(self, attr: str) -> object:
+        real = getattr(os, attr)
+        if attr != self.name:
+            return real
+
+        def failing(*args: object) -> object:
+            self.calls += 1
+            if self.calls <= self.allow:
+                return real(*args)
+            if attr == "write" and self.calls == self.allow + 1:
+                fd, data = args
+                return os.write(fd, bytes(data)[: len(data) // 2])  # type: ignore[arg-type]
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        return failing
+
+
+@pytest.mark.parametrize("failing", ["write", "fsync"])
+def test_a_full_disk_stops_the_run_with_one_line_and_exit_3_then_it_resumes(
+    fake: FakeServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    failing: str,
+) -> None:
+    import eval.atomic
+    import eval.records.run_folder
+    from eval.cli import main
+
+    inputs = two_rows(tmp_path)
+    out = tmp_path / "runs"
+    run_dir = out / "v1" / default_run_id(inputs_digest(inputs))
+    argv = ["run", "--variant", "v1", "--inputs", str(inputs), "--base-url", fake.base_url, "--quiet"]
+    argv += ["--out", str(out), "--timing-reps", "2", "--seed", "3", "--backoff", "0.01"]
+    # 5 records written, the 6th half-written (or written, not synced) then ENOSPC
+    monkeypatch.setattr(eval.records.run_folder, "os", FullDisk(failing, 5))
+    assert main(argv) == 3
+    err = capsys.readouterr().err.strip()
+    records = run_dir / RECORDS_NAME
+    assert err.startswith(f"lbeval run: error: {records}: cannot append a record (No space left on device, ")
+    assert err.endswith("; the run is incomplete: free space, then re-run the same command to resume")
+    assert " KiB free on " in err or " GiB free on " in err
+    assert "\n" not in err and "Traceback" not in err
+    loaded = load_run(run_dir)
+    assert loaded.torn_lines == 0 and len(loaded.records) == 5  # the 6th line was cut off again
+    assert not loaded.manifest.complete
+    assert loaded.manifest.sessions[-1]["outcome"].startswith(f"stopped: {records}: cannot append a record")
+    # the disk is still full when the outcome is written: both failures on one line, no temporary file left
+    monkeypatch.setattr(eval.records.run_folder, "os", FullDisk("write", 2))
+    monkeypatch.setattr(
+        eval.atomic, "os", FullDisk("fsync", 2)
+    )  # the session start is written (file, folder)
+    assert main(argv) == 3
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"lbeval run: error: {records}: cannot append a record (No space left on device, ")
+    assert "; manifest.json could not be updated either; the run is incomplete: free space, then" in err
+    assert "\n" not in err and sorted(p.name for p in run_dir.iterdir()) == [
+        LOCK_NAME,
+        MANIFEST_NAME,
+        RECORDS_NAME,
+    ]
+    assert len(load_run(run_dir).records) == 7 and "outcome" not in read_manifest(run_dir).sessions[-1]
+    monkeypatch.undo()  # space freed: the same command resumes and completes without duplicates
+    assert main(argv) == 0
+    loaded = load_run(run_dir)
+    assert loaded.manifest.complete and len(loaded.records) == 18 and loaded.torn_lines == 0
+    assert select_final(loaded.records).duplicates == {}
