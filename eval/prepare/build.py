@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,21 +125,41 @@ def build_row(
     )
 
 
-def prepare(cfg: PrepareConfig, download: Downloader = hub_download) -> tuple[InputsHeader, list[InputRow]]:
+def warn_stderr(message: str) -> None:
+    print(f"lbeval prepare: warning: {message}", file=sys.stderr, flush=True)
+
+
+def short_of_n(dataset: str, available: int, n: int | None) -> str | None:
+    """The warning when --n asks more rows than the dataset has (all of them are taken)."""
+    if n is None or available >= n:
+        return None
+    return f"{dataset}: --n {n} asked but the data has only {available} rows; taking all {available}"
+
+
+def prepare(
+    cfg: PrepareConfig, download: Downloader = hub_download, warn: Callable[[str], None] = warn_stderr
+) -> tuple[InputsHeader, list[InputRow]]:
     if not cfg.datasets:
         raise ConfigError("--datasets is empty")
+    twice = next((ds for ds in cfg.datasets if cfg.datasets.count(ds) > 1), None)
+    if twice is not None:
+        raise ConfigError(f"--datasets: {twice} is listed twice")
     specs = {ds: get_spec(ds) for ds in cfg.datasets}  # validate every name before any I/O
     files, source = open_source(cfg.source, download)
     source["files"] = {}
     budgeter = Budgeter(cfg)
     rows_out: list[InputRow] = []
     selected: dict[str, list[str]] = {}
+    available: dict[str, int] = {}
     limits: dict[str, int] = {}
     budgets: dict[str, int] = {}
     for ds in cfg.datasets:
         rows, sha = files.read(ds)
         source["files"][ds] = {"file": files.describe(ds), "sha256": sha, "rows": len(rows)}
         by_id = {r.id: r for r in rows}
+        available[ds] = len(by_id)
+        if (short := short_of_n(ds, available[ds], cfg.n)) is not None:
+            warn(short)
         ids = select_ids(list(by_id), seed=cfg.seed, dataset=ds, n=cfg.n)
         selected[ds] = ids
         limits[ds] = output_limit(specs[ds], ds, cfg.max_tokens)
@@ -158,6 +180,8 @@ def prepare(cfg: PrepareConfig, download: Downloader = hub_download) -> tuple[In
         lbeval_version=lbeval_version(),
         git_commit=commit,
         git_dirty=dirty,
+        n_taken={ds: len(ids) for ds, ids in selected.items()},
+        n_available=available,
     )
     write_inputs(cfg.out, header, rows_out)
     return header, rows_out

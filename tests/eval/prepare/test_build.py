@@ -181,3 +181,44 @@ def test_parse_max_tokens_errors() -> None:
     for bad in ("qasper", "qasper=0", "qasper=x", "nope=3"):
         with pytest.raises(Exception, match="--max-tokens|unknown dataset"):
             parse_max_tokens(bad)
+
+
+@pytest.mark.parametrize(
+    ("n", "header_n", "taken", "warned"),
+    [
+        ("4", 4, {"qasper": 4, "gov_report": 4}, []),
+        ("6", 6, {"qasper": 6, "gov_report": 5}, ["gov_report: --n 6 asked but the data has only 5 rows"]),
+        ("100", 100, {"qasper": 7, "gov_report": 5}, [
+            "qasper: --n 100 asked but the data has only 7 rows; taking all 7",
+            "gov_report: --n 100 asked but the data has only 5 rows; taking all 5",
+        ]),
+        ("all", None, {"qasper": 7, "gov_report": 5}, []),
+    ],
+)  # fmt: skip
+def test_n_beyond_the_data_warns_and_the_header_says_what_was_taken(
+    fixture_data_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    n: str,
+    header_n: int | None,
+    taken: dict[str, int],
+    warned: list[str],
+) -> None:
+    out = tmp_path / "x.jsonl"
+    assert run_prepare(fixture_data_dir, out, "--n", n) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == len(warned)
+    for line, expected in zip(err, warned, strict=True):
+        assert line.startswith("lbeval prepare: warning: " + expected)
+    header, rows = read_inputs(out)
+    assert (header.n, header.n_taken, header.n_available) == (header_n, taken, {"qasper": 7, "gov_report": 5})
+    assert header.schema_version == 2
+    assert {ds: len(ids) for ds, ids in header.selected_ids.items()} == taken
+    assert len(rows) == sum(taken.values())
+
+
+def test_a_dataset_listed_twice_is_refused(
+    fixture_data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_prepare(fixture_data_dir, tmp_path / "x.jsonl", "--datasets", "qasper,trec,qasper") == 2
+    assert capsys.readouterr().err == "lbeval prepare: error: --datasets: qasper is listed twice\n"
