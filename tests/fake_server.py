@@ -17,6 +17,19 @@ Faults (`Fault`): 5xx N times, a 4xx with a message, a dropped connection mid-st
 stream, a divergence from generated position p, a warm cache miss (the prompt's blocks evicted first), a
 restart before a request (counters, version start time and cache reset). `restart(down_s)` also closes the
 port for a while (connection refused, then back).
+
+Causes a scenario isolates (knobs set on the server, each off by default; tests/eval/run/test_scenarios.py):
+- `batch_effect` (BatchEffect): outputs depend on batch composition. Every generation request waits `window_s`;
+  one that saw another generation request in flight meanwhile gets `jitter` added to every logprob and, with
+  `flip_at`, its greedy tokens change from that position on.
+- `prefix_effect` (PrefixEffect): outputs depend on the prefix-hit length. The fake remembers each salt's
+  prompts; when an earlier prompt with the same salt is a proper prefix of this one (length p), p % modulus ==
+  residue makes the output diverge from `position`, and p in `drop_hit_at` drops the hit to 0 (cached_tokens 0).
+- `stop_effect` (StopEffect): after a request that ended on a stop string (`stop` in the body: the text is cut
+  before the first occurrence, finish_reason "stop"), the next generation request diverges from `position`.
+- `repeat_flips` ({k, ...}) with `repeat_flip_position`: the k-th time (0-based) the same prompt token IDs are
+  generated, the output diverges from that position (variation between repeats).
+Prompts given as token-ID lists (/v1/completions `prompt: [ids]`) are served like their text.
 """
 
 from __future__ import annotations
@@ -102,6 +115,26 @@ class Fault:
 
 
 @dataclass
+class BatchEffect:
+    window_s: float = 0.15  # how long each request waits, seeing who else is in flight
+    jitter: float = 3e-5  # added to every logprob of a request that was in a batch
+    flip_at: int | None = None  # and its tokens change from this position
+
+
+@dataclass
+class PrefixEffect:
+    modulus: int = 16
+    residue: int | None = None  # diverge when the primed prefix length p has p % modulus == residue
+    position: int = 0
+    drop_hit_at: frozenset[int] = frozenset()  # primed prefix lengths whose hit is dropped to 0
+
+
+@dataclass
+class StopEffect:
+    position: int = 1  # the request after one that ended on a stop string diverges from here
+
+
+@dataclass
 class Histogram:
     total: float = 0.0
     count: int = 0
@@ -126,6 +159,9 @@ class FakeState:
     generation_tokens: int = 0
     success: int = 0
     hist: dict[str, Histogram] = field(default_factory=dict)
+    prompts_by_salt: dict[str | None, list[tuple[int, ...]]] = field(default_factory=dict)
+    occurrences: dict[tuple[int, ...], int] = field(default_factory=dict)
+    after_stop: bool = False
 
 
 HISTOGRAMS = (
@@ -170,6 +206,13 @@ class FakeServer:
         self.api_key = api_key
         self.version = version
         self.faults: list[Fault] = []
+        self.batch_effect: BatchEffect | None = None
+        self.prefix_effect: PrefixEffect | None = None
+        self.stop_effect: StopEffect | None = None
+        self.repeat_flips: set[int] = set()
+        self.repeat_flip_position = 0
+        self.words: dict[int, str] = {}  # token id -> word, from /tokenize (token-ID prompts' text)
+        self._in_flight: list[dict[str, int]] = []
         self.requests: list[tuple[str, dict[str, Any]]] = []  # (path, body) of every generation request
         self.reset_calls = 0
         self.restarts = 0
@@ -265,7 +308,73 @@ class FakeServer:
             text = "".join(str(m.get("content", "")) for m in body.get("messages", []))
             return text, CHAT_PREFIX + tokenize_text(text) + CHAT_SUFFIX
         prompt = body.get("prompt", "")
+        if isinstance(prompt, list):  # token IDs
+            ids = [int(t) for t in prompt]
+            return " ".join(self.words.get(t, f"t{t}") for t in ids), ids
         return str(prompt), tokenize_text(str(prompt))
+
+    def remember_words(self, text: str) -> None:
+        for word in _WORD.findall(text):
+            if word != "\n":
+                self.words.setdefault(tokenize_text(word)[0], word)
+
+    def in_batch(self) -> int:
+        """With batch_effect: wait its window; the number of other generation requests seen in flight."""
+        effect = self.batch_effect
+        if effect is None:
+            return 0
+        entry = {"peers": 0}
+        with self.lock:
+            entry["peers"] = len(self._in_flight)
+            for other in self._in_flight:
+                other["peers"] += 1
+            self._in_flight.append(entry)
+        time.sleep(effect.window_s)
+        with self.lock:
+            self._in_flight.remove(entry)
+        return entry["peers"]
+
+    def scenario_effects(
+        self, ids: list[int], salt: str | None, peers: int
+    ) -> tuple[int | None, float, bool]:
+        """(diverge at, logprob jitter, drop the hit) from the knobs above, for one request."""
+        diverge: list[int] = []
+        jitter = 0.0
+        drop = False
+        with self.lock:
+            st = self.state
+            key = tuple(ids)
+            seen = st.occurrences.get(key, 0)
+            st.occurrences[key] = seen + 1
+            if seen in self.repeat_flips:
+                diverge.append(self.repeat_flip_position)
+            if self.stop_effect is not None and st.after_stop:
+                st.after_stop = False
+                diverge.append(self.stop_effect.position)
+            pe = self.prefix_effect
+            if pe is not None:
+                earlier = st.prompts_by_salt.setdefault(salt, [])
+                p = max((len(q) for q in earlier if len(q) < len(ids) and key[: len(q)] == q), default=0)
+                earlier.append(key)
+                if p and pe.residue is not None and p % pe.modulus == pe.residue:
+                    diverge.append(pe.position)
+                drop = p in pe.drop_hit_at
+        if peers and self.batch_effect is not None:
+            jitter = self.batch_effect.jitter
+            if self.batch_effect.flip_at is not None:
+                diverge.append(self.batch_effect.flip_at)
+        return (min(diverge) if diverge else None), jitter, drop
+
+    def stop_strings(self, out: list[int], body: dict[str, Any]) -> tuple[int, str] | None:
+        """(tokens kept, text) when a `stop` string occurs in the output: the text is cut before it."""
+        stops = body.get("stop") or []
+        stops = [stops] if isinstance(stops, str) else list(stops)
+        for k in range(1, len(out) + 1):
+            text = detokenize(out[:k])
+            found = [text.find(s) for s in stops if s and s in text]
+            if found:
+                return k, text[: min(found)]
+        return None
 
     def _block_hashes(self, ids: list[int], salt: str | None) -> list[bytes]:
         out: list[bytes] = []
@@ -473,7 +582,9 @@ class _Handler(BaseHTTPRequestHandler):
                     fake.state.cache.clear()
             self._json(200, {"success": fake.reset_success})
         elif self.path == "/tokenize" and fake.tokenize_enabled:
-            _, ids = fake.prompt_ids(body, chat="messages" in body)
+            text, ids = fake.prompt_ids(body, chat="messages" in body)
+            with fake.lock:
+                fake.remember_words(text)
             self._json(200, {"tokens": ids, "count": len(ids), "max_model_len": fake.max_model_len})
         elif self.path == "/detokenize" and fake.tokenize_enabled:
             self._json(200, {"prompt": detokenize([int(t) for t in body.get("tokens", [])])})
@@ -503,10 +614,21 @@ class _Handler(BaseHTTPRequestHandler):
         if len(ids) + int(body.get("max_tokens") or 16) > fake.max_model_len:
             self._error(400, f"This model's maximum context length is {fake.max_model_len} tokens.")
             return
+        peers = fake.in_batch()
         cached = fake.cache_lookup_and_fill(ids, salt, evict="warm_miss" in faults)
         diverge = faults["divergence"].position if "divergence" in faults else None
         jitter = faults["jitter"].amount if "jitter" in faults else 0.0
-        out, tops, finish = fake.generate(ids, body, diverge, jitter)
+        effect_at, effect_jitter, drop_hit = fake.scenario_effects(ids, salt, peers)
+        if drop_hit:
+            cached = 0
+        if effect_at is not None:
+            diverge = effect_at if diverge is None else min(diverge, effect_at)
+        out, tops, finish = fake.generate(ids, body, diverge, jitter + effect_jitter)
+        stopped = fake.stop_strings(out, body)
+        if stopped is not None:
+            out, tops, finish = out[: stopped[0]], tops[: stopped[0]], "stop"
+            with fake.lock:
+                fake.state.after_stop = True
         usage: dict[str, Any] = {
             "prompt_tokens": len(ids),
             "completion_tokens": len(out),
@@ -516,6 +638,7 @@ class _Handler(BaseHTTPRequestHandler):
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
         answer = _Answer(chat, body, out, tops, finish, usage)
         if body.get("stream"):
+        answer.stop_text = None if stopped is None else stopped[1]
             self._stream(answer, faults)
         else:
             payload = _dumps(answer.whole()).encode()
@@ -599,6 +722,7 @@ class _Answer:
         return {
             "text_offset": [0 for _ in idx],
             "token_logprobs": [self.tops[i][0][1] for i in idx],
+        self.stop_text: str | None = None  # the whole text when a stop string cut it
             "tokens": [self._tok(self.out[i]) for i in idx],
             "top_logprobs": [{self._tok(t): lp for t, lp in self.tops[i][: self.k + 1]} for i in idx],
         }
@@ -623,6 +747,8 @@ class _Answer:
         else:
             choice = {
                 "index": 0,
+        if self.stop_text is not None:  # stop strings: whole bodies only
+            return prefix + self.stop_text if idx.start == 0 else ""
                 "text": self._text(idx),
                 "logprobs": self._cmpl_lp(idx) if self.want else None,
             }

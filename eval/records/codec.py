@@ -1,5 +1,8 @@
 """On-disk codec of one request record: a JSON line with the RequestRecord field names.
 
+Versions: 2 (written) adds `scenario` and `variation`; version 1 lines are read with their defaults ("cache",
+{}). Unknown fields and versions are refused.
+
 Nested values:
     usage    {"prompt_tokens", "completion_tokens", "cached_tokens"}
     timings  {"sent_at", "first_token_s", "done_s"} or null
@@ -22,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from eval.records.types import RECORD_SCHEMA_VERSION, ClientTimings, RequestRecord, TopK, Usage
+from eval.records.types import READABLE_SCHEMA_VERSIONS, ClientTimings, RequestRecord, TopK, Usage
 
 TOPK_ENCODING = "z1"
 _NO_COLUMN = 255
@@ -123,6 +126,7 @@ def decode_topk(obj: dict[str, Any]) -> TopK:
 # --- request records -------------------------------------------------------------------------------------------
 
 _SCALARS = tuple(f.name for f in fields(RequestRecord) if f.name not in ("topk", "usage", "timings"))
+_V2_FIELDS = {"scenario", "variation"}  # absent from version 1 records (the defaults fill them)
 
 
 def record_to_dict(rec: RequestRecord) -> dict[str, Any]:
@@ -142,9 +146,11 @@ def record_from_dict(obj: dict[str, Any], *, with_topk: bool = True) -> RequestR
 
     `with_topk=False` skips decoding the top-k (left None): a light read for resuming."""
     version = obj.get("schema_version")
-    if version != RECORD_SCHEMA_VERSION:
-        raise ValueError(f"record schema_version {version!r}, this lbeval reads {RECORD_SCHEMA_VERSION}")
-    unknown = sorted(set(obj) - {f.name for f in fields(RequestRecord)})
+    if version not in READABLE_SCHEMA_VERSIONS:
+        readable = ", ".join(str(v) for v in READABLE_SCHEMA_VERSIONS)
+        raise ValueError(f"record schema_version {version!r}, this lbeval reads {readable}")
+    known = {f.name for f in fields(RequestRecord)} - (_V2_FIELDS if version == 1 else set())
+    unknown = sorted(set(obj) - known)
     if unknown:
         raise ValueError(f"unknown field {unknown[0]!r}")
     kwargs = dict(obj)

@@ -39,7 +39,7 @@ from eval.atomic import atomic_write, write_failed
 from eval.errors import DataError, LbevalError
 from eval.records.codec import dumps_record, record_from_dict
 from eval.records.final import Selection, describe_duplicates
-from eval.records.types import RECORD_SCHEMA_VERSION, RequestRecord
+from eval.records.types import READABLE_SCHEMA_VERSIONS, RequestRecord
 
 MANIFEST_NAME = "manifest.json"
 RECORDS_NAME = "records.jsonl"
@@ -237,10 +237,9 @@ def _type_name(tp: Any) -> str:
 
 
 def _check_manifest_fields(path: Path, obj: dict[str, Any]) -> None:
-    if obj.get("schema_version") != RECORD_SCHEMA_VERSION:
-        raise ManifestError(
-            path, None, "schema_version", f"this lbeval reads version {RECORD_SCHEMA_VERSION}"
-        )
+    if obj.get("schema_version") not in READABLE_SCHEMA_VERSIONS:  # 1: before scenarios (read the same way)
+        readable = ", ".join(str(v) for v in READABLE_SCHEMA_VERSIONS)
+        raise ManifestError(path, None, "schema_version", f"this lbeval reads version {readable}")
     known = {f.name: f for f in fields(RunManifest)}
     hints = typing.get_type_hints(RunManifest)
     for name in obj:

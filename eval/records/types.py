@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-RECORD_SCHEMA_VERSION = 1
+RECORD_SCHEMA_VERSION = 2
+# versions this lbeval reads: 1 had no `scenario` and `variation` (the defaults fill them: a cache-scenario record)
+READABLE_SCHEMA_VERSIONS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,10 @@ class RequestRecord:
     # prefill_time_s, queue_time_s, ttft_s, prefix_cache_queries, prefix_cache_hits
     server_metrics: dict[str, float] | None = None
     retries: int = 0  # transport retries spent on this record
+    scenario: str = "cache"  # vocabulary.scenario_of(pass_name): cache, batch, hitlen, repeats, traffic
+    # what this request varied within its scenario, e.g. {"batch_size": 4, "slot": 0}, {"hit_len": 255,
+    # "expected_cached": 128}, {"noise": 2} (eval/records/scenarios.py names the keys); {} for the cache scenario
+    variation: dict[str, Any] = field(default_factory=dict)
     schema_version: int = RECORD_SCHEMA_VERSION
 
     @property

@@ -55,8 +55,19 @@ KNOWN_KEYS = frozenset(
         "api_key_env",
         "requires",
         "hint",
+        "scenarios",
     }
 )
+# `scenarios = { names = ["cache", "batch"], batch_sizes = [1, 4], repeats = 10, hit_lengths = [...],
+# inputs = 4, max_tokens = 8 }`: what `lbeval run --spec NAME` measures unless its options say otherwise
+SCENARIO_KEYS = {
+    "names": str,
+    "batch_sizes": int,
+    "repeats": int,
+    "hit_lengths": int,
+    "inputs": int,
+    "max_tokens": int,
+}
 
 Echo = Callable[[str], None]
 
@@ -91,6 +102,7 @@ class LaunchSpec:
     api_key_env: str | None = None
     requires: tuple[str, ...] = ()  # paths that must exist before starting
     hint: str = ""  # what to do when one of them is missing
+    scenarios: dict[str, Any] = field(default_factory=dict)  # SCENARIO_KEYS; names checked by `lbeval run`
 
     @property
     def managed(self) -> bool:
@@ -171,6 +183,25 @@ def _env(value: Any, where: str, environ: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def _scenarios(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f'{where}: expected a table, e.g. {{ names = ["cache", "batch"] }}')
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        kind = SCENARIO_KEYS.get(key)
+        if kind is None:
+            raise ConfigError(f"{where}.{key}: unknown key (known: {', '.join(SCENARIO_KEYS)})")
+        listed = key in ("names", "batch_sizes", "hit_lengths")
+        items = item if listed and isinstance(item, list) else [item]
+        if (listed and not isinstance(item, list)) or not all(
+            isinstance(v, kind) and not isinstance(v, bool) for v in items
+        ):
+            shape = f"a list of {kind.__name__}" if listed else kind.__name__
+            raise ConfigError(f"{where}.{key}: expected {shape}, got {item!r}")
+        out[key] = list(item) if listed else item
+    return out
+
+
 def _external(
     name: str, source: str, raw: Mapping[str, Any], where: str, env: Mapping[str, str]
 ) -> LaunchSpec:
@@ -189,6 +220,7 @@ def _external(
         url=url.rstrip("/"),
         model=_text(raw, "model", where, env),
         api_key_env=_text(raw, "api_key_env", where, env),
+        scenarios=_scenarios(raw.get("scenarios", {}), f"{where}.scenarios"),
     )
 
 
@@ -221,6 +253,7 @@ def parse_spec(name: str, raw: Mapping[str, Any], source: str, environ: Mapping[
         api_key_env=_text(raw, "api_key_env", where, environ),
         requires=_strings(raw.get("requires", []), f"{where}.requires", environ),
         hint=_text(raw, "hint", where, environ) or "",
+        scenarios=_scenarios(raw.get("scenarios", {}), f"{where}.scenarios"),
     )
 
 
@@ -231,7 +264,9 @@ def _merge(parent: Mapping[str, Any], child: Mapping[str, Any]) -> dict[str, Any
     """
     merged = {k: v for k, v in parent.items() if k != "extends"}
     if "url" in child:  # a running server inherits nothing about launching
-        merged = {k: v for k, v in merged.items() if k in ("description", "model", "api_key_env")}
+        merged = {
+            k: v for k, v in merged.items() if k in ("description", "model", "api_key_env", "scenarios")
+        }
     if child.keys() & {"python", "command", "url"}:
         for key in ("python", "module", "command", "url"):
             merged.pop(key, None)

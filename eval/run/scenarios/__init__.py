@@ -1,0 +1,8 @@
+"""The scenarios other than `cache` (eval/records/scenarios.py describes them): settings, planning, sending.
+
+settings.py  ScenarioSettings (`--scenarios`, `--batch-sizes`, `--repeats`, `--hit-lengths`, ...)
+base.py      ScenarioStep and the helpers every scenario's planner uses
+batch.py, hitlen.py, repeats.py, traffic.py   one planner each: the unit of one input
+plan.py      every scenario unit of a run, and where a unit resumes
+execute.py   sending one scenario unit: alone or in batches released together, verified, recorded
+"""

@@ -1,0 +1,102 @@
+"""The hitlen scenario's unit of one input: the cold reference, then a prime and a full request per hit length.
+
+Hit lengths are exact because the prompt is sent as token IDs: /tokenize with `messages` (chat inputs: the
+chat-templated IDs) or `prompt` (raw inputs), then /v1/completions with `prompt` = the list of IDs, for the
+reference and the measured request alike (the pair differs only in the cache).
+
+    hitlen_cold    all n IDs, fresh salt                                    repetition 0
+    hitlen_prime   the first L IDs, fresh salt S_L, max_tokens 1            repetition j (the j-th L)
+    hitlen_full    all n IDs, salt S_L: expects floor(min(L, n-1)/block)*block cached tokens
+
+Default hit lengths, from the block size B (those from 1 to n-1): k*B-1, k*B, k*B+1 for k = 1..3, the last
+full block below n, n-1, and, when the chunked-prefill budget b (max_num_batched_tokens) is known, b-1, b and
+b+1. A length that two rules give is planned once, under the first rule's class (a budget length is named by
+both: "2B (budget)"); `--hit-lengths` replaces the defaults (class "L=<L>").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from eval.prepare.inputs import InputRow
+from eval.records import scenarios as sc
+from eval.run.client import Client, RequestFailed
+from eval.run.passes import expected_cached
+from eval.run.scenarios.base import ScenarioStep, scenario_step
+
+
+def hit_lengths(
+    n: int, block: int, budget: int | None = None, given: Sequence[int] | None = None
+) -> list[tuple[int, str]]:
+    """(L, class) pairs for a prompt of n tokens, ordered by L."""
+    if given is not None:
+        return [(length, f"L={length}") for length in sorted(set(given)) if 1 <= length <= n]
+    found: dict[int, str] = {}
+    for k in sc.HIT_BLOCK_MULTIPLES:
+        for delta, tag in ((-1, "-1"), (0, ""), (1, "+1")):
+            found.setdefault(k * block + delta, f"{k}B{tag}")
+    if budget is not None:
+        for delta, tag in ((-1, "-1"), (0, ""), (1, "+1")):
+            length, name = budget + delta, f"budget{tag}"
+            found[length] = f"{found[length]} ({name})" if length in found else name
+    for length, name in (((n - 1) // block * block, "last block"), (n - 1, "n-1")):
+        found.setdefault(length, name)  # n-dependent: a length the rules above give keeps their class
+    return sorted((length, name) for length, name in found.items() if 1 <= length <= n - 1)
+
+
+def plan_hitlen(
+    ids: Sequence[int],
+    block: int,
+    budget: int | None,
+    given: Sequence[int] | None,
+    max_tokens: int | None,
+) -> list[ScenarioStep]:
+    n = len(ids)
+    lengths = hit_lengths(n, block, budget, given)
+    all_ids = tuple(ids)
+    cold_vary: dict[str, Any] = {
+        sc.PROMPT_IDS: n,
+        "hit_lens": [length for length, _ in lengths],
+        "hit_classes": [c for _, c in lengths],
+    }
+    steps = [scenario_step("hitlen_cold", 0, "miss", cold_vary, token_ids=all_ids, max_tokens=max_tokens)]
+    for j, (length, name) in enumerate(lengths):
+        vary = {
+            sc.HIT_LEN: length,
+            sc.HIT_CLASS: name,
+            sc.EXPECTED_CACHED: expected_cached(n, length, block),
+            sc.PROMPT_IDS: n,
+        }
+        salt = f"L{j}"
+        steps.append(
+            scenario_step(
+                "hitlen_prime", j, "miss", vary, token_ids=all_ids[:length], salt_key=salt, max_tokens=1
+            )
+        )
+        steps.append(
+            scenario_step(
+                "hitlen_full", j, "prefix", vary, token_ids=all_ids, salt_key=salt, shared=length,
+                max_tokens=max_tokens,
+            )
+        )  # fmt: skip
+    return steps
+
+
+def prompt_token_ids(
+    client: Client, model: str, row: InputRow, chat_template_kwargs: Mapping[str, Any] | None
+) -> list[int]:
+    """The IDs the server makes of an input's prompt: chat-templated for chat inputs (with the generation
+    prompt), as /v1/completions would tokenize the text for raw ones."""
+    try:
+        if row.mode == "chat":
+            kwargs = dict(chat_template_kwargs) if chat_template_kwargs is not None else None
+            return client.tokenize(
+                model, messages=[{"role": "user", "content": row.prompt}], chat_template_kwargs=kwargs
+            )
+        return client.tokenize(model, prompt=row.prompt)
+    except (RequestFailed, KeyError, TypeError, ValueError) as exc:
+        detail = exc.message if isinstance(exc, RequestFailed) else str(exc)
+        raise RequestFailed(
+            f"/tokenize of {row.dataset}/{row.id} failed: {detail}", retryable=False
+        ) from None

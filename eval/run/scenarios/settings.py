@@ -1,0 +1,142 @@
+"""What a run asks of the scenarios: which ones, batch sizes, repeats, hit lengths, and for which inputs.
+
+`scenario_settings` is what the manifest records (a resume must match it); it is empty for the default (`cache`
+only), so runs without scenarios keep the settings they always had.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from eval.errors import ConfigError
+from eval.records.scenarios import DEFAULT_BATCH_SIZES, DEFAULT_REPEATS, DEFAULT_SCENARIOS
+from eval.records.vocabulary import CACHE_SCENARIO
+from eval.run.client import Client, RequestFailed
+
+
+@dataclass(frozen=True)
+class ScenarioSettings:
+    scenarios: tuple[str, ...] = DEFAULT_SCENARIOS
+    batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
+    repeats: int = DEFAULT_REPEATS
+    hit_lengths: tuple[int, ...] | None = None  # None: from the block size (eval/run/scenarios/hitlen.py)
+    # the chunked-prefill budget (max_num_batched_tokens) when known: its neighbours are hit lengths too
+    hit_budget: int | None = None
+    inputs: int | None = (
+        None  # run the scenarios on this many inputs only (records/scenarios.scenario_inputs)
+    )
+    max_tokens: int | None = None  # output limit of scenario requests (None: the example's, or --max-tokens)
+
+    @property
+    def extra(self) -> tuple[str, ...]:
+        """The scenarios other than cache."""
+        return tuple(s for s in self.scenarios if s != CACHE_SCENARIO)
+
+    @property
+    def cache(self) -> bool:
+        return CACHE_SCENARIO in self.scenarios
+
+
+def validate_scenarios(s: ScenarioSettings, *, cold_mode: str) -> None:
+    if not s.scenarios:
+        raise ConfigError("--scenarios: give at least one scenario")
+    if "batch" in s.scenarios and (not s.batch_sizes or min(s.batch_sizes) < 1):
+        raise ConfigError("--batch-sizes: give batch sizes of at least 1, e.g. 1,4,8")
+    if "batch" in s.scenarios and max(s.batch_sizes) > 64:
+        raise ConfigError("--batch-sizes: at most 64 requests at once")
+    if "repeats" in s.scenarios and not 2 <= s.repeats <= 1000:
+        raise ConfigError("--repeats: between 2 and 1000")
+    if s.hit_lengths is not None and (not s.hit_lengths or min(s.hit_lengths) < 1):
+        raise ConfigError("--hit-lengths: give positive token counts, e.g. 127,128,129")
+    if s.inputs is not None and s.inputs < 1:
+        raise ConfigError("--scenario-inputs: at least 1")
+    if s.max_tokens is not None and s.max_tokens < 1:
+        raise ConfigError("--scenario-max-tokens: at least 1")
+    if s.extra and cold_mode != "salt":
+        raise ConfigError(
+            f"--scenarios {','.join(s.extra)} needs --cold salt: every request keeps its cache state by its salt"
+        )
+
+
+def scenario_settings(s: ScenarioSettings) -> dict[str, Any]:
+    """The manifest settings of the scenarios; {} for the default (cache only)."""
+    if s.scenarios == DEFAULT_SCENARIOS:
+        return {}
+    out: dict[str, Any] = {"scenarios": list(s.scenarios)}
+    if "batch" in s.scenarios:
+        out["batch_sizes"] = list(s.batch_sizes)
+    if "repeats" in s.scenarios:
+        out["repeats"] = s.repeats
+    if "hitlen" in s.scenarios:
+        out["hit_lengths"] = None if s.hit_lengths is None else list(s.hit_lengths)
+        out["hit_budget"] = s.hit_budget
+    if s.extra:
+        out["scenario_inputs"] = s.inputs
+        out["scenario_max_tokens"] = s.max_tokens
+    return out
+
+
+def settings_from_manifest(settings: Mapping[str, Any]) -> ScenarioSettings:
+    """The ScenarioSettings a run's manifest settings describe (defaults for runs without scenarios)."""
+
+    def ints(value: Any) -> tuple[int, ...] | None:
+        return tuple(int(v) for v in value) if isinstance(value, list) else None
+
+    scenarios = settings.get("scenarios")
+    return ScenarioSettings(
+        scenarios=tuple(str(s) for s in scenarios) if isinstance(scenarios, list) else DEFAULT_SCENARIOS,
+        batch_sizes=ints(settings.get("batch_sizes")) or DEFAULT_BATCH_SIZES,
+        repeats=int(settings.get("repeats") or DEFAULT_REPEATS),
+        hit_lengths=ints(settings.get("hit_lengths")),
+        hit_budget=settings.get("hit_budget") if isinstance(settings.get("hit_budget"), int) else None,
+        inputs=settings.get("scenario_inputs") if isinstance(settings.get("scenario_inputs"), int) else None,
+        max_tokens=settings.get("scenario_max_tokens")
+        if isinstance(settings.get("scenario_max_tokens"), int)
+        else None,
+    )
+
+
+def parse_ints(text: str, what: str) -> tuple[int, ...]:
+    """`--batch-sizes 1,4,8` -> (1, 4, 8), sorted, each once."""
+    try:
+        values = sorted({int(v) for v in text.split(",") if v.strip()})
+    except ValueError:
+        raise ConfigError(f"{what}: give a comma list of whole numbers, got {text!r}") from None
+    if not values:
+        raise ConfigError(f"{what}: give at least one number")
+    return tuple(values)
+
+
+def batched_tokens_budget(server_args: Sequence[str]) -> int | None:
+    """`--max-num-batched-tokens N` (or `=N`) in a launch spec's server arguments, else None."""
+    flag = "--max-num-batched-tokens"
+    for i, arg in enumerate(server_args):
+        value = None
+        if arg == flag and i + 1 < len(server_args):
+            value = server_args[i + 1]
+        elif arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+        if value is not None and value.isdigit():
+            return int(value)
+    return None
+
+
+def server_budget(client: Client) -> int | None:
+    """max_num_batched_tokens from vLLM's /server_info (served with VLLM_SERVER_DEV_MODE=1), else None."""
+    try:
+        info = client.get_json("/server_info?config_format=json")
+    except (RequestFailed, ValueError):
+        return None
+    config = info.get("vllm_config") if isinstance(info, dict) else None
+    scheduler = config.get("scheduler_config") if isinstance(config, dict) else None
+    value = scheduler.get("max_num_batched_tokens") if isinstance(scheduler, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def resolve_budget(s: ScenarioSettings, client: Client) -> ScenarioSettings:
+    """Fill hit_budget from the server when the hitlen scenario runs and the launch spec did not give it."""
+    if "hitlen" not in s.scenarios or s.hit_budget is not None or s.hit_lengths is not None:
+        return s
+    return replace(s, hit_budget=server_budget(client))
