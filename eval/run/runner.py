@@ -4,8 +4,9 @@
 
 Re-running the same configuration resumes into the same run (run_id defaults to one derived from the inputs
 file's hash): complete units are kept, missing ones are sent, nothing is sent twice. A run directory made with
-other inputs, model or settings is refused with the differences. Ctrl-C stops after flushing; the manifest says
-the run is incomplete until a later invocation completes it.
+other inputs, model or settings is refused with the differences. Ctrl-C or SIGTERM stops after flushing (the
+session's outcome "interrupted" is written, the CLI exits 130); the manifest says the run is incomplete until a
+later invocation completes it.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from eval.run.passes import (
     validate_passes,
 )
 from eval.run.probe import ProbeResult, probe_server
+from eval.serve.process import sigterm_as_interrupt
 
 EXIT_INCOMPLETE = 3  # `lbeval run`: the run is not complete (interrupted, errors left, a file not written)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -532,7 +534,8 @@ def execute_run(
     line naming the file, the reason and the space left; the records on disk stay whole lines, and once the
     file can be written the same command resumes."""
     try:
-        with Client(config.base_url, _api_key(config), config.timeout_s) as client:
+        # SIGTERM (CI, process managers) stops the session like Ctrl-C: outcome "interrupted", exit 130
+        with sigterm_as_interrupt(), Client(config.base_url, _api_key(config), config.timeout_s) as client:
             inputs = _read_inputs(config)
             with run_lock(inputs.run_dir):
                 session, probe = _prepare(config, client, inputs)

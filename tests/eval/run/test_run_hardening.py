@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -197,3 +198,29 @@ def test_a_full_disk_stops_the_run_with_one_line_and_exit_3_then_it_resumes(
     loaded = load_run(run_dir)
     assert loaded.manifest.complete and len(loaded.records) == 18 and loaded.torn_lines == 0
     assert select_final(loaded.records).duplicates == {}
+
+
+# ---------------------------------------------------------------- SIGTERM
+
+
+def test_sigterm_stops_the_run_like_ctrl_c_and_it_resumes(fake: FakeServer, tmp_path: Path) -> None:
+    # CI systems and process managers stop jobs with SIGTERM: before, the process died (-15) without writing
+    # the session's outcome; now it is an interrupt: outcome "interrupted", exit 130, whole records
+    inputs = two_rows(tmp_path)
+    out = tmp_path / "runs"
+    run_dir = out / "v1" / default_run_id(inputs_digest(inputs))
+    fake.add_fault(Fault("slow", times=-1, delay_s=0.05))
+    proc = cli_run(fake, inputs, out)
+    wait_for_lines(run_dir / RECORDS_NAME, 3)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip() == "lbeval run: interrupted"
+    loaded = load_run(run_dir)
+    assert loaded.manifest.sessions[-1]["outcome"] == "interrupted" and not loaded.manifest.complete
+    assert loaded.torn_lines == 0 and 3 <= len(loaded.records) < 18
+    assert (run_dir / LOCK_NAME).read_text() == ""  # the lock was released on the way out
+    fake.faults.clear()
+    resumed = load_run(execute_run(config_for(fake, inputs, out, stream_all=True)))
+    assert resumed.manifest.complete and len(resumed.records) == 18
+    assert select_final(resumed.records).duplicates == {}
