@@ -5,6 +5,7 @@ The rules and their parameters are documented in the shipped default policy, eva
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,24 +22,48 @@ from eval.errors import ConfigError
 
 POLICY_SCHEMA_VERSION = 1
 DEFAULT_POLICY = "policy_default.toml"
+
+
+@dataclass(frozen=True)
+class Number:
+    """A numeric parameter: its type (a TOML integer is accepted for a float) and its range, inclusive."""
+
+    type: type
+    what: str
+    low: float = 0.0
+    high: float = math.inf
+
+    def problem(self, value: int | float) -> str | None:
+        if not math.isfinite(value):
+            return f"must be a finite number, got {value!r}"
+        if not self.low <= value <= self.high:
+            return f"must be {self.what}, got {value!r}"
+        return None
+
+
+COUNT = Number(int, "a count >= 0")
+FRACTION = Number(float, "a fraction in [0, 1]", high=1.0)
+POINTS = Number(float, "score points >= 0")
+PERCENT = Number(float, "a percentage >= 0")
+Kind = type | Number
 # rule -> parameter -> (type, default); `enabled` is implicit
-RULE_PARAMS: dict[str, dict[str, tuple[type, Any]]] = {
-    "cold_warm_equality": {"allowed_drop": (int, 0)},
-    "warm_repeat_equality": {"min_fraction": (float, 1.0)},
-    "cold_scores": {"tolerance_points": (float, 0.5)},
+RULE_PARAMS: dict[str, dict[str, tuple[Kind, Any]]] = {
+    "cold_warm_equality": {"allowed_drop": (COUNT, 0)},
+    "warm_repeat_equality": {"min_fraction": (FRACTION, 1.0)},
+    "cold_scores": {"tolerance_points": (POINTS, 0.5)},
     "no_invalid_warm": {
-        "max": (int, 0),
+        "max": (COUNT, 0),
         "count_recovered": (bool, True),
         "runs": (list, ["base", "variant"]),
     },
-    "no_errors": {"max": (int, 0), "runs": (list, ["base", "variant"])},
-    "warm_prefill_change": {"max_change_pct": (float, 5.0)},
-    "cross_variant_cold": {"min_fraction": (float, 1.0)},
+    "no_errors": {"max": (COUNT, 0), "runs": (list, ["base", "variant"])},
+    "warm_prefill_change": {"max_change_pct": (PERCENT, 5.0)},
+    "cross_variant_cold": {"min_fraction": (FRACTION, 1.0)},
 }
-DATA_PARAMS: dict[str, tuple[type, Any]] = {
+DATA_PARAMS: dict[str, tuple[Kind, Any]] = {
     "require_complete": (bool, True),
-    "min_valid_pair_fraction": (float, 0.9),
-    "min_valid_pairs": (int, 1),
+    "min_valid_pair_fraction": (FRACTION, 0.9),
+    "min_valid_pairs": (COUNT, 1),
 }
 
 
@@ -49,7 +74,13 @@ class Policy:
     rules: dict[str, dict[str, Any]]  # rules present in the file (enabled or not), parameters filled in
 
 
-def _typed(where: str, value: Any, kind: type) -> Any:
+def _typed(where: str, value: Any, kind: Kind) -> Any:
+    if isinstance(kind, Number):
+        value = _typed(where, value, kind.type)
+        problem = kind.problem(value)
+        if problem is not None:
+            raise ConfigError(f"{where}: {problem}")
+        return value
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if kind is list:
@@ -62,7 +93,7 @@ def _typed(where: str, value: Any, kind: type) -> Any:
 
 
 def _params(
-    where: str, table: Any, spec: Mapping[str, tuple[type, Any]], extra: Sequence[str] = ()
+    where: str, table: Any, spec: Mapping[str, tuple[Kind, Any]], extra: Sequence[str] = ()
 ) -> dict[str, Any]:
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: must be a table")
@@ -106,7 +137,14 @@ def load_policy(path: Path | None) -> Policy:
         text = resources.files("eval.gate").joinpath(DEFAULT_POLICY).read_text(encoding="utf-8")
         return parse_policy(text, f"eval/{DEFAULT_POLICY}")
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the policy ({exc.strerror})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{path}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x}); a policy is UTF-8 TOML"
+        ) from None
     return parse_policy(text, str(path))

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main
+from eval.errors import ConfigError, DataError
 from eval.prepare.build import PrepareConfig, parse_max_tokens, prepare
 from eval.prepare.inputs import read_inputs
 from eval.prepare.sources import DataSource
@@ -116,7 +117,7 @@ def test_malformed_row_gives_one_line_error(tmp_path: Path, capsys: pytest.Captu
         ]
     )
     err = capsys.readouterr().err.strip()
-    assert code == 1
+    assert code == DataError.exit_code
     assert err == f"lbeval prepare: error: {data / 'qasper.jsonl'}:2:length: must be an integer, got str"
     assert not (tmp_path / "x.jsonl").exists()
 
@@ -220,5 +221,8 @@ def test_n_beyond_the_data_warns_and_the_header_says_what_was_taken(
 def test_a_dataset_listed_twice_is_refused(
     fixture_data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run_prepare(fixture_data_dir, tmp_path / "x.jsonl", "--datasets", "qasper,trec,qasper") == 2
+    assert (
+        run_prepare(fixture_data_dir, tmp_path / "x.jsonl", "--datasets", "qasper,trec,qasper")
+        == ConfigError.exit_code
+    )
     assert capsys.readouterr().err == "lbeval prepare: error: --datasets: qasper is listed twice\n"
