@@ -288,11 +288,15 @@ def _describe(tp: Any) -> str:
     if origin in (Union, types.UnionType):
         return " or ".join(_describe(arm) for arm in args)
     if origin is list:
-        return f"a list of {_describe(args[0]).removeprefix('a ').removeprefix('an ')}s"
+        return f"a list of {_plural(args[0])}"
     if origin is dict:
-        return "an object" if args[1] is Any else f"an object of {_describe(args[1]).removeprefix('a ')}s"
+        return "an object" if args[1] is Any else f"an object of {_plural(args[1])}"
     names = {int: "an integer", float: "a number", str: "a string", bool: "true or false", type(None): "null"}
     return names.get(tp, "anything")
+
+
+def _plural(tp: Any) -> str:
+    return _describe(tp).removeprefix("an ").removeprefix("a ") + "s"
 
 
 def _leaves(value: Any) -> Iterator[Any]:

@@ -215,6 +215,8 @@ def test_error_messages_say_what_is_wrong(tmp_path: Path) -> None:
         edit(2, max_tokens=True): "must be an integer, got true",
         edit(2, max_tokens=-5): "must be at least 1, got -5",
         edit(2, answers="x"): 'must be a list of strings, got "x"',
+        edit(1, max_tokens={"qasper": "8"}): 'must be an object of integers, got {"qasper": "8"}',
+        edit(2, stop_token_ids=["1"]): 'must be a list of integers or null, got ["1"]',
         edit(2, prompt_tokens="many"): 'must be an integer or null, got "many"',
         edit(1, schema_version=99): "this lbeval reads inputs schema versions 1, 2, got 99",
         edit(2, dataset="nope"): "unknown dataset 'nope'",
