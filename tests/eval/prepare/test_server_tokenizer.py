@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main
-from eval.errors import LbevalError
+from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import read_inputs
 from eval.prepare.prompting import ServerTokenizer, chat_overhead
 from tests.fake_server import CHAT_PREFIX, CHAT_SUFFIX, FakeServer, detokenize, tokenize_text
@@ -137,5 +137,5 @@ def test_prepare_refuses_two_tokenizer_sources(
         "--out",
         str(tmp_path / "o"),
     ]
-    assert main(argv) == 2
+    assert main(argv) == ConfigError.exit_code
     assert "choose exactly one of --base-url, --spec, --tokenizer, --no-truncate" in capsys.readouterr().err
