@@ -48,12 +48,22 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, help="bootstrap seed (default 20260909)")
     add_policy_argument(p)
+    add_full_argument(p, "report.md")
+
+
+def add_full_argument(p: argparse.ArgumentParser, what: str) -> None:
+    """--full: shared by `lbeval score` and `lbeval compare` (default: the compact summary)."""
+    p.add_argument(
+        "--full", action="store_true", help=f"print the whole {what} instead of the compact summary"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from eval.analyze.compare import BOOTSTRAP_SEED, compare  # heavy (scorers): imported when used
     from eval.gate.policy import load_policy
     from eval.gate.rules import evaluate
+    from eval.report.console import compare_summary
+    from eval.report.tables import build_tables
     from eval.report.write import write_reports
 
     policy = load_policy(args.policy)  # a bad policy stops here, before the scoring
@@ -66,7 +76,12 @@ def run(args: argparse.Namespace) -> int:
     )
     out = args.out or args.runs / "compare" / comparison.name
     # the report's banner shows the gate's verdict: the one evaluation `lbeval gate` also uses
-    paths = write_reports(comparison, out, evaluate(comparison, policy))
-    print(paths[0].read_text(encoding="utf-8"), end="")
-    print("wrote " + ", ".join(str(p) for p in paths))
+    verdict, tables = evaluate(comparison, policy), build_tables(comparison)
+    paths = write_reports(comparison, out, verdict, tables)
+    if args.full:
+        print(paths[0].read_text(encoding="utf-8"), end="")
+        print("wrote " + ", ".join(str(p.resolve()) for p in paths))
+        return 0
+    for line in compare_summary(comparison, tables, verdict, (paths[2], paths[0], paths[1])):
+        print(line)
     return 0

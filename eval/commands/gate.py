@@ -11,6 +11,7 @@ from eval.gate.junit import write_junit
 from eval.gate.policy import load_policy
 from eval.gate.rules import evaluate
 from eval.gate.verdict import Verdict, no_verdict
+from eval.report.console import gate_lines, hang
 
 HELP = "Release gate: check a policy (TOML) on base vs variant; exit 0 pass, 1 a rule fails, 2 no verdict."
 
@@ -23,7 +24,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def verdict_for(args: argparse.Namespace) -> Verdict:
     policy = load_policy(args.policy)  # a bad policy is a ConfigError: exit 2
-    print(f"lbeval gate: policy {policy.source}")
+    print("\n".join(hang(f"lbeval gate: policy {policy.source}")))
     from eval.analyze.compare import compare  # heavy (scorers): imported when used
 
     try:
@@ -33,7 +34,9 @@ def verdict_for(args: argparse.Namespace) -> Verdict:
     except LbevalError as exc:
         return no_verdict(str(exc))
     b, v = base.scores.run, variant.scores.run
-    print(f"lbeval gate: base {b.variant} run {b.run_id} vs variant {v.variant} run {v.run_id}")
+    print(
+        "\n".join(hang(f"lbeval gate: base {b.variant} run {b.run_id} vs variant {v.variant} run {v.run_id}"))
+    )
     return evaluate(comparison, policy)
 
 
@@ -42,9 +45,8 @@ def run(args: argparse.Namespace) -> int:
         verdict = verdict_for(args)
     except LbevalError as exc:
         verdict = no_verdict(str(exc))
-    for result in verdict.results:
-        print("  " + result.line())
-    print(verdict.summary)
+    for line in gate_lines(verdict):  # one line per rule, wrapped to 100 columns
+        print(line)
     if args.junit:
         write_junit(args.junit, verdict, f"lbeval gate {args.base} vs {args.variant}")
     return verdict.exit_code

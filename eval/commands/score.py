@@ -18,17 +18,25 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--inputs", type=Path, help="the run's inputs manifest, if it moved (its sha256 must match)"
     )
+    p.add_argument(
+        "--full", action="store_true", help="print the whole scores.md instead of the compact summary"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     # heavy (scorers): imported when used, so `lbeval --help` stays fast
     from eval.analyze.score import score_run
     from eval.records.run_folder import resolve_run
+    from eval.report.console import score_summary
     from eval.report.write import write_scores
 
     run_dir = resolve_run(args.run, args.runs)
     scored = score_run(run_dir, args.inputs)
     json_path, md_path = write_scores(scored)
-    print(md_path.read_text(encoding="utf-8"), end="")
-    print(f"wrote {json_path} and {md_path}")
+    if args.full:
+        print(md_path.read_text(encoding="utf-8"), end="")
+        print(f"wrote {json_path.resolve()} and {md_path.resolve()}")
+        return 0
+    for line in score_summary(scored.scores, (md_path, json_path)):
+        print(line)
     return 0

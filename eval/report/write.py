@@ -11,6 +11,7 @@ from eval.analyze.compare import Comparison
 from eval.analyze.score import ScoredRun
 from eval.atomic import atomic_write
 from eval.gate.verdict import Verdict
+from eval.report.cells import Table
 from eval.report.html import html_report
 from eval.report.json_out import scores_json, summary_json, to_jsonable
 from eval.report.markdown import comparison_markdown, scores_markdown
@@ -33,10 +34,13 @@ def write_scores(scored: ScoredRun) -> tuple[Path, Path]:
     return json_path, md_path
 
 
-def write_reports(c: Comparison, out_dir: Path, verdict: Verdict | None = None) -> tuple[Path, Path, Path]:
+def write_reports(
+    c: Comparison, out_dir: Path, verdict: Verdict | None = None, tables: list[Table] | None = None
+) -> tuple[Path, Path, Path]:
     """Write report.md, summary.json and report.html into out_dir, each with the gate's verdict (evaluated by
-    the caller: `lbeval compare` runs eval.gate.rules.evaluate) in its banner."""
-    tables = build_tables(c)
+    the caller: `lbeval compare` runs eval.gate.rules.evaluate) in its banner; `tables`: build_tables(c), when
+    the caller has built them already (for the terminal summary)."""
+    tables = build_tables(c) if tables is None else tables
     paths = (out_dir / REPORT_MD, out_dir / SUMMARY_JSON, out_dir / REPORT_HTML)
     atomic_write(paths[0], comparison_markdown(c, tables, verdict))
     atomic_write(paths[1], _json_text(to_jsonable(summary_json(c, tables, verdict))))  # NaN/inf -> null

@@ -188,7 +188,8 @@ def test_compare_command_writes_the_three_reports(tmp_path: Path, capsys: pytest
     assert main(["compare", "main", "patched", "--runs", str(runs)]) == 0
     out = runs / "compare" / "main__patched"
     assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.md", "summary.json"]
-    assert "### 1. Accuracy" in capsys.readouterr().out
+    # the compact summary ends with the reports' path (tests/eval/report/test_console.py checks the rest)
+    assert f"{(out / 'report.html').resolve()} (and report.md, summary.json)" in capsys.readouterr().out
 
 
 def test_compare_command_mismatch_exits_2_with_the_message(

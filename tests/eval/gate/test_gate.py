@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,11 @@ max_change_pct = 5.0
 """
 
 
+def unwrap(text: str) -> str:
+    """The gate's lines as one line each: its output is wrapped at 100 columns, continuations indented 11."""
+    return re.sub(r"\n {11}(?=\S)", " ", text)
+
+
 def _gate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], base: RunSpec, variant: RunSpec, *extra: str
 ) -> tuple[int, str]:
@@ -31,7 +37,7 @@ def _gate(
     write_run(runs, variant)
     code = main(["gate", "main", "patched", "--runs", str(runs), *extra])
     captured = capsys.readouterr()
-    return code, captured.out + captured.err
+    return code, unwrap(captured.out + captured.err)
 
 
 def _specs(tmp_path: Path, **variant_kw: Any) -> tuple[RunSpec, RunSpec]:
@@ -187,7 +193,7 @@ def test_no_verdict_missing_run(tmp_path: Path, capsys: pytest.CaptureFixture[st
     base, _ = _specs(tmp_path)
     write_run(tmp_path / "runs", base)
     code = main(["gate", "main", "patched", "--runs", str(tmp_path / "runs")])
-    out = capsys.readouterr().out
+    out = unwrap(capsys.readouterr().out)
     assert code == 2
     assert (
         "gate: NO VERDICT (exit 2): patched: not a run folder (no manifest.json) and no run of a variant named 'patched'"
@@ -219,7 +225,7 @@ def test_invalid_manifest_is_one_line_and_no_verdict_in_gate_and_score(
     line = f"{manifest}:expected_records: must be int, got str 'lots'"
     assert main(["gate", "main", "patched", "--runs", str(runs)]) == 2
     out, err = capsys.readouterr()
-    assert f"gate: NO VERDICT (exit 2): {line}" in out and "Traceback" not in out + err
+    assert f"gate: NO VERDICT (exit 2): {line}" in unwrap(out) and "Traceback" not in out + err
     assert main(["score", str(run_dir)]) == 2
     out, err = capsys.readouterr()
     assert err == f"lbeval score: error: {line}\n" and out == ""
@@ -288,10 +294,10 @@ def test_damaged_records_never_pass(
         )
     )
     code = main(["gate", "main", "patched", "--runs", str(runs), "--policy", str(policy)])
-    out = capsys.readouterr().out
+    out = unwrap(capsys.readouterr().out)
     assert code == 2, out
     assert f"gate: NO VERDICT (exit 2): variant run {VARIANT_ID} is damaged: {reason}" in out
-    assert main(["score", str(run_dir)]) == 0
+    assert main(["score", str(run_dir), "--full"]) == 0  # --full: scores.md, not the compact summary
     out = capsys.readouterr().out
     assert "complete: no" in out and f"warning: damaged: {reason}".replace("_", "\\_") in out
     scores = json.loads((run_dir / "scores.json").read_text())["run"]
