@@ -15,6 +15,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -222,6 +223,7 @@ class Comparison:
     execution: str  # "sequential" | "overlapping" | "unknown"
     warnings: list[str] = field(default_factory=list)
     cross_agreement: dict[str, PairStats | None] = field(default_factory=dict)  # see CROSS_KINDS
+    start_gap_s: float | None = None  # seconds between the two runs' starts (None: a start time unknown)
 
     @property
     def name(self) -> str:
@@ -234,6 +236,15 @@ def execution_order(base: ScoredRun, variant: ScoredRun) -> str:
         return "unknown"
     overlap = a.started_at < b.ended_at and b.started_at < a.ended_at
     return "overlapping" if overlap else "sequential"
+
+
+def start_gap_seconds(base: ScoredRun, variant: ScoredRun) -> float | None:
+    """Seconds between the starts of the two runs (the time between an input's base and variant timings)."""
+    try:
+        a, b = (datetime.fromisoformat(str(r.scores.run.started_at)) for r in (base, variant))
+        return abs((b - a).total_seconds())
+    except (TypeError, ValueError):  # a start time missing, unparsable, or one naive and one aware
+        return None
 
 
 def comparison_warnings(
@@ -268,6 +279,7 @@ def compare(
         execution=execution,
         warnings=comparison_warnings(base, variant, mismatches, execution),
         cross_agreement=cross_agreement(base, variant),
+        start_gap_s=start_gap_seconds(base, variant),
     )
 
 

@@ -328,13 +328,48 @@ def timing_table(c: Comparison) -> Table:
     )
 
 
+def _apart(seconds: float | None) -> str:
+    if seconds is None:
+        return "start times unknown"
+    minutes = seconds / 60
+    return f"started {minutes:.0f} min apart" if minutes >= 1 else f"started {seconds:.0f} s apart"
+
+
 def timing_reading(c: Comparison) -> str:
+    """The timing headline. Only runs whose timings were taken side by side could attribute a change to the
+    variant: for sequential runs (or runs of unknown order) the headline says that the change it reports may
+    be machine drift, which the bootstrap interval does not cover; overlapping runs make the timings invalid."""
     ch = c.timing_changes.get("warm_prefill_ms")
     what = "warm prefill (server)"
     if ch is None:
         ch, what = c.timing_changes.get("warm_ttft_ms"), "warm TTFT (client)"
     if ch is None:
         return "No paired timing data: the timing change cannot be estimated."
+    measured = f"{ch.estimate:+.1f}%, 95% CI {ch.low:+.1f}% to {ch.high:+.1f}%, over {ch.n_inputs} inputs"
+    if c.execution == "overlapping":
+        return (
+            f"Base and variant ran at the same time and competed for the machine: the {what} change below "
+            f"({measured}) is not valid; re-run them one at a time."
+        )
+    if c.execution in ("sequential", "unknown"):
+        order = (
+            f"Base and variant ran one after the other (sequential, {_apart(c.start_gap_s)})"
+            if c.execution == "sequential"
+            else "The runs' start and end times are unknown (they may not have run side by side)"
+        )
+        valid = c.base.scores.timing.valid and c.variant.scores.timing.valid
+        tail = "" if valid else " Timing is flagged invalid (see the warnings)."
+        if ch.low <= 0 <= ch.high:
+            return f"{order}: no detectable change in {what} ({measured}, includes 0); drift is not in the interval.{tail}"
+        return (
+            f"{order}: the {what} change below ({measured}) may be machine drift, not the variant; "
+            f"an interleaved A/B run is needed to attribute it.{tail}"
+        )
+    return _attributed_reading(c, ch, what)
+
+
+def _attributed_reading(c: Comparison, ch: Change, what: str) -> str:
+    """The headline of timings taken side by side: the change is the variant's."""
     if ch.high < 0:
         verdict = f"Variant {what} is {-ch.estimate:.1f}% lower than base (95% CI {-ch.high:.1f}% to {-ch.low:.1f}% lower)"
     elif ch.low > 0:
