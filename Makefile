@@ -6,14 +6,21 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.lbeval-stamp
 LBEVAL := $(BIN)/lbeval
 
-# Defaults for `make eval` / `make compare` (documented in README.md).
+# Defaults for `make eval` / `make compare` (documented in README.md, "make eval").
 VARIANT ?= patched
 BASE ?= main
 DATASETS ?= qasper,gov_report
 N ?= 16
 SEED ?= 20260909
-BASE_URL ?= http://127.0.0.1:8000/v1
 RUNS ?= runs
+# The data: hub (empty: the pinned Hugging Face revision), mini (the shipped longbench-mini sample), or DATA_DIR.
+SOURCE ?=
+# The server: BASE_URL of one already running (.../v1), else the launch spec SPEC, else the spec named like VARIANT.
+BASE_URL ?=
+SPECS ?=
+# Shorter runs: MAX_TOKENS replaces every output limit; TIMING_REPS timing repetitions per input (default 5).
+MAX_TOKENS ?=
+TIMING_REPS ?=
 
 # The embedded vLLM CPU server (README "Variant launch specs"). Its venv and model live outside the clone, in
 # LBEVAL_CACHE, so fresh clones on the same machine (CI) reuse them; eval/serve/variants.toml reads the same variable.
@@ -23,7 +30,7 @@ SERVER_VENV := $(LBEVAL_CACHE)/venv-vllm-cpu
 SERVER_PY := $(SERVER_VENV)/bin/python
 SERVER_REQS := eval/serve/server_requirements.txt
 SERVER_MODEL := $(LBEVAL_CACHE)/models/smollm2-135m-instruct
-SPEC ?= cpu-smollm2
+SPEC ?=
 
 .PHONY: setup test check lint typecheck bench eval compare gate demo server-venv server-model serve clean help
 
@@ -80,22 +87,36 @@ DEMO_VARIANT ?= cpu-smollm2-fp8kv
 demo: setup server-model
 	$(BIN)/python -m eval.demo --base $(DEMO_BASE) --variant $(DEMO_VARIANT) --out $(RUNS)/demo
 
-# Start a variant's server and keep it up until Ctrl-C: make serve SPEC=cpu-smollm2-chunked
+# Start a variant's server and keep it up until Ctrl-C: make serve SPEC=cpu-smollm2-chunked (default cpu-smollm2)
 serve: setup server-model
-	$(LBEVAL) serve --variant $(SPEC)
+	$(LBEVAL) serve --variant $(or $(SPEC),cpu-smollm2) $(foreach f,$(SPECS),--specs $(f))
 
-# Prepare + run + score one variant against the server at BASE_URL (already running):
-#   make eval VARIANT=patched [BASE_URL=...] [DATASETS=...] [N=...] [SEED=...] [DATA_DIR=path/to/LongBench/data]
-#             [MODEL=id] [API_KEY_ENV=VAR] [RUN_ARGS='--passes cold,warm --timing-reps 3']
-# `lbeval run` resumes an interrupted run and prints its run directory last; that is what gets scored.
+# Prepare + run + score one variant (README "make eval"):
+#   make eval VARIANT=x [SOURCE=mini | DATA_DIR=path/to/LongBench/data] [DATASETS=...] [N=...] [SEED=...]
+#             [BASE_URL=http://host:port/v1 | SPEC=name] [SPECS=file.toml ...] [MAX_TOKENS=16] [TIMING_REPS=2]
+#             [MODEL=id] [API_KEY_ENV=VAR] [RUN_ARGS='--passes cold,warm']
+# Without BASE_URL, lbeval starts the launch spec SPEC (default: the spec named like VARIANT) for the prepare
+# step's tokenizer and for the run, and stops it after each. The inputs are prepared once per DATASETS/N/SEED/
+# SOURCE into $(RUNS)/inputs/ and shared by every variant (comparisons need the same inputs); delete the file to
+# prepare it again. `lbeval run` resumes an interrupted run and prints its run directory last: that is scored.
+EVAL_SOURCE = $(if $(DATA_DIR),--data-dir $(DATA_DIR),$(if $(SOURCE),--source $(SOURCE)))
+EVAL_INPUTS = $(RUNS)/inputs/$(or $(SOURCE),$(if $(DATA_DIR),local,hub))-$(subst $(COMMA),+,$(DATASETS))-n$(N)-seed$(SEED).jsonl
+EVAL_SPECS = $(foreach f,$(SPECS),--specs $(f))
+EVAL_SERVER = $(if $(BASE_URL),--base-url $(BASE_URL),--spec $(or $(SPEC),$(VARIANT)) $(EVAL_SPECS))
+EVAL_RUN_SERVER = $(if $(BASE_URL),--base-url $(BASE_URL),$(if $(SPEC),--spec $(SPEC)) $(EVAL_SPECS))
+COMMA := ,
 eval: setup
 	@set -eo pipefail; \
-	inputs=$(RUNS)/$(VARIANT)/inputs.jsonl; \
-	$(LBEVAL) prepare --datasets $(DATASETS) --n $(N) --seed $(SEED) --base-url $(BASE_URL) \
-	  $(if $(MODEL),--model $(MODEL)) $(if $(DATA_DIR),--data-dir $(DATA_DIR)) --out $$inputs; \
-	run_dir=$$($(LBEVAL) run --variant $(VARIANT) --inputs $$inputs --base-url $(BASE_URL) --out $(RUNS) \
-	  $(if $(MODEL),--model $(MODEL)) $(if $(API_KEY_ENV),--api-key-env $(API_KEY_ENV)) $(RUN_ARGS) | tail -n 1); \
-	echo "run: $$run_dir"; \
+	inputs=$(EVAL_INPUTS); \
+	$(if $(or $(BASE_URL),$(SPEC)),,echo "make eval: no BASE_URL, so lbeval starts the launch spec $(VARIANT) (or give BASE_URL=http://host:port/v1)";) \
+	if [ -f $$inputs ]; then echo "make eval: reusing $$inputs (delete it to prepare again)"; else \
+	  $(LBEVAL) prepare $(EVAL_SOURCE) --datasets $(DATASETS) --n $(N) --seed $(SEED) $(EVAL_SERVER) \
+	    $(if $(MODEL),--model $(MODEL)) --out $$inputs; fi; \
+	run_dir=$$($(LBEVAL) run --variant $(VARIANT) --inputs $$inputs --out $(RUNS) $(EVAL_RUN_SERVER) \
+	  $(if $(MODEL),--model $(MODEL)) $(if $(API_KEY_ENV),--api-key-env $(API_KEY_ENV)) \
+	  $(if $(MAX_TOKENS),--max-tokens $(MAX_TOKENS)) $(if $(TIMING_REPS),--timing-reps $(TIMING_REPS)) \
+	  $(RUN_ARGS) | tail -n 1); \
+	echo "make eval: run $$run_dir"; \
 	$(LBEVAL) score "$$run_dir"
 
 # Compare the latest runs of two variants (newest manifest under $(RUNS)/<variant>/), writing
