@@ -8,6 +8,8 @@ What is computed (all from `runs/<variant>/<run_id>/`, plus the inputs manifest 
                the timing passes' first tokens (timing_cold r vs timing_warm r), unique outputs per prompt
     timing     per input: warm and cold prefill (server, ms) and TTFT (client, ms) over the repetitions
     cache      per pass: how many requests met their cache expectation; the salt and sibling controls
+    attribution  one row per cause (prefix cache, batch composition, hit length, repeats, traffic) from the
+               scenario that isolates it, with confounding stated (eval/analyze/attribution.py)
 
 Which record counts is `eval.records.final.select_final`. A sample is scored only when its final record has
 status "ok"; "invalid" and "error" samples and missing records are counted in every denominator (k/N where N is
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.analyze.accuracy import DatasetAccuracy, ExampleScore, accuracy, example_scores
+from eval.analyze.attribution import Attribution, attribution
 from eval.analyze.cache import CacheCheck, InvalidCounts, cache_check, invalid_counts
 from eval.analyze.pairs import Pair, PairStats, UniqueOutputs, collect_pairs, pair_stats, unique_outputs
 from eval.analyze.timing import Timing, timing
@@ -90,6 +93,8 @@ class RunScores:
     errors: int  # final records with status error, all passes
     invalid: InvalidCounts
     schema_version: int = SCORES_SCHEMA_VERSION
+    # one row per cause of a difference, from the scenario that isolates it (eval/analyze/attribution.py)
+    attribution: Attribution | None = None
 
 
 @dataclass(frozen=True)
@@ -177,6 +182,7 @@ def score_loaded(loaded: LoadedRun, rows: list[InputRow]) -> ScoredRun:
         cache=cache,
         errors=sum(r.status == "error" for r in finals),
         invalid=invalid_counts(sel),
+        attribution=attribution(keys, sel, m.settings, agreement),
     )
     return ScoredRun(loaded, rows, sel, ex_scores, pairs, scores)
 

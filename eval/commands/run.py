@@ -15,13 +15,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from eval.errors import ConfigError
 from eval.records.run_folder import read_manifest
-from eval.records.vocabulary import PASS_CHOICES
+from eval.records.scenarios import DEFAULT_BATCH_SIZES, DEFAULT_REPEATS, parse_scenarios
+from eval.records.vocabulary import PASS_CHOICES, SCENARIO_NAMES
 from eval.run.client import RequestSettings
 from eval.run.passes import RetryPolicy
 from eval.run.runner import DEFAULT_PASSES, EXIT_INCOMPLETE, RunConfig, execute_run
+from eval.run.scenarios.settings import ScenarioSettings, batched_tokens_budget, parse_ints
 from eval.serve.launch_specs import spec_for_run
 from eval.serve.process import sigterm_as_interrupt, start
 
@@ -79,6 +82,25 @@ def configure(p: argparse.ArgumentParser) -> None:
     net.add_argument("--backoff", type=float, default=1.0, help="first retry wait in seconds (doubles)")
     net.add_argument("--timeout", type=float, default=600.0, help="per-request timeout in seconds")
     p.add_argument("--quiet", action="store_true", help="no progress bars (CI logs)")
+    scn = p.add_argument_group(
+        "scenarios (README: Scenarios; a launch spec's `scenarios` table gives defaults)"
+    )
+    scn.add_argument(
+        "--scenarios",
+        help=f"comma list of {', '.join(SCENARIO_NAMES)} (default cache: the --passes above); the others run "
+        "one unit at a time after it",
+    )
+    sizes = ",".join(map(str, DEFAULT_BATCH_SIZES))
+    scn.add_argument("--batch-sizes", help=f"batch scenario: requests in flight together (default {sizes})")
+    scn.add_argument(
+        "--repeats", type=int, help=f"repeats scenario: copies of each request (default {DEFAULT_REPEATS})"
+    )
+    scn.add_argument(
+        "--hit-lengths",
+        help="hitlen scenario: prompt tokens to prime (default: around 1-3 blocks, the last block, n-1)",
+    )
+    scn.add_argument("--scenario-inputs", type=int, help="run the scenarios on this many inputs only")
+    scn.add_argument("--scenario-max-tokens", type=int, help="output limit of the scenarios' requests")
 
 
 def _template_kwargs(text: str) -> dict[str, object] | None:
@@ -121,6 +143,40 @@ def config_from_args(args: argparse.Namespace, base_url: str | None = None) -> R
         timeout_s=args.timeout,
         run_id=args.run_id,
         quiet=args.quiet,
+        scenarios=scenario_config(args),
+    )
+
+
+def scenario_config(args: argparse.Namespace) -> ScenarioSettings:
+    """The scenario options, each falling back to the launch spec's `scenarios` table (`args.spec_scenarios`,
+    set by `run`), then to the default."""
+    table: dict[str, Any] = getattr(args, "spec_scenarios", None) or {}
+
+    def ints(option: str, key: str, what: str) -> tuple[int, ...] | None:
+        given = getattr(args, option, None)
+        if given is not None:
+            return parse_ints(given, what)
+        return tuple(table[key]) if key in table else None
+
+    def one(option: str, key: str) -> int | None:
+        given = getattr(args, option, None)
+        value = given if given is not None else table.get(key)
+        return int(value) if value is not None else None
+
+    names = getattr(args, "scenarios", None) or ",".join(table.get("names") or ["cache"])
+    try:
+        scenarios = parse_scenarios(names)
+    except ValueError as exc:
+        raise ConfigError(f"--scenarios: {exc}") from None
+    budget = getattr(args, "hit_budget", None)
+    return ScenarioSettings(
+        scenarios=scenarios,
+        batch_sizes=ints("batch_sizes", "batch_sizes", "--batch-sizes") or DEFAULT_BATCH_SIZES,
+        repeats=one("repeats", "repeats") or DEFAULT_REPEATS,
+        hit_lengths=ints("hit_lengths", "hit_lengths", "--hit-lengths"),
+        hit_budget=budget if isinstance(budget, int) else None,
+        inputs=one("scenario_inputs", "inputs"),
+        max_tokens=one("scenario_max_tokens", "max_tokens"),
     )
 
 
@@ -130,6 +186,8 @@ def run(args: argparse.Namespace) -> int:
         return _run(args, None)
     args.model = args.model or spec.model
     args.api_key_env = args.api_key_env or spec.api_key_env
+    args.spec_scenarios = spec.scenarios  # defaults for the scenario options
+    args.hit_budget = batched_tokens_budget(spec.args)  # the chunked-prefill budget the spec starts it with
     if not spec.managed:
         return _run(args, spec.url)
     with sigterm_as_interrupt(), start(spec, echo=lambda m: print(m, file=sys.stderr, flush=True)) as server:

@@ -59,6 +59,15 @@ RULE_PARAMS: dict[str, dict[str, tuple[Kind, Any]]] = {
     "no_errors": {"max": (COUNT, 0), "runs": (list, ["base", "variant"])},
     "warm_prefill_change": {"max_change_pct": (PERCENT, 5.0)},
     "cross_variant_cold": {"min_fraction": (FRACTION, 1.0)},
+    "hitlen_cache_honoured": {"max_misses": (COUNT, 0), "runs": (list, ["base", "variant"])},
+    "batch_invariant": {
+        "min_fraction": (FRACTION, 1.0),
+        "include_warm": (bool, True),
+        "bitwise": (bool, True),
+    },
+    "hitlen_equality": {"min_fraction": (FRACTION, 1.0)},
+    "repeats_single_output": {"max_inputs": (COUNT, 0)},
+    "traffic_invariant": {"min_fraction": (FRACTION, 1.0)},
 }
 DATA_PARAMS: dict[str, tuple[Kind, Any]] = {
     "require_complete": (bool, True),

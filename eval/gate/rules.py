@@ -16,6 +16,7 @@ from typing import Any
 from eval.analyze.compare import Comparison
 from eval.analyze.pairs import PairStats
 from eval.analyze.score import ScoredRun
+from eval.gate import scenario_rules
 from eval.gate.policy import Policy
 from eval.gate.verdict import (
     EXIT_FAIL,
@@ -205,6 +206,12 @@ RULES: dict[str, Callable[[Comparison, Mapping[str, Any]], RuleResult]] = {
     "no_errors": rule_no_errors,
     "warm_prefill_change": rule_warm_prefill_change,
     "cross_variant_cold": rule_cross_variant_cold,
+    # the scenarios' rules (eval/gate/scenario_rules.py)
+    "hitlen_cache_honoured": scenario_rules.rule_hitlen_cache_honoured,
+    "batch_invariant": scenario_rules.rule_batch_invariant,
+    "hitlen_equality": scenario_rules.rule_hitlen_equality,
+    "repeats_single_output": scenario_rules.rule_repeats_single_output,
+    "traffic_invariant": scenario_rules.rule_traffic_invariant,
 }
 
 

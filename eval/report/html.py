@@ -17,6 +17,7 @@ from eval.analyze.compare import Comparison, DivergentPair, divergence_list
 from eval.analyze.score import ScoredRun
 from eval.gate.verdict import Verdict
 from eval.records.types import RequestRecord
+from eval.report.attribution import attribution_plots
 from eval.report.banner import Banner, banner, failed_rows, table_marks
 from eval.report.cells import Table, cell_text
 from eval.report.format import first_char_difference, fmt3
@@ -85,7 +86,7 @@ def html_report(c: Comparison, tables: Sequence[Table], verdict: Verdict | None 
     for i, table in enumerate(tables, start=1):
         parts.append(render_table(table, i, table_marks(marks, table.id)))
     parts.append("<h2>Plots</h2>")
-    parts += [timing_plot(c), divergence_plot(c), delta_plot(c)]
+    parts += [timing_plot(c), divergence_plot(c), delta_plot(c), *attribution_plots(c)]
     parts.append(drilldown(c))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

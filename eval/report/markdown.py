@@ -15,6 +15,7 @@ from eval.analyze.compare import Comparison, DivergentPair, divergence_list
 from eval.analyze.pairs import NEAR_TIE_MARGIN
 from eval.analyze.score import RunScores
 from eval.gate.verdict import FAIL, Verdict
+from eval.report.attribution import run_attribution_table
 from eval.report.banner import Banner, banner, failed_rows, table_marks
 from eval.report.cells import Table, cell_text
 from eval.report.format import first_char_difference, fmt3
@@ -197,6 +198,9 @@ def scores_markdown(s: RunScores) -> str:
     lines += md_table(["dataset", "metric", *passes, "cold ROUGE-L (rouge-score)"], rows) + [""]
     lines += ["### Agreement", ""] + _agreement_lines(s) + [""]
     lines += ["### Timing (ms, mean over inputs)", ""] + _timing_lines(s) + [""]
+    attribution = run_attribution_table(s)
+    if attribution is not None:  # render_table numbers tables; scores.md's sections are not numbered
+        lines += [f"### {md_escape(attribution.title)}", *render_table(attribution, 0)[1:]]
     lines += ["### Cache checks", ""]
     lines += md_table(
         ["pass", "expectation", "met", "invalid attempts", "recovered", "errors", "missing"],

@@ -12,13 +12,14 @@ from eval.analyze.accuracy import SECONDARY_ROUGE_METRICS, DatasetAccuracy
 from eval.analyze.compare import BOOTSTRAP_RESAMPLES, Change, Comparison
 from eval.analyze.pairs import NEAR_TIE_MARGIN, PairStats
 from eval.analyze.score import RunScores
+from eval.report.attribution import attribution_table
 from eval.report.cells import Blank, Cell, Flag, Frac, Interval, Ints, Num, Row, Sci, Table, Text
 
 MAX_POSITIONS_SHOWN = 12
 
 
 def build_tables(c: Comparison) -> list[Table]:
-    return [accuracy_table(c), agreement_table(c), timing_table(c), cache_table(c)]
+    return [accuracy_table(c), agreement_table(c), timing_table(c), cache_table(c), attribution_table(c)]
 
 
 def _sides(c: Comparison) -> tuple[str, str]:

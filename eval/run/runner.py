@@ -46,7 +46,7 @@ from eval.records.run_folder import (
     write_manifest,
 )
 from eval.records.types import RECORD_SCHEMA_VERSION, RequestRecord
-from eval.records.vocabulary import PASS_CHOICES, choice_of
+from eval.records.vocabulary import PASS_CHOICES, PROGRESS_GROUPS, choice_of
 from eval.run.client import Client, RequestSettings
 from eval.run.passes import (
     CacheFacts,
@@ -62,6 +62,19 @@ from eval.run.passes import (
 )
 from eval.run.probe import ProbeResult, probe_server
 from eval.serve.process import sigterm_as_interrupt
+from eval.run.scenarios.execute import run_scenario_unit, scenario_warnings
+from eval.run.scenarios.plan import (
+    fetch_token_ids,
+    is_scenario_unit,
+    plan_scenario_units,
+    scenario_resume_point,
+)
+from eval.run.scenarios.settings import (
+    ScenarioSettings,
+    resolve_budget,
+    scenario_settings,
+    validate_scenarios,
+)
 
 EXIT_INCOMPLETE = 3  # `lbeval run`: the run is not complete (interrupted, errors left, a file not written)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -94,6 +107,7 @@ class RunConfig:
     run_id: str | None = None
     quiet: bool = False
     metrics_wait_s: float = 2.0
+    scenarios: ScenarioSettings = field(default_factory=ScenarioSettings)  # eval/run/scenarios/settings.py
 
 
 def validate_name(kind: str, name: str) -> str:
@@ -119,6 +133,7 @@ def _validate(config: RunConfig) -> None:
         raise ConfigError("--cold reset needs --concurrency 1 (a reset would empty other requests' cache)")
     if not 0 <= config.request.top_logprobs <= 20:
         raise ConfigError("--top-logprobs must be between 0 and 20")
+    validate_scenarios(config.scenarios, cold_mode=config.cold_mode)
 
 
 def _api_key(config: RunConfig) -> str | None:
@@ -149,12 +164,13 @@ def run_settings(config: RunConfig) -> dict[str, Any]:
         "chat_template_kwargs": req.chat_template_kwargs,
         "max_tokens_override": req.max_tokens_override,
         "return_tokens_as_token_ids": True,
-        "passes": list(config.passes),
-        "timing_reps": config.timing_reps if "timing" in config.passes else 0,
+        "passes": list(config.passes) if config.scenarios.cache else [],
+        "timing_reps": config.timing_reps if "timing" in config.passes and config.scenarios.cache else 0,
         "cold_mode": config.cold_mode,
         "concurrency": config.concurrency,
         "stream_all": config.stream_all,
         "endpoints": {"chat": "/v1/chat/completions", "raw": "/v1/completions"},
+        **scenario_settings(config.scenarios),  # {} without scenarios beyond cache
     }
     normalized: dict[str, Any] = json.loads(json.dumps(settings))  # as it reads back from the manifest
     return normalized
@@ -249,7 +265,7 @@ class Progress:
         self.errors: Counter[str] = Counter()
         self.invalid: Counter[str] = Counter()
         self._lock = threading.Lock()
-        for pos, name in enumerate(b for b in PASS_CHOICES if b in totals):
+        for pos, name in enumerate(b for b in PROGRESS_GROUPS if b in totals):
             self.bars[name] = tqdm(
                 total=totals[name], initial=done[name], desc=f"{name:8}", position=pos, disable=quiet,
                 file=sys.stderr, dynamic_ncols=True, leave=True,
@@ -307,7 +323,7 @@ def _todo(
     todo: list[tuple[Unit, GroupState, int]] = []
     for unit in units:
         row = rows[unit.row_index]
-        point = resume_point(
+        point = (scenario_resume_point if is_scenario_unit(unit) else resume_point)(
             unit, by_unit.get(UnitKey(row.dataset, row.id, unit.kind, unit.repetition), []), same_server
         )
         if point is not None:
@@ -347,7 +363,16 @@ def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> tuple[Session
         check_reset=not resuming,
     )  # fmt: skip
     probe.require()
-    units = plan_units(len(rows), config.passes, config.timing_reps, config.stream_all)
+    config = replace(config, scenarios=resolve_budget(config.scenarios, client))
+    units = (
+        plan_units(len(rows), config.passes, config.timing_reps, config.stream_all)
+        if config.scenarios.cache
+        else []
+    )
+    units += plan_scenario_units(
+        config.scenarios, rows, block_size=probe.block_size, max_tokens_override=config.request.max_tokens_override,
+        token_ids=fetch_token_ids(config.scenarios, rows, client, probe, config.request),
+    )  # fmt: skip
     expected = sum(len(u.steps) for u in units)
     fresh = _new_manifest(config, run_dir.name, inputs.header, inputs.sha256, probe, expected)
     manifest = _open_manifest(config, run_dir, fresh)
@@ -410,6 +435,7 @@ def _warnings(session: Session, probe: ProbeResult, stats: dict[str, Any], compl
         out.append(
             f"{stats['cached_tokens_mismatch']} request(s): /metrics cache hits differ from cached_tokens"
         )
+    out += scenario_warnings(session.slim)
     return out
 
 
@@ -451,15 +477,26 @@ def _emit_to(
 
 
 def _run_all(session: Session, ctx: Context) -> bool:
-    """Run every pending unit; True when all completed."""
+    """Run every pending unit; True when all completed. The other scenarios' units run one at a time after the
+    cache scenario's (which may run --concurrency at once): a scenario unit owns the server while it runs."""
+    ok = _run_units(session, ctx, [t for t in session.todo if not is_scenario_unit(t[0])])
+    ctx.stop.clear()  # set by the pool once its units are done (an interrupt raises instead)
+    for unit, gs, _ in (t for t in session.todo if is_scenario_unit(t[0])):
+        if ctx.stop.is_set():
+            return False
+        ok = run_scenario_unit(ctx, session.rows, unit, gs) and ok
+    return ok
+
+
+def _run_units(session: Session, ctx: Context, todo: list[tuple[Unit, GroupState, int]]) -> bool:
     rows = session.rows
     if session.config.concurrency == 1:
         ok = True
-        for unit, gs, index in session.todo:
+        for unit, gs, index in todo:
             ok = run_unit(ctx, rows[unit.row_index], unit, gs, index) and ok
         return ok
     with ThreadPoolExecutor(max_workers=session.config.concurrency) as pool:
-        futures = [pool.submit(run_unit, ctx, rows[u.row_index], u, gs, i) for u, gs, i in session.todo]
+        futures = [pool.submit(run_unit, ctx, rows[u.row_index], u, gs, i) for u, gs, i in todo]
         try:
             while True:
                 done, pending = wait(futures, timeout=0.2, return_when=FIRST_EXCEPTION)

@@ -64,7 +64,7 @@ def test_allow_mismatch_compares_with_a_warning(tmp_path: Path) -> None:
 
 def test_four_tables_in_order_with_readings(tmp_path: Path) -> None:
     c = _compare(tmp_path, *base_and_variant(tmp_path))
-    assert [t.id for t in build_tables(c)] == ["accuracy", "agreement", "timing", "cache"]
+    assert [t.id for t in build_tables(c)] == ["accuracy", "agreement", "timing", "cache", "attribution"]
     assert all(t.reading for t in build_tables(c))
     timing = next(t for t in build_tables(c) if t.id == "timing")
     assert (
@@ -228,7 +228,7 @@ def test_end_to_end_on_fake_server_runs(tmp_path: Path, capsys: pytest.CaptureFi
     out = runs / "compare" / "main__patched"
     summary = json.loads((out / "summary.json").read_text())
     tables = summary["tables"]
-    assert list(tables) == ["accuracy", "agreement", "timing", "cache"]
+    assert list(tables) == ["accuracy", "agreement", "timing", "cache", "attribution"]
     variant = "variant (patched)"
     agreement = {r["key"]: r["cells"] for r in tables["agreement"]["rows"]}
     assert agreement["cold_warm_text"] == {

@@ -1,0 +1,474 @@
+"""Attribution: one row per cause of a difference, each from the scenario that isolates it, from records only.
+
+Rows (cause rows, then their sub-rows; the pairs each compares are the scenario's PairDefs in
+eval/records/scenarios.py):
+    cache_cold_warm      prefix cache: cold vs warm of the cache scenario (its concurrency said in the row)
+    cache_warm_repeat    prefix cache, warm twice: warm vs repeat
+    batch / batch_b<B>   batch composition: batch_member in a batch of B vs batch_alone
+    batch_warm / _b<B>   warm path in a batch: batch_warm_member vs batch_warm_alone
+    hitlen / hitlen_<i>  prefix-hit length: hitlen_full after a prime of L tokens vs hitlen_cold, one sub-row per
+                         class of L ("2B+1", "n-1"...), with the hits honoured (cached == floor(min(L, n-1)/B)*B)
+    repeats / _alone / _batched   repeat r vs repeat 0 alone; repeat r in a batch vs alone repeat 0; the
+                         distinct outputs per input and where they first split
+    traffic              traffic_warm vs traffic_cold around 3 unrelated requests
+Each row holds PairStats (k/N text and token equality, first divergences with their near-tie margins, max top-k
+delta, min overlap; N counts every planned pair, errored, invalid and missing ones included), the distinct
+outputs over the row's samples per input, and for hitlen the hits honoured. A scenario the run did not ask for
+gives its cause row with `measured` False.
+
+Confounding is stated, never hidden: cache pairs measured at concurrency C > 1 had other units in flight, so the
+cache rows carry confounded_with = "batch composition", and `Attribution.confounding` holds the batch scenario's
+row at batch size C (or None when it was not measured there).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from eval.analyze.pairs import Pair, PairStats, as_generation, pair_stats
+from eval.records import scenarios as sc
+from eval.records.final import ExampleKey as Key
+from eval.records.final import Selection
+from eval.records.types import RequestRecord
+from eval.records.vocabulary import CACHE_SCENARIO, GENERATION_PASSES, SCENARIO_NAMES
+from scorers import determinism
+
+CONFOUNDER = "batch composition"
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Distinct outputs (text) over each input's ok samples in a row."""
+
+    n_inputs: int  # inputs with at least two ok samples
+    n_multiple: int  # of those, inputs with more than one distinct output
+    max_distinct: int
+    min_top_share: float | None  # the smallest share of an input's most common output
+    split_positions: list[
+        int
+    ]  # per diverging sample: first token where it leaves its input's most common output
+
+
+@dataclass(frozen=True)
+class HitMiss:
+    dataset: str
+    example_id: str
+    hit_len: int
+    expected: int
+    cached: int | None
+
+
+@dataclass(frozen=True)
+class Hits:
+    """Primed requests (hitlen_full) whose cached tokens equal what their hit length promises."""
+
+    honoured: int
+    total: int  # planned primed requests (errored, invalid and missing ones are not honoured)
+    misses: list[HitMiss]
+
+
+@dataclass(frozen=True)
+class AttributionRow:
+    key: str
+    cause: str
+    condition: str  # what was compared, e.g. "cold vs warm, idle server, concurrency 1", "batch of 4"
+    scenario: str
+    held_fixed: str
+    varied: str
+    measured: bool
+    level: int  # 0 a cause, 1 one value of what it varied
+    value: Any  # the sub-row's value (batch size, hit-length class), None for a cause row
+    pairs: PairStats | None = None
+    outputs: Outputs | None = None
+    hits: Hits | None = None
+    confounded_with: str | None = None
+    hit_lens: list[int] | None = None  # hitlen sub-rows: the L values of the row's inputs
+    stop_ended: tuple[int, int] | None = (
+        None  # traffic: noise requests that ended on their stop string (k, N)
+    )
+
+
+@dataclass(frozen=True)
+class Confounding:
+    """Cache pairs measured at concurrency > 1, and what the batch scenario says at that batch size."""
+
+    concurrency: int
+    batch_row: AttributionRow | None  # the batch scenario's sub-row at batch size == concurrency, if measured
+    measured_sizes: list[int]  # the batch sizes the batch scenario measured (empty: not run)
+
+
+@dataclass(frozen=True)
+class Attribution:
+    scenarios: list[str]
+    concurrency: int
+    n_inputs: int
+    scenario_inputs: int  # inputs the scenarios other than cache ran on
+    rows: list[AttributionRow]
+    confounding: Confounding | None
+
+    def row(self, key: str) -> AttributionRow | None:
+        return next((r for r in self.rows if r.key == key), None)
+
+
+# ---------------------------------------------------------------- records by input
+
+
+class _Finals:
+    """The final records of a selection by (input, pass)."""
+
+    def __init__(self, sel: Selection) -> None:
+        self.by: dict[tuple[Key, str], list[RequestRecord]] = {}
+        for slot, rec in sel.final.items():
+            self.by.setdefault(((slot.dataset, slot.example_id), slot.pass_name), []).append(rec)
+        for recs in self.by.values():
+            recs.sort(key=lambda r: r.repetition)
+
+    def all(self, key: Key, pass_name: str) -> list[RequestRecord]:
+        return self.by.get((key, pass_name), [])
+
+    def one(self, key: Key, pass_name: str, **vary: Any) -> RequestRecord | None:
+        for rec in self.all(key, pass_name):
+            if all(rec.variation.get(k) == v for k, v in vary.items()):
+                return rec
+        return None
+
+
+def _kind(a: RequestRecord | None, b: RequestRecord | None) -> str:
+    if a is None or b is None:
+        return "missing"
+    statuses = {a.status, b.status}
+    return "error" if "error" in statuses else "invalid" if "invalid" in statuses else "ok"
+
+
+class _PairSet:
+    def __init__(self) -> None:
+        self.pairs: list[Pair] = []
+        self.counts: Counter[str] = Counter()
+
+    def add(self, key: Key, rep: int, a: RequestRecord | None, b: RequestRecord | None) -> None:
+        kind = _kind(a, b)
+        self.counts[kind] += 1
+        if kind == "ok" and a is not None and b is not None:
+            result = determinism.compare_pair(as_generation(a), as_generation(b))
+            self.pairs.append(Pair(key, rep, a, b, result))
+
+    def missing(self, n: int = 1) -> None:
+        self.counts["missing"] += n
+
+    def extend(self, other: _PairSet) -> None:
+        self.pairs += other.pairs
+        self.counts.update(other.counts)
+
+    def stats(self, a: str, b: str) -> PairStats:
+        return pair_stats(a, b, self.pairs, self.counts)
+
+
+def outputs_of(samples: Mapping[Key, Sequence[RequestRecord]]) -> Outputs:
+    """Distinct outputs per input over its ok samples, and where each diverging sample leaves the most common."""
+    n_inputs = n_multiple = max_distinct = 0
+    min_share: float | None = None
+    splits: list[int] = []
+    for recs in samples.values():
+        ok = [r for r in recs if r.status == "ok"]
+        if len(ok) < 2:
+            continue
+        texts = [r.output_text or "" for r in ok]
+        distinct, share = determinism.unique_outputs(texts)
+        n_inputs += 1
+        n_multiple += distinct > 1
+        max_distinct = max(max_distinct, distinct)
+        min_share = share if min_share is None else min(min_share, share)
+        common_text = Counter(texts).most_common(1)[0][0]
+        common = next(r for r in ok if (r.output_text or "") == common_text)
+        for r in ok:
+            if (r.output_text or "") != common_text or r.output_token_ids != common.output_token_ids:
+                position = determinism.first_divergence(
+                    common.output_token_ids or [], r.output_token_ids or []
+                )
+                if position is not None:
+                    splits.append(position)
+    return Outputs(n_inputs, n_multiple, max_distinct, min_share, sorted(splits))
+
+
+# ---------------------------------------------------------------- the rows
+
+
+def _row(
+    pair_key: str,
+    condition: str,
+    *,
+    key: str | None = None,
+    level: int = 0,
+    value: Any = None,
+    cause: str | None = None,
+    **kw: Any,
+) -> AttributionRow:
+    spec = next(p for s in sc.SCENARIOS.values() for p in s.pairs if p.key == pair_key)
+    scenario = next(s.name for s in sc.SCENARIOS.values() if spec in s.pairs)
+    return AttributionRow(
+        key=key or pair_key, cause=cause or spec.cause, condition=condition, scenario=scenario,
+        held_fixed=spec.held_fixed, varied=spec.varied, level=level, value=value, **kw,
+    )  # fmt: skip
+
+
+def _cache_rows(
+    keys: Sequence[Key],
+    f: _Finals,
+    agreement: Mapping[str, PairStats | None],
+    concurrency: int,
+    measured: bool,
+) -> list[AttributionRow]:
+    where = (
+        "idle server, concurrency 1"
+        if concurrency == 1
+        else f"concurrency {concurrency}: units in flight together"
+    )
+    confounded = CONFOUNDER if concurrency > 1 else None
+    samples = {k: [r for p in GENERATION_PASSES for r in f.all(k, p)] for k in keys}
+    rows = []
+    for pair_key, name, label in (
+        ("cache_cold_warm", "cold_warm", "cold vs warm"),
+        ("cache_warm_repeat", "warm_repeat", "warm vs repeat"),
+    ):
+        stats = agreement.get(name)
+        rows.append(
+            _row(
+                pair_key, f"{label}, {where}", measured=measured and stats is not None, pairs=stats,
+                outputs=outputs_of(samples) if stats is not None else None,
+                confounded_with=confounded if stats is not None else None,
+            )
+        )  # fmt: skip
+    return rows
+
+
+def _batch_rows(keys: Sequence[Key], f: _Finals, sizes: Sequence[int]) -> list[AttributionRow]:
+    rows: list[AttributionRow] = []
+    for pair_key, alone, member in (
+        ("batch", "batch_alone", "batch_member"),
+        ("batch_warm", "batch_warm_alone", "batch_warm_member"),
+    ):
+        total, subs = _PairSet(), []
+        samples: dict[Key, list[RequestRecord]] = {k: list(f.all(k, alone)) for k in keys}
+        for size in (b for b in sizes if b > 1):
+            ps = _PairSet()
+            for k in keys:
+                b = f.one(k, member, **{sc.BATCH_SIZE: size})
+                ps.add(k, size, f.one(k, alone), b)
+                if b is not None:
+                    samples[k].append(b)
+            total.extend(ps)
+            per = {
+                k: [
+                    *f.all(k, alone),
+                    *(r for r in f.all(k, member) if r.variation.get(sc.BATCH_SIZE) == size),
+                ]
+                for k in keys
+            }
+            subs.append(
+                _row(
+                    pair_key, f"alone vs batch of {size}", key=f"{pair_key}_b{size}", level=1, value=size,
+                    measured=True, pairs=ps.stats(alone, member), outputs=outputs_of(per),
+                )
+            )  # fmt: skip
+        listed = ", ".join(str(s) for s in sizes if s > 1) or "none above 1"
+        rows.append(
+            _row(
+                pair_key, f"alone vs batch of {listed}", measured=True, pairs=total.stats(alone, member),
+                outputs=outputs_of(samples),
+            )
+        )  # fmt: skip
+        rows += subs
+    return rows
+
+
+def _hit_class_order(f: _Finals, keys: Sequence[Key]) -> list[str]:
+    lens: dict[str, list[int]] = {}
+    for k in keys:
+        cold = f.one(k, "hitlen_cold")
+        planned = cold.variation if cold is not None else {}
+        for length, name in zip(
+            planned.get("hit_lens") or [], planned.get("hit_classes") or [], strict=False
+        ):
+            lens.setdefault(str(name), []).append(int(length))
+        for rec in f.all(k, "hitlen_full"):
+            lens.setdefault(str(rec.variation.get(sc.HIT_CLASS)), []).append(
+                int(rec.variation.get(sc.HIT_LEN, 0))
+            )
+    return sorted(lens, key=lambda name: (sorted(lens[name])[len(lens[name]) // 2], name))
+
+
+def _hits(recs: Sequence[tuple[Key, RequestRecord | None, int]]) -> Hits:
+    """(input, full record or None, L) per planned primed request."""
+    honoured = 0
+    misses: list[HitMiss] = []
+    for key, rec, length in recs:
+        expected = rec.expected_cached_tokens if rec is not None else None
+        cached = rec.usage.cached_tokens if rec is not None else None
+        if rec is not None and rec.status == "ok" and expected is not None and cached == expected:
+            honoured += 1
+        else:
+            misses.append(HitMiss(key[0], key[1], length, expected if expected is not None else -1, cached))
+    return Hits(honoured, len(recs), misses)
+
+
+def _hitlen_rows(keys: Sequence[Key], f: _Finals) -> list[AttributionRow]:
+    order = _hit_class_order(f, keys)
+    total, all_hits, subs = _PairSet(), [], []
+    samples: dict[Key, list[RequestRecord]] = {k: list(f.all(k, "hitlen_cold")) for k in keys}
+    for name in order:
+        ps, hits, lens = _PairSet(), [], []
+        per: dict[Key, list[RequestRecord]] = {}
+        for k in keys:
+            cold = f.one(k, "hitlen_cold")
+            full = f.one(k, "hitlen_full", **{sc.HIT_CLASS: name})
+            planned = (
+                dict(
+                    zip(
+                        cold.variation.get("hit_classes") or [],
+                        cold.variation.get("hit_lens") or [],
+                        strict=False,
+                    )
+                )
+                if cold
+                else {}
+            )
+            if full is None and name not in planned:
+                continue  # this class of hit length does not apply to this input (or its cold is missing)
+            length = int(full.variation.get(sc.HIT_LEN, 0)) if full is not None else int(planned[name])
+            lens.append(length)
+            ps.add(k, length, cold, full)
+            hits.append((k, full, length))
+            if full is not None:
+                samples[k].append(full)
+                per[k] = [*f.all(k, "hitlen_cold"), full]
+        total.extend(ps)
+        all_hits += hits
+        subs.append(
+            _row(
+                "hitlen", f"{name}: L = {_span(lens)}", key=f"hitlen_{_safe(name)}", level=1, value=name, measured=True,
+                pairs=ps.stats("hitlen_cold", "hitlen_full"), outputs=outputs_of(per), hits=_hits(hits),
+                hit_lens=sorted(lens),
+            )
+        )  # fmt: skip
+    no_cold = sum(f.one(k, "hitlen_cold") is None for k in keys)
+    total.missing(no_cold)  # an input without its reference: its planned lengths are unknown, counted once
+    condition = f"L in {', '.join(order)}" if order else "no hit lengths"
+    head = _row(
+        "hitlen", condition, measured=True, pairs=total.stats("hitlen_cold", "hitlen_full"),
+        outputs=outputs_of(samples), hits=_hits(all_hits), hit_lens=sorted(length for *_, length in all_hits),
+    )  # fmt: skip
+    return [head, *subs]
+
+
+def _safe(name: str) -> str:
+    """A row key part: letters, digits, + and - kept, the rest made _ ("last block" -> "last_block")."""
+    return re.sub(r"[^A-Za-z0-9+-]", "_", name)
+
+
+def _span(values: Sequence[int]) -> str:
+    if not values:
+        return "n/a"
+    lo, hi = min(values), max(values)
+    return str(lo) if lo == hi else f"{lo}..{hi}"
+
+
+def _repeats_rows(keys: Sequence[Key], f: _Finals, n: int) -> list[AttributionRow]:
+    alone, batched, both = _PairSet(), _PairSet(), _PairSet()
+    s_alone: dict[Key, list[RequestRecord]] = {}
+    s_batched: dict[Key, list[RequestRecord]] = {}
+    sizes: set[int] = set()
+    for k in keys:
+        ref = f.one(k, "repeats_alone", **{sc.REPEAT: 0})
+        for r in range(1, n):
+            alone.add(k, r, ref, f.one(k, "repeats_alone", **{sc.REPEAT: r}))
+        for r in range(n):
+            rec = f.one(k, "repeats_batched", **{sc.REPEAT: r})
+            batched.add(k, r, ref, rec)
+            if rec is not None:
+                sizes.add(int(rec.variation.get(sc.BATCH_SIZE, 0)))
+        s_alone[k] = f.all(k, "repeats_alone")
+        s_batched[k] = f.all(k, "repeats_batched")
+    both.extend(alone)
+    both.extend(batched)
+    largest = max(sizes) if sizes else min(n, sc.REPEAT_BATCH)
+    combined = {k: [*s_alone[k], *s_batched[k]] for k in keys}
+    return [
+        _row("repeats_alone", f"N = {n} alone / in batches of up to {largest}", key="repeats", cause="repeats",
+             measured=True,
+             pairs=both.stats("repeats_alone", "repeats_alone+batched"), outputs=outputs_of(combined)),
+        _row("repeats_alone", f"N = {n} alone, repeat r vs repeat 0", level=1, value="alone", measured=True,
+             pairs=alone.stats("repeats_alone", "repeats_alone"), outputs=outputs_of(s_alone)),
+        _row("repeats_batched", f"N = {n} in batches of up to {largest}, vs alone repeat 0", level=1,
+             value="batched", measured=True, pairs=batched.stats("repeats_alone", "repeats_batched"),
+             outputs=outputs_of(s_batched)),
+    ]  # fmt: skip
+
+
+def _traffic_rows(keys: Sequence[Key], f: _Finals) -> list[AttributionRow]:
+    ps = _PairSet()
+    stopped = total = 0
+    for k in keys:
+        ps.add(k, 0, f.one(k, "traffic_cold"), f.one(k, "traffic_warm"))
+        noise = f.one(k, "traffic_noise", **{sc.NOISE: 2})
+        total += 1
+        limit = noise.settings.get("max_tokens") if noise is not None else None
+        produced = noise.usage.completion_tokens if noise is not None else None
+        if noise is not None and noise.status == "ok" and noise.finish_reason == "stop":
+            stopped += isinstance(limit, int) and isinstance(produced, int) and produced < limit
+    samples = {k: [*f.all(k, "traffic_cold"), *f.all(k, "traffic_warm")] for k in keys}
+    return [
+        _row(
+            "traffic", "cold, 3 unrelated requests, warm", measured=True, pairs=ps.stats("traffic_cold", "traffic_warm"),
+            outputs=outputs_of(samples), stop_ended=(stopped, total),
+        )
+    ]  # fmt: skip
+
+
+def _unmeasured(scenario: str) -> list[AttributionRow]:
+    rows = []
+    for p in sc.SCENARIOS[scenario].pairs:
+        if scenario == "repeats" and p.key == "repeats_batched":
+            continue
+        repeats = scenario == "repeats"
+        key, cause = ("repeats", "repeats") if repeats else (p.key, None)
+        rows.append(_row(p.key, "not run", key=key, cause=cause, measured=False))
+    return rows
+
+
+def attribution(
+    keys: Sequence[Key],
+    sel: Selection,
+    settings: Mapping[str, Any],
+    agreement: Mapping[str, PairStats | None],
+) -> Attribution:
+    """The attribution rows of one run (see the module docstring). `agreement`: the run's cold_warm and
+    warm_repeat PairStats (eval/analyze/score.py)."""
+    raw = settings.get("scenarios")
+    scenarios = [str(s) for s in raw] if isinstance(raw, list) else [CACHE_SCENARIO]
+    concurrency = int(settings.get("concurrency") or 1)
+    limit = settings.get("scenario_inputs")
+    chosen = [keys[i] for i in sc.scenario_inputs(keys, limit if isinstance(limit, int) else None)]
+    f = _Finals(sel)
+    sizes = [int(b) for b in settings.get("batch_sizes") or sc.DEFAULT_BATCH_SIZES]
+    rows = _cache_rows(keys, f, agreement, concurrency, CACHE_SCENARIO in scenarios)
+    for name in SCENARIO_NAMES[1:]:
+        if name not in scenarios:
+            rows += _unmeasured(name)
+        elif name == "batch":
+            rows += _batch_rows(chosen, f, sizes)
+        elif name == "hitlen":
+            rows += _hitlen_rows(chosen, f)
+        elif name == "repeats":
+            rows += _repeats_rows(chosen, f, int(settings.get("repeats") or sc.DEFAULT_REPEATS))
+        else:
+            rows += _traffic_rows(chosen, f)
+    confounding = None
+    if concurrency > 1 and agreement.get("cold_warm") is not None:
+        measured = sorted(b for b in sizes if b > 1) if "batch" in scenarios else []
+        match = next((r for r in rows if r.key == f"batch_b{concurrency}"), None) if measured else None
+        confounding = Confounding(concurrency, match, measured)
+    return Attribution(scenarios, concurrency, len(keys), len(chosen), rows, confounding)
