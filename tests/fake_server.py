@@ -14,9 +14,9 @@ streamed), /version, /health, /metrics (vllm:* counters and histograms), /tokeni
   process_start_time_seconds; optionally updated after a lag (vLLM records them after answering).
 
 Faults (`Fault`): 5xx N times, a 4xx with a message, a dropped connection mid-stream or mid-body, a slow
-stream, a divergence from generated position p, a warm cache miss (the prompt's blocks evicted first), a
-restart before a request (counters, version start time and cache reset). `restart(down_s)` also closes the
-port for a while (connection refused, then back).
+(trickling) stream or whole body, a divergence from generated position p, a warm cache miss (the prompt's
+blocks evicted first), a restart before a request (counters, version start time and cache reset).
+`restart(down_s)` also closes the port for a while (connection refused, then back).
 
 Causes a scenario isolates (knobs set on the server, each off by default; tests/eval/run/test_scenarios.py):
 - `batch_effect` (BatchEffect): outputs depend on batch composition. Every generation request waits `window_s`;
@@ -99,7 +99,8 @@ class Fault:
         2  # drop: stream chunks sent before the connection is closed (non-stream: half the body)
     )
     position: int = 0  # divergence: first generated position that differs
-    delay_s: float = 0.02  # slow: per streamed chunk
+    delay_s: float = 0.02  # slow: before each streamed chunk (and each body piece)
+    body_pieces: int = 0  # slow: a whole body is sent in this many pieces, delay_s before each (0: at once)
     amount: float = 1e-5  # jitter: added to every logprob
 
     def matches(self, prompt: str, seen: int, body: dict[str, Any]) -> bool:
@@ -650,7 +651,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(payload[: len(payload) // 2])
                 self._drop()
                 return
-            self._send(200, payload)
+            if "slow" in faults and faults["slow"].body_pieces > 0:
+                self._trickle(payload, faults["slow"])
+            else:
+                self._send(200, payload)
         fake.observe(len(ids), cached, len(out))
 
     def _validate(self, body: dict[str, Any], chat: bool) -> str | None:
@@ -663,6 +667,19 @@ class _Handler(BaseHTTPRequestHandler):
         if "prompt_logprobs" in body:
             return "fake server: lbeval must never send prompt_logprobs"
         return None
+
+    def _trickle(self, payload: bytes, slow: Fault) -> None:
+        """A whole body with its Content-Length, sent in slow.body_pieces pieces, slow.delay_s before each."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.flush()
+        size = -(-len(payload) // slow.body_pieces)
+        for start in range(0, len(payload), size):
+            time.sleep(slow.delay_s)
+            self.wfile.write(payload[start : start + size])
+            self.wfile.flush()
 
     def _stream(self, answer: _Answer, faults: dict[str, Fault]) -> None:
         self.send_response(200)

@@ -78,9 +78,21 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--stream-all", action="store_true", help="stream cold/warm/repeat too (TTFT on every request)"
     )
     net = p.add_argument_group("retries")
-    net.add_argument("--retries", type=int, default=4, help="retries of connection errors, timeouts and 5xx")
+    net.add_argument(
+        "--retries",
+        type=int,
+        default=4,
+        help="retries of connection errors, timeouts and 5xx (the probe's requests too)",
+    )
     net.add_argument("--backoff", type=float, default=1.0, help="first retry wait in seconds (doubles)")
-    net.add_argument("--timeout", type=float, default=600.0, help="per-request timeout in seconds")
+    net.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        help="seconds one request may take as a whole: connect, send and every read to the last byte, streamed "
+        "or not (not per read; connecting alone is also bounded by 10 s); a request past it is a failed "
+        "attempt, retried like a connection error (default %(default)s)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars (CI logs)")
     scn = p.add_argument_group(
         "scenarios (README: Scenarios; a launch spec's `scenarios` table gives defaults)"

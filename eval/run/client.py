@@ -6,17 +6,29 @@
 `Client.send` posts it through the openai package but reads the raw body itself: a 512-token answer with
 top-20 logprobs is about 1.4 MB of JSON, which pydantic models would take tens of milliseconds to build, while a
 typed msgspec decode that skips what lbeval does not keep takes a few. Non-OpenAI endpoints (/metrics,
-/version, /tokenize, /reset_prefix_cache) go through httpx. The API key is held only by the two HTTP clients.
+/version, /tokenize, /reset_prefix_cache) go through a plain httpx2 client. The API key is held only by the two
+HTTP clients.
+
+Timeouts: `timeout_s` (`lbeval run --timeout`) bounds the WHOLE request, from connect through sending to the
+last byte of the body or stream, not each read: a server that trickles a byte just before every read timeout
+still ends at the deadline. Both HTTP clients run over `_DeadlineTransport`, whose sockets bound every connect,
+write and read by the time left to the deadline of the request in flight on that thread (`_DEADLINE`); the
+stream parser also checks the deadline between lines. Connecting has its own, shorter bound (`connect_s`,
+default 10 s). A request past its deadline fails with "timed out after N s (whole request)", retryable like
+other transport failures. (A custom transport means environment proxy variables are not used.)
 """
 
 from __future__ import annotations
 
+import ssl
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import httpcore2
 import httpx2
 import msgspec
 import openai
@@ -90,6 +102,11 @@ def build_request(
         extra["min_tokens"] = 1
     req["extra_body"] = extra
     return req
+
+
+def endpoint_path(endpoint: str) -> str:
+    """The path under the /v1 base URL of an endpoint_for() endpoint."""
+    return "/chat/completions" if endpoint == "chat" else "/completions"
 
 
 def wire_body(request: dict[str, Any]) -> dict[str, Any]:
@@ -370,6 +387,96 @@ def parse_stream(
     return acc.response(ClientTimings(sent_at=sent_at, first_token_s=first, done_s=clock() - t0))
 
 
+# --- the whole-request deadline (see the module docstring) ---------------------------------------------------
+
+_DEADLINE: ContextVar[float | None] = ContextVar("lbeval_request_deadline", default=None)  # time.monotonic()
+_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)  # the openai package's defaults
+CONNECT_S = 10.0
+
+
+def _bounded(timeout: float | None, expired: type[Exception]) -> float | None:
+    """`timeout` bounded by the time left to this thread's request deadline; raises `expired` when none is."""
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise expired("the whole-request deadline has passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore2.NetworkStream):
+    """A connection whose every read and write waits at most until the deadline of the request using it."""
+
+    def __init__(self, inner: httpcore2.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _bounded(timeout, httpcore2.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _bounded(timeout, httpcore2.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore2.NetworkStream:
+        timeout = _bounded(timeout, httpcore2.ConnectTimeout)
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore2.NetworkBackend):
+    """httpcore2's sync sockets, connected within the request deadline and wrapped in _DeadlineStream."""
+
+    def __init__(self) -> None:
+        self._inner = httpcore2.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.NetworkStream:
+        timeout = _bounded(timeout, httpcore2.ConnectTimeout)
+        return _DeadlineStream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore2.NetworkStream:
+        timeout = _bounded(timeout, httpcore2.ConnectTimeout)
+        return _DeadlineStream(self._inner.connect_unix_socket(path, timeout, socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class _DeadlineTransport(httpx2.HTTPTransport):
+    """httpx2's HTTP transport over a connection pool of _DeadlineStreams. httpx2 has no public way to give the
+    pool it builds a network backend, so that pool is replaced by an equivalent one that has ours."""
+
+    def __init__(self) -> None:
+        super().__init__(limits=_LIMITS)
+        self._pool = httpcore2.ConnectionPool(
+            ssl_context=httpx2.create_ssl_context(),
+            max_connections=_LIMITS.max_connections,
+            max_keepalive_connections=_LIMITS.max_keepalive_connections,
+            keepalive_expiry=_LIMITS.keepalive_expiry,
+            network_backend=_DeadlineBackend(),
+        )
+
+
+# every read/write/pool wait is bounded by the deadline (no separate per-read timeout): such a timeout is it
+_DEADLINE_ERRORS = (httpx2.ReadTimeout, httpx2.WriteTimeout, httpx2.PoolTimeout)
+_TRANSPORT_ERRORS = (httpx2.TransportError, httpx2.StreamError, OSError)
+
+
 # --- the client ----------------------------------------------------------------------------------------------
 
 
@@ -379,23 +486,32 @@ def root_url(base_url: str) -> str:
     return base[: -len("/v1")] if base.endswith("/v1") else base
 
 
-_TRANSPORT_ERRORS = (httpx2.TransportError, httpx2.StreamError, httpx.TransportError, OSError)
-
-
 class Client:
-    """One server. Methods raise RequestFailed; nothing here retries (the pass runner does)."""
+    """One server. Methods raise RequestFailed; nothing here retries (eval/run/retry.py does).
 
-    def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = 600.0) -> None:
+    `timeout_s` bounds each request as a whole (module docstring); `connect_s` bounds its connecting."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        timeout_s: float = 600.0,
+        connect_s: float = CONNECT_S,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.root = root_url(self.base_url)
-        timeout = httpx2.Timeout(timeout_s, connect=min(10.0, timeout_s))
+        self.timeout_s = timeout_s
+        timeout = httpx2.Timeout(timeout_s, connect=min(connect_s, timeout_s))
+        oa_http = httpx2.Client(transport=_DeadlineTransport(), timeout=timeout, follow_redirects=True)
         self._oa = openai.OpenAI(
-            base_url=self.base_url, api_key=api_key or "EMPTY", max_retries=0, timeout=timeout
+            base_url=self.base_url,
+            api_key=api_key or "EMPTY",
+            max_retries=0,
+            timeout=timeout,
+            http_client=oa_http,
         )
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(
-            timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)), headers=headers
-        )
+        self._http = httpx2.Client(transport=_DeadlineTransport(), timeout=timeout, headers=headers)
 
     def close(self) -> None:
         self._oa.close()
@@ -407,6 +523,36 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @contextmanager
+    def _whole_request(self) -> Iterator[float]:
+        """This thread's request deadline (time.monotonic()) for the `with` block: what _DeadlineStream obeys."""
+        deadline = time.monotonic() + self.timeout_s
+        token = _DEADLINE.set(deadline)
+        try:
+            yield deadline
+        finally:
+            _DEADLINE.reset(token)
+
+    def _timed_out(self) -> RequestFailed:
+        return RequestFailed(f"timed out after {self.timeout_s:g} s (whole request)", retryable=True)
+
+    def _until(self, deadline: float, lines: Iterator[str]) -> Iterator[str]:
+        """The stream's lines, checking the deadline between them (lines already buffered read no socket)."""
+        for line in lines:
+            if time.monotonic() >= deadline:
+                raise self._timed_out()
+            yield line
+
+    def _transport_failure(self, exc: Exception, deadline: float) -> RequestFailed:
+        cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) and exc.__cause__ else exc
+        if isinstance(cause, _DEADLINE_ERRORS) or time.monotonic() >= deadline:
+            return self._timed_out()
+        if isinstance(cause, httpx2.ConnectError | ConnectionRefusedError):
+            return RequestFailed(f"connection failed: {cause}", retryable=True, refused=True)
+        if isinstance(exc, openai.APIConnectionError):
+            return RequestFailed(f"connection failed: {cause}", retryable=True)
+        return RequestFailed(f"connection lost: {type(exc).__name__}: {exc}", retryable=True)
+
     def send(self, endpoint: str, request: dict[str, Any]) -> Reply:
         """Send one request built by build_request; streams when request["stream"] is true.
 
@@ -415,36 +561,32 @@ class Client:
         skips the typed-parameter transform (about a millisecond per request) and returns the raw response."""
         sent_at = time.time()
         t0 = time.perf_counter()
-        try:
-            if request.get("stream"):
-                resource = self._oa.chat.completions if endpoint == "chat" else self._oa.completions
-                with resource.with_streaming_response.create(**request) as raw:
-                    return parse_stream(endpoint, raw.iter_lines(), sent_at, t0)
-            path = "/chat/completions" if endpoint == "chat" else "/completions"
-            resp = self._oa.post(path, cast_to=httpx2.Response, body=wire_body(request))
-            done = time.perf_counter() - t0
-            return parse_body(
-                endpoint, resp.content, ClientTimings(sent_at=sent_at, first_token_s=None, done_s=done)
-            )
-        except openai.APIStatusError as exc:
-            raise _status_failure(exc.status_code, _error_message(exc.response.read())) from None
-        except openai.APIConnectionError as exc:
-            refused = isinstance(exc.__cause__, httpx2.ConnectError | ConnectionRefusedError)
-            raise RequestFailed(
-                f"connection failed: {exc.__cause__ or exc}", retryable=True, refused=refused
-            ) from None
-        except _TRANSPORT_ERRORS as exc:
-            raise RequestFailed(f"connection lost: {type(exc).__name__}: {exc}", retryable=True) from None
+        with self._whole_request() as deadline:
+            try:
+                if request.get("stream"):
+                    resource = self._oa.chat.completions if endpoint == "chat" else self._oa.completions
+                    with resource.with_streaming_response.create(**request) as raw:
+                        return parse_stream(endpoint, self._until(deadline, raw.iter_lines()), sent_at, t0)
+                resp = self._oa.post(
+                    endpoint_path(endpoint), cast_to=httpx2.Response, body=wire_body(request)
+                )
+                done = time.perf_counter() - t0
+                return parse_body(
+                    endpoint, resp.content, ClientTimings(sent_at=sent_at, first_token_s=None, done_s=done)
+                )
+            except openai.APIStatusError as exc:
+                raise _status_failure(exc.status_code, _error_message(exc.response.read())) from None
+            except (openai.APIConnectionError, *_TRANSPORT_ERRORS) as exc:
+                raise self._transport_failure(exc, deadline) from None
 
     # non-OpenAI endpoints
 
-    def _call(self, method: str, url: str, body: dict[str, Any] | None = None) -> httpx.Response:
-        try:
-            resp = self._http.request(method, url, json=body)
-        except httpx.ConnectError as exc:
-            raise RequestFailed(f"connection failed: {exc}", retryable=True, refused=True) from None
-        except httpx.TransportError as exc:
-            raise RequestFailed(f"connection lost: {exc}", retryable=True) from None
+    def _call(self, method: str, url: str, body: dict[str, Any] | None = None) -> httpx2.Response:
+        with self._whole_request() as deadline:
+            try:
+                resp = self._http.request(method, url, json=body)
+            except httpx2.TransportError as exc:
+                raise self._transport_failure(exc, deadline) from None
         if resp.status_code >= 400:
             raise _status_failure(resp.status_code, _error_message(resp.content))
         return resp

@@ -47,6 +47,8 @@ from eval.run.metrics_text import (
     request_deltas,
     went_backwards,
 )
+from eval.run.retry import RetryPolicy as RetryPolicy  # re-exported: the run's retry settings
+from eval.run.retry import with_retries
 
 MAIN_ORDER = ("cold", "warm", "repeat")
 SIBLING_QUESTION = "\n\nQuestion: Which topic does the text above discuss first?\n\nAnswer:"
@@ -187,16 +189,6 @@ def new_salt() -> str:
 # --- retries ---------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    retries: int = 4  # transport retries after the first try
-    backoff_s: float = 1.0  # first wait; doubles each time
-    max_backoff_s: float = 30.0
-
-    def wait(self, attempt: int) -> float:
-        return float(min(self.max_backoff_s, self.backoff_s * 2.0**attempt))
-
-
 @dataclass
 class SendOutcome:
     response: Reply | None
@@ -214,21 +206,13 @@ def send_with_retries(
     sleep: Callable[[float], None] = time.sleep,
     stop: threading.Event | None = None,
 ) -> SendOutcome:
-    """Send; retry retryable failures with backoff; a 4xx (or an unusable answer) stops the run.
+    """Send with `with_retries` (eval/run/retry.py); a 4xx (or an unusable answer) stops the run.
 
     No retry once `stop` is set (the run is being interrupted)."""
-    refused = False
-    for attempt in range(policy.retries + 1):
-        try:
-            return SendOutcome(client.send(endpoint, request), None, attempt, refused)
-        except RequestFailed as exc:
-            refused = refused or exc.refused
-            if not exc.retryable:
-                raise LbevalError(f"the server rejected {what}: {exc.message}") from None
-            if attempt == policy.retries or (stop is not None and stop.is_set()):
-                return SendOutcome(None, exc, attempt, refused)
-            sleep(policy.wait(attempt))
-    raise AssertionError("unreachable")
+    out = with_retries(lambda: client.send(endpoint, request), policy, sleep, stop)
+    if out.failure is not None and not out.failure.retryable:
+        raise LbevalError(f"the server rejected {what}: {out.failure.message}")
+    return SendOutcome(out.value, out.failure, out.attempts - 1, out.refused)
 
 
 # --- server watch ------------------------------------------------------------------------------------------------
@@ -383,14 +367,12 @@ def _shared_tokens(ctx: Context, row: InputRow, sibling: str) -> int | None:
 
 
 def _reset_cache(ctx: Context) -> None:
-    for attempt in range(ctx.policy.retries + 1):
-        try:
-            if ctx.client.reset_prefix_cache():
-                return
-        except RequestFailed:
-            pass
-        ctx.sleep(ctx.policy.wait(attempt))
-    ctx.count("reset_failures")  # the cold request's own verification will tell whether it hit
+    def reset() -> None:
+        if not ctx.client.reset_prefix_cache():
+            raise RequestFailed("POST /reset_prefix_cache answered success false", retryable=True)
+
+    if with_retries(reset, ctx.policy, ctx.sleep, ctx.stop).failure is not None:
+        ctx.count("reset_failures")  # the cold request's own verification will tell whether it hit
 
 
 def _reprime(ctx: Context, row: InputRow, salt: str | None, prompt: str | None) -> None:

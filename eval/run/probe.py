@@ -1,7 +1,10 @@
 """Server probe, before any pass: what the server is and which capabilities lbeval can rely on.
 
 Required capabilities stop the run with a message naming the vLLM flag to add; optional ones degrade with a
-warning that the manifest (and so the report) repeats.
+warning that the manifest (and so the report) repeats. Every probe call goes through the run's RetryPolicy
+(`with_retries`, the same loop and the same retryable failures as the passes' requests): a server still
+warming up or answering 503 for a moment does not end the run; one that keeps failing ends it with one line
+naming the request, the last failure and the attempts made.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ from typing import Any
 
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import InputRow
-from eval.run.client import Client, RequestFailed, RequestSettings, build_request, endpoint_for
+from eval.run.client import Client, RequestFailed, RequestSettings, build_request, endpoint_for, endpoint_path
 from eval.run.metrics_text import CACHE_CONFIG_INFO, FINISHED_COUNTER, PROCESS_START, Snapshot, parse_metrics
+from eval.run.retry import RetryPolicy, with_retries
 
 # Common words (about one token each on most tokenizers): ~300 tokens, two or more 128-token blocks, cheap to
 # prefill on a CPU server.
@@ -93,11 +97,18 @@ def _probe_salt() -> str:
     return "lbeval-probe-" + secrets.token_hex(8)
 
 
-def _models(client: Client, wanted: str | None) -> tuple[str, list[str], int | None]:
-    try:
-        entries = client.models()
-    except RequestFailed as exc:
-        raise LbevalError(f"cannot list models at {client.base_url}/models: {exc.message}") from None
+def _attempts(n: int) -> str:
+    return f"{n} attempt" + ("" if n == 1 else "s")
+
+
+def _models(client: Client, wanted: str | None, policy: RetryPolicy) -> tuple[str, list[str], int | None]:
+    out = with_retries(client.models, policy)
+    if out.failure is not None:
+        raise LbevalError(
+            f"cannot list models at {client.base_url}/models after {_attempts(out.attempts)}: "
+            f"{out.failure.message}"
+        )
+    entries = out.result()
     ids = [str(e.get("id")) for e in entries if e.get("id")]
     if not ids:
         raise LbevalError(f"{client.base_url}/models lists no model")
@@ -109,9 +120,9 @@ def _models(client: Client, wanted: str | None) -> tuple[str, list[str], int | N
     return model, ids, int(mml) if isinstance(mml, int) else None
 
 
-def _metrics(client: Client, res: ProbeResult) -> Snapshot | None:
+def _metrics(client: Client, res: ProbeResult, policy: RetryPolicy) -> Snapshot | None:
     try:
-        snap = parse_metrics(client.metrics_text())
+        snap = parse_metrics(with_retries(client.metrics_text, policy).result())
     except (RequestFailed, ValueError) as exc:
         msg = exc.message if isinstance(exc, RequestFailed) else str(exc)
         res.capabilities["metrics"] = Capability(
@@ -135,14 +146,23 @@ def _metrics(client: Client, res: ProbeResult) -> Snapshot | None:
     return snap
 
 
-def _send_probe(
-    client: Client, res: ProbeResult, row: InputRow, settings: RequestSettings, salt: str
-) -> int | None:
+@dataclass(frozen=True)
+class _Probing:
+    """What every probe request shares."""
+
+    client: Client
+    settings: RequestSettings
+    policy: RetryPolicy
+
+
+def _send_probe(pr: _Probing, res: ProbeResult, row: InputRow, salt: str) -> int | None:
     """One max_tokens=1 probe request; returns cached tokens (None if not reported). Records capabilities."""
+    client, settings = pr.client, pr.settings
+    endpoint = endpoint_for(row)
     req = build_request(row, settings, model=res.model, cache_salt=salt, stream=False, max_tokens=1)
-    try:
-        resp = client.send(endpoint_for(row), req)
-    except RequestFailed as exc:
+    out = with_retries(lambda: client.send(endpoint, req), pr.policy)
+    if out.failure is not None:
+        exc = out.failure
         if exc.status is not None and 400 <= exc.status < 500 and "logprob" in exc.message.lower():
             detail = f"top {settings.top_logprobs} logprobs refused ({exc.message})"
             res.capabilities["top_logprobs"] = Capability(
@@ -153,7 +173,11 @@ def _send_probe(
             fix = "a vLLM with return_tokens_as_token_ids"
             res.capabilities["token_ids"] = Capability(False, True, exc.message, fix)
             return None
-        raise LbevalError(f"probe request to {client.base_url} failed: {exc.message}") from None
+        raise LbevalError(
+            f"probe request {row.id} (POST {client.base_url}{endpoint_path(endpoint)}) failed after "
+            f"{_attempts(out.attempts)} (--retries {pr.policy.retries}); last: {exc.message}"
+        )
+    resp = out.result()
     if res.finished_requests is not None:
         res.finished_requests += 1
     res.capabilities.setdefault(
@@ -172,20 +196,13 @@ def _send_probe(
     return cached
 
 
-def _cache_checks(
-    client: Client,
-    res: ProbeResult,
-    row: InputRow,
-    settings: RequestSettings,
-    cold_mode: str,
-    check_reset: bool,
-) -> None:
+def _cache_checks(pr: _Probing, res: ProbeResult, row: InputRow, cold_mode: str, check_reset: bool) -> None:
     salt_a, salt_b = _probe_salt(), _probe_salt()  # fresh each time: earlier probes must not hit
-    first = _send_probe(client, res, row, settings, salt_a)
+    first = _send_probe(pr, res, row, salt_a)
     if first is None:
         return
-    again = _send_probe(client, res, row, settings, salt_a) or 0
-    other = _send_probe(client, res, row, settings, salt_b) or 0
+    again = _send_probe(pr, res, row, salt_a) or 0
+    other = _send_probe(pr, res, row, salt_b) or 0
     res.cache_hit_seen = again > 0
     if res.prefix_caching is False:
         res.capabilities["prefix_caching"] = Capability(
@@ -207,15 +224,15 @@ def _cache_checks(
             "a vLLM with cache_salt support, or use --cold reset (VLLM_SERVER_DEV_MODE=1)",
         )
     if check_reset or cold_mode == "reset":
-        _reset_check(client, res, cold_mode, lambda: _send_probe(client, res, row, settings, salt_a))
+        _reset_check(pr, res, cold_mode, lambda: _send_probe(pr, res, row, salt_a))
     else:
         detail = "not checked (it would empty the cache of the groups a resumed run continues)"
         res.capabilities["reset_prefix_cache"] = Capability(None, False, detail, "VLLM_SERVER_DEV_MODE=1")
 
 
-def _reset_check(client: Client, res: ProbeResult, cold_mode: str, resend: Any) -> None:
+def _reset_check(pr: _Probing, res: ProbeResult, cold_mode: str, resend: Any) -> None:
     try:
-        res.reset_prefix_cache = client.reset_prefix_cache()
+        res.reset_prefix_cache = with_retries(pr.client.reset_prefix_cache, pr.policy).result()
         detail = "POST /reset_prefix_cache " + (
             "works" if res.reset_prefix_cache else "answered success false"
         )
@@ -231,9 +248,12 @@ def _reset_check(client: Client, res: ProbeResult, cold_mode: str, resend: Any) 
     )
 
 
-def _tokenize_check(client: Client, res: ProbeResult) -> None:
+def _tokenize_check(pr: _Probing, res: ProbeResult) -> None:
+    def tokenize() -> list[int]:
+        return pr.client.tokenize(res.model, prompt="lbeval tokenize probe")
+
     try:
-        res.tokenize = len(client.tokenize(res.model, prompt="lbeval tokenize probe")) > 0
+        res.tokenize = len(with_retries(tokenize, pr.policy).result()) > 0
         detail = "POST /tokenize works"
     except (RequestFailed, KeyError, TypeError, ValueError) as exc:
         detail = f"POST /tokenize unavailable ({exc})"
@@ -249,21 +269,24 @@ def probe_server(
     modes: set[str],
     cold_mode: str = "salt",
     check_reset: bool = True,
+    policy: RetryPolicy | None = None,
 ) -> ProbeResult:
     """Probe `client`'s server; call `.require()` on the result to stop on missing required capabilities.
 
-    `check_reset=False` skips trying POST /reset_prefix_cache in salt mode (a resume must keep the cache)."""
-    name, ids, mml = _models(client, model)
+    `check_reset=False` skips trying POST /reset_prefix_cache in salt mode (a resume must keep the cache).
+    `policy`: the run's retry policy (default RetryPolicy()), applied to every probe call."""
+    pr = _Probing(client, settings, policy or RetryPolicy())
+    name, ids, mml = _models(client, model, pr.policy)
     res = ProbeResult(model=name, model_ids=ids, max_model_len=mml, top_logprobs=settings.top_logprobs)
     res.capabilities["models"] = Capability(True, True, f"serves {name}")
     try:
-        res.version = client.version()
+        res.version = with_retries(client.version, pr.policy).result()
     except RequestFailed:
         res.warnings.append("no /version: the server version is not recorded")
-    _metrics(client, res)
+    _metrics(client, res, pr.policy)
     ordered = [m for m in ("chat", "raw") if m in modes] or ["chat"]
-    _cache_checks(client, res, _probe_row(ordered[0]), settings, cold_mode, check_reset)
+    _cache_checks(pr, res, _probe_row(ordered[0]), cold_mode, check_reset)
     for mode in ordered[1:]:
-        _send_probe(client, res, _probe_row(mode), settings, _probe_salt())
-    _tokenize_check(client, res)
+        _send_probe(pr, res, _probe_row(mode), _probe_salt())
+    _tokenize_check(pr, res)
     return res

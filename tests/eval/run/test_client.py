@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
+import httpcore2
 import pytest
 
 from eval.records.types import ClientTimings, Usage
+from eval.run import client as client_module
 from eval.run.client import (
     Client,
     RequestFailed,
@@ -307,3 +311,85 @@ def test_client_side_endpoints(fake: FakeServer) -> None:
     with Client(fake.base_url) as client:
         assert client.reset_prefix_cache() is False
     assert replace(RequestSettings(), seed=1).seed == 1
+
+
+# --- the whole-request timeout (--timeout) ----------------------------------------------------------------------
+
+
+def timed_send(client: Client, req: dict[str, Any]) -> tuple[RequestFailed | None, float]:
+    t0 = time.monotonic()
+    try:
+        client.send("chat", req)
+    except RequestFailed as exc:
+        return exc, time.monotonic() - t0
+    return None, time.monotonic() - t0
+
+
+def test_a_trickling_stream_times_out_at_the_whole_request_deadline(fake: FakeServer) -> None:
+    # 13 chunks (role, 10 tokens, usage, [DONE]), one every 0.4 s: 5.2 s; each read waits well under 1 s
+    fake.add_fault(Fault("slow", stream=True, delay_s=0.4))
+    req = build_request(
+        make_row(0, max_tokens=10), RequestSettings(), model=fake.model, cache_salt=None, stream=True
+    )
+    with Client(fake.base_url, timeout_s=1) as client:
+        err, took = timed_send(client, req)
+        assert err is not None, f"a 5.2 s trickle with a 1 s timeout answered after {took:.1f} s"
+        assert err.message == "timed out after 1 s (whole request)" and err.retryable and err.status is None
+        assert took < 3.0  # 1 s, with a generous margin (the trickle lasts 5.2 s)
+        assert client.send("chat", req).token_ids  # the next request gets a clean connection
+
+
+def test_a_trickling_whole_body_times_out_at_the_whole_request_deadline(fake: FakeServer) -> None:
+    fake.add_fault(Fault("slow", stream=False, delay_s=0.4, body_pieces=12))  # 4.8 s in pieces 0.4 s apart
+    req = build_request(make_row(0), RequestSettings(), model=fake.model, cache_salt=None, stream=False)
+    with Client(fake.base_url, timeout_s=1) as client:
+        err, took = timed_send(client, req)
+        assert err is not None, f"a 4.8 s trickle with a 1 s timeout answered after {took:.1f} s"
+        assert err.message == "timed out after 1 s (whole request)" and err.retryable
+        assert took < 3.0
+        assert client.send("chat", req).token_ids
+
+
+def test_a_byte_just_before_each_read_timeout_does_not_extend_the_request(fake: FakeServer) -> None:
+    # a chunk every 1.9 s with a 2 s timeout: checking only between chunks would end at the second chunk
+    # (3.8 s); bounding each read by the time left ends at 2 s
+    fake.add_fault(Fault("slow", stream=True, delay_s=1.9))
+    req = build_request(
+        make_row(0, max_tokens=1), RequestSettings(), model=fake.model, cache_salt=None, stream=True
+    )
+    with Client(fake.base_url, timeout_s=2) as client:
+        err, took = timed_send(client, req)
+    assert err is not None and err.message == "timed out after 2 s (whole request)"
+    assert took < 3.0
+
+
+class RecordingStream(httpcore2.NetworkStream):
+    def __init__(self) -> None:
+        self.timeouts: list[float | None] = []
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        self.timeouts.append(timeout)
+        return b"x"
+
+
+def test_each_read_waits_at_most_until_the_deadline_and_none_starts_after_it() -> None:
+    inner = RecordingStream()
+    stream = client_module._DeadlineStream(inner)
+    assert stream.read(10, timeout=600.0) == b"x" and inner.timeouts == [600.0]  # no request in flight
+    token = client_module._DEADLINE.set(time.monotonic() + 1.0)
+    try:
+        stream.read(10, timeout=600.0)
+        stream.read(10, timeout=None)
+        assert all(t is not None and 0 < t <= 1.0 for t in inner.timeouts[1:]) and len(inner.timeouts) == 3
+        client_module._DEADLINE.set(time.monotonic() - 0.001)
+        with pytest.raises(httpcore2.ReadTimeout):
+            stream.read(10, timeout=600.0)
+        assert len(inner.timeouts) == 3  # no read was started past the deadline
+    finally:
+        client_module._DEADLINE.reset(token)
+    # lines already buffered read no socket: the stream parser's iterator checks the deadline between them
+    with (
+        Client("http://127.0.0.1:9/v1", timeout_s=1) as client,
+        pytest.raises(RequestFailed, match=r"timed out after 1 s \(whole request\)"),
+    ):
+        list(client._until(time.monotonic() - 0.001, iter(["data: [DONE]"])))

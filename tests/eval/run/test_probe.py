@@ -7,7 +7,10 @@ import pytest
 from eval.errors import ConfigError, LbevalError
 from eval.run.client import Client, RequestSettings
 from eval.run.probe import ProbeResult, probe_server
-from tests.fake_server import FakeServer
+from eval.run.retry import RetryPolicy
+from tests.fake_server import FakeServer, Fault
+
+FAST = RetryPolicy(retries=2, backoff_s=0.01, max_backoff_s=0.02)
 
 
 def probe(
@@ -20,6 +23,7 @@ def probe(
             settings=RequestSettings(top_logprobs=top),
             modes={"chat", "raw"},
             cold_mode=cold_mode,
+            policy=FAST,
         )
 
 
@@ -82,6 +86,28 @@ def test_unknown_model_and_unreachable_server() -> None:
         probe(server, model="other")
     with (
         Client("http://127.0.0.1:9/v1", timeout_s=5) as client,
-        pytest.raises(LbevalError, match="cannot list models"),
+        pytest.raises(LbevalError, match="cannot list models at .* after 3 attempts: connection failed"),
     ):
-        probe_server(client, model=None, settings=RequestSettings(), modes={"chat"})
+        probe_server(client, model=None, settings=RequestSettings(), modes={"chat"}, policy=FAST)
+
+
+def test_probe_retries_503s_with_the_run_policy() -> None:
+    # the reporter's case: 503s at start (a server still loading) with --retries 2 ended each run at the probe
+    with FakeServer() as server:
+        fault = server.add_fault(Fault("5xx", times=2))
+        res = probe(server)
+        res.require()
+        assert fault.times == 0 and res.cache_hit_seen and res.salt_honored
+
+
+def test_a_probe_that_keeps_failing_names_the_request_the_last_status_and_the_attempts() -> None:
+    with FakeServer() as server:
+        server.add_fault(Fault("5xx", times=-1, status=503, message="engine loading"))
+        with pytest.raises(LbevalError) as err:
+            probe(server)
+        url = f"{server.base_url}/chat/completions"
+        assert str(err.value) == (
+            f"probe request probe-chat (POST {url}) failed after 3 attempts (--retries 2); "
+            "last: HTTP 503: engine loading"
+        )
+        assert len(server.requests) == 3
