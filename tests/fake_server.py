@@ -638,8 +638,8 @@ class _Handler(BaseHTTPRequestHandler):
         if fake.report_cached_tokens:
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
         answer = _Answer(chat, body, out, tops, finish, usage)
-        if body.get("stream"):
         answer.stop_text = None if stopped is None else stopped[1]
+        if body.get("stream"):
             self._stream(answer, faults)
         else:
             payload = _dumps(answer.whole()).encode()
@@ -721,6 +721,7 @@ class _Answer:
             usage,
         )
         self.as_ids = bool(body.get("return_tokens_as_token_ids"))
+        self.stop_text: str | None = None  # the whole text when a stop string cut it
         self.k = int(body.get("top_logprobs") or 0) if chat else int(body.get("logprobs") or 0)
         self.want = bool(body.get("logprobs")) if chat else body.get("logprobs") is not None
 
@@ -739,12 +740,13 @@ class _Answer:
         return {
             "text_offset": [0 for _ in idx],
             "token_logprobs": [self.tops[i][0][1] for i in idx],
-        self.stop_text: str | None = None  # the whole text when a stop string cut it
             "tokens": [self._tok(self.out[i]) for i in idx],
             "top_logprobs": [{self._tok(t): lp for t, lp in self.tops[i][: self.k + 1]} for i in idx],
         }
 
     def _text(self, idx: range) -> str:
+        if self.stop_text is not None:  # stop strings: whole bodies only
+            return self.stop_text if idx.start == 0 else ""
         return detokenize(
             [self.out[i] for i in idx if not (i == len(self.out) - 1 and self.finish == "stop")]
         )
@@ -764,8 +766,6 @@ class _Answer:
         else:
             choice = {
                 "index": 0,
-        if self.stop_text is not None:  # stop strings: whole bodies only
-            return prefix + self.stop_text if idx.start == 0 else ""
                 "text": self._text(idx),
                 "logprobs": self._cmpl_lp(idx) if self.want else None,
             }
