@@ -67,20 +67,24 @@ def mini_dir() -> Path:
 
 def hub_download(repo: str, revision: str) -> Path:
     """Download (or find in the Hub cache) `data.zip` at a pinned revision. Honours HF_HUB_OFFLINE."""
+    return hub_file(repo, revision, HUB_FILENAME, "LongBench's data.zip (or its unpacked data/ folder)")
+
+
+def hub_file(repo: str, revision: str, filename: str, what: str) -> Path:
+    """One file of a Hub dataset repository at a pinned revision (downloaded or from the Hub cache); offline
+    without it in the cache: one DataError suggesting --data-dir or --source mini (`what` names the file)."""
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
     try:
-        return Path(
-            hf_hub_download(repo_id=repo, filename=HUB_FILENAME, repo_type="dataset", revision=revision)
-        )
+        return Path(hf_hub_download(repo_id=repo, filename=filename, repo_type="dataset", revision=revision))
     except LocalEntryNotFoundError as exc:
         raise DataError(
-            f"hf://datasets/{repo}@{revision}/{HUB_FILENAME}",
+            f"hf://datasets/{repo}@{revision}/{filename}",
             None,
             None,
             "not in the local Hugging Face cache and the Hub cannot be reached "
-            f"(offline: {exc.__class__.__name__}). Copy LongBench's data.zip (or its unpacked data/ folder) "
+            f"(offline: {exc.__class__.__name__}). Copy {what} "
             "to this machine and pass --data-dir PATH, or use --source mini for the shipped sample.",
         ) from None
 

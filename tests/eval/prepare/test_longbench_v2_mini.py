@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from eval_v2_staging import make_longbench_v2_mini as mini
-from eval_v2_staging.longbench_v2_rows import V2Row, load_rows
+from eval.prepare.sources_v2 import V2Row, load_rows
+from tests.eval.prepare import make_longbench_v2_mini as mini
 
-SAMPLE = Path(__file__).resolve().parents[1] / "eval" / "prepare" / "samples" / "longbench_v2_mini"
+SAMPLE = Path(__file__).resolve().parents[3] / "eval" / "prepare" / "samples" / "longbench_v2_mini"
 
 
 def rows() -> dict[str, V2Row]:

@@ -9,8 +9,8 @@ Contexts are about 3,600-4,900 words, so with a 4,096-token model window the off
 (first half + last half of the prompt's tokens) cuts out roughly the middle third or more: items 0002 and
 0004 have their key facts there, the others at the start and/or the end.
 
-Run `python -m eval_v2_staging.make_longbench_v2_mini` (from the project root) to rewrite the file; the test
-checks that the committed file is exactly what this writes.
+Run `.venv/bin/python -m tests.eval.prepare.make_longbench_v2_mini` (from the project root) to rewrite the file;
+test_longbench_v2_mini.py checks that the committed file is exactly what this writes. (A test tool, not packaged.)
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "eval" / "prepare" / "samples" / "longbench_v2_mini" / "data.json"
+OUT = Path(__file__).resolve().parents[3] / "eval" / "prepare" / "samples" / "longbench_v2_mini" / "data.json"
 ID_PREFIX = "lbv2mini-"
 
 
