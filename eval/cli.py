@@ -12,11 +12,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import textwrap
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from eval import __version__
-from eval.errors import LbevalError
+from eval.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, LbevalError
 
 # subcommand name -> module under eval.commands (imported lazily so `--help` stays fast)
 COMMANDS: dict[str, str] = {
@@ -40,10 +42,28 @@ def _load(module: str) -> ModuleType | None:
         raise
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad command line exiting EXIT_USAGE (64) rather than 2, the gate's "no verdict"."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def exit_codes_epilog() -> str:
+    lines = [
+        textwrap.fill(what, 98, initial_indent=f"  {code:>3}  ", subsequent_indent=" " * 7)
+        for code, what in EXIT_CODES
+    ]
+    return "exit codes:\n" + "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="lbeval",
         description="LongBench accuracy and cold/warm prefix-cache determinism evaluation for vLLM servers.",
+        epilog=exit_codes_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"lbeval {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -53,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.configure(p)
-        p.set_defaults(_run=module.run)
+        # a command may say what an interrupt left behind: `interrupted(args) -> list[str]` (lbeval run)
+        p.set_defaults(_run=module.run, _interrupted=getattr(module, "interrupted", None))
     return parser
 
 
@@ -62,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not hasattr(args, "_run"):
         parser.print_help()
-        return 2
+        return EXIT_USAGE
     try:
         return int(args._run(args))
     except LbevalError as exc:
@@ -70,7 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"lbeval {args.command}: interrupted", file=sys.stderr)
-        return 130
+        for line in args._interrupted(args) if args._interrupted else []:
+            print(f"lbeval {args.command}: {line}", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -15,19 +15,23 @@ Re-running reuses complete runs in the output folder (the run ids follow the inp
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from eval.cli import main as lbeval
-from eval.errors import LbevalError
+from eval.errors import EXIT_INTERRUPTED, LbevalError
 from eval.records.run_folder import append_server_record
+from eval.run.resume import records_kept, run_dir_for
 from eval.serve.launch_specs import get_launch_spec
 from eval.serve.process import sigterm_as_interrupt, start
 
 DEFAULT_BASE = "cpu-smollm2"
 DEFAULT_VARIANT = "cpu-smollm2-fp8kv"
+HEARTBEAT_S = 60.0  # off a terminal (no progress bars): a line this often during a run step
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -58,14 +62,39 @@ class Steps:
     def say(self, message: str) -> None:
         print(f"[demo {time.monotonic() - self.t0:6.0f} s] {message}", flush=True)
 
-    def lbeval(self, title: str, argv: list[str], ok: Sequence[int] = (0,)) -> int:
+    def lbeval(self, title: str, argv: list[str], ok: Sequence[int] = (0,), watch: Path | None = None) -> int:
+        """Run one step; `watch`: the run folder it writes (a heartbeat line off a terminal)."""
         self.say(f"{title}\n  $ lbeval {' '.join(argv)}")
         t = time.monotonic()
-        code = lbeval(argv)
+        with self.heartbeat(title, watch):
+            code = lbeval(argv)
         self.times.append((title, time.monotonic() - t))
+        if code == EXIT_INTERRUPTED:
+            raise KeyboardInterrupt
         if code not in ok:
             raise LbevalError(f"demo: `lbeval {argv[0]}` exited with {code}")
+        self.say(f"{title.split(' (')[0]}: done in {time.monotonic() - t:.0f} s (exit {code})")
         return code
+
+    @contextlib.contextmanager
+    def heartbeat(self, title: str, run_dir: Path | None) -> Iterator[None]:
+        """Without progress bars (stderr not a terminal), a line every HEARTBEAT_S with the records so far."""
+        if run_dir is None or sys.stderr.isatty():
+            yield
+            return
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(HEARTBEAT_S):
+                self.say(f"{title.split(' (')[0]}: {records_kept(run_dir)} records so far")
+
+        thread = threading.Thread(target=beat, daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
 
 
 def run_argv(args: argparse.Namespace, variant: str, inputs: Path) -> list[str]:
@@ -87,11 +116,13 @@ def demo(args: argparse.Namespace) -> Path:
         prepare += ["--base-url", server.base_url, "--max-tokens", args.max_tokens, "--out", str(inputs)]
         steps.lbeval("1. prepare the inputs with the server's tokenizer", prepare)
         run_base = [*run_argv(args, args.base, inputs), "--base-url", server.base_url]
-        steps.lbeval(f"2. run {args.base} on that server", run_base)
+        steps.lbeval(f"2. run {args.base} on that server", run_base, watch=_run_dir(args, args.base))
         latest = args.out / "runs" / args.base / "LATEST"
         append_server_record(latest.parent / latest.read_text(encoding="utf-8").strip(), server.describe())
     steps.lbeval(
-        f"3. run {args.variant} (lbeval starts and stops its server)", run_argv(args, args.variant, inputs)
+        f"3. run {args.variant} (lbeval starts and stops its server)",
+        run_argv(args, args.variant, inputs),
+        watch=_run_dir(args, args.variant),
     )
     runs = str(args.out / "runs")
     for name in (args.base, args.variant):
@@ -111,6 +142,20 @@ def demo(args: argparse.Namespace) -> Path:
     return report
 
 
+def _run_dir(args: argparse.Namespace, variant: str) -> Path | None:
+    return run_dir_for(args.out / "runs", variant, args.out / "inputs.jsonl")
+
+
+def interrupted_lines(args: argparse.Namespace) -> list[str]:
+    """The records each run kept, and how to resume."""
+    lines = []
+    for variant in (args.base, args.variant):
+        run_dir = _run_dir(args, variant)
+        if run_dir is not None and run_dir.is_dir():
+            lines.append(f"demo: {variant}: {records_kept(run_dir)} records kept in {run_dir}")
+    return lines + ["demo: `make demo` (or the same python -m eval.demo command) again resumes"]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
@@ -120,8 +165,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"demo: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("demo: interrupted (servers stopped); `make demo` again resumes", file=sys.stderr)
-        return 130
+        print("demo: interrupted (servers stopped)", file=sys.stderr)
+        for line in interrupted_lines(args):
+            print(line, file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0
 
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from eval.commands.compare import add_policy_argument, add_run_pair_arguments, score_pair
-from eval.errors import LbevalError
+from eval.errors import ConfigError, LbevalError, UsageError
 from eval.gate.junit import write_junit
 from eval.gate.policy import load_policy
 from eval.gate.rules import evaluate
@@ -23,7 +23,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def verdict_for(args: argparse.Namespace) -> Verdict:
-    policy = load_policy(args.policy)  # a bad policy is a ConfigError: exit 2
+    policy = load_policy(args.policy)  # a bad policy is a ConfigError: exit 78, not a verdict
     print("\n".join(hang(f"lbeval gate: policy {policy.source}")))
     from eval.analyze.compare import compare  # heavy (scorers): imported when used
 
@@ -31,6 +31,8 @@ def verdict_for(args: argparse.Namespace) -> Verdict:
         base, variant = score_pair(args)
         # mismatches are not an error here: they make the verdict's data reasons (exit 2, each one named)
         comparison = compare(base, variant, allow_mismatch=True)
+    except (UsageError, ConfigError):
+        raise  # a mistyped variant or a bad option is not the data's verdict: exit 64 / 78
     except LbevalError as exc:
         return no_verdict(str(exc))
     b, v = base.scores.run, variant.scores.run
@@ -43,6 +45,8 @@ def verdict_for(args: argparse.Namespace) -> Verdict:
 def run(args: argparse.Namespace) -> int:
     try:
         verdict = verdict_for(args)
+    except (UsageError, ConfigError):
+        raise
     except LbevalError as exc:
         verdict = no_verdict(str(exc))
     for line in gate_lines(verdict):  # one line per rule, wrapped to 100 columns

@@ -6,7 +6,8 @@ on stdout is the run directory (for `make eval`).
 Exit codes: 0 the run is complete; 3 (EXIT_INCOMPLETE) it is not: requests left errored, or a file could not
 be written (a full disk: one line naming it and the space left); 130 interrupted by Ctrl-C or SIGTERM (the
 manifest records the session's outcome "interrupted"); 1 another error (a 4xx, another lbeval run writing the
-same run folder); 2 a bad option or an unreadable manifest. Re-running the same command resumes.
+same run folder); 78 a bad option; 2 an unreadable manifest. Re-running the same command resumes; an interrupt
+prints the records kept and the command line (`interrupted`, called by eval.cli).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from eval.records.scenarios import DEFAULT_BATCH_SIZES, DEFAULT_REPEATS, parse_s
 from eval.records.vocabulary import PASS_CHOICES, SCENARIO_NAMES
 from eval.run.client import RequestSettings
 from eval.run.passes import RetryPolicy
+from eval.run.resume import resume_lines
 from eval.run.runner import DEFAULT_PASSES, EXIT_INCOMPLETE, RunConfig, execute_run
 from eval.run.scenarios.settings import ScenarioSettings, batched_tokens_budget, parse_ints
 from eval.serve.launch_specs import spec_for_run
@@ -216,3 +218,8 @@ def _run(args: argparse.Namespace, base_url: str | None, server: dict[str, objec
     print(f"lbeval run: {manifest.stats.get('records', 0)} records, {state}", file=sys.stderr)
     print(run_dir)
     return 0 if manifest.complete else EXIT_INCOMPLETE
+
+
+def interrupted(args: argparse.Namespace) -> list[str]:
+    """After Ctrl-C or SIGTERM (eval.cli prints these lines): the records kept and the command that resumes."""
+    return resume_lines(args.out, args.variant, args.inputs, args.run_id)

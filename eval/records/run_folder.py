@@ -22,6 +22,7 @@ written, so two `lbeval run` sessions can never append to the same records. Read
 from __future__ import annotations
 
 import contextlib
+import difflib
 import fcntl
 import json
 import os
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.atomic import atomic_write, write_failed
-from eval.errors import DataError, LbevalError
+from eval.errors import DataError, LbevalError, UsageError
 from eval.records.codec import dumps_record, record_from_dict
 from eval.records.final import Selection, describe_duplicates
 from eval.records.types import READABLE_SCHEMA_VERSIONS, RequestRecord
@@ -383,7 +384,7 @@ def resolve_run(arg: str, runs_root: Path) -> Path:
         return path
     variant_dir = runs_root / arg
     if "/" in arg or arg in ("", ".", ".."):
-        raise LbevalError(f"{arg}: not a run folder (no {MANIFEST_NAME})")
+        raise UsageError(f"{arg}: not a run folder (no {MANIFEST_NAME})")
     latest = variant_dir / LATEST_NAME
     if latest.is_file():
         named = variant_dir / latest.read_text(encoding="utf-8").strip()
@@ -397,10 +398,31 @@ def resolve_run(arg: str, runs_root: Path) -> Path:
                 if m.variant == arg:
                     candidates.append((m.started_at or "", child.name, child))
     if not candidates:
-        raise LbevalError(
-            f"{arg}: not a run folder (no {MANIFEST_NAME}) and no run of a variant named {arg!r} under {runs_root}/"
+        raise UsageError(
+            f"{arg}: not a run folder (no {MANIFEST_NAME}) and no run of a variant named {arg!r} under "
+            f"{runs_root}/ {did_you_mean(arg, variants_under(runs_root))}"
         )
     return max(candidates)[2]
+
+
+def variants_under(runs_root: Path) -> list[str]:
+    """The variants with at least one run folder (a folder holding a manifest) under runs_root, sorted."""
+    if not runs_root.is_dir():
+        return []
+    return sorted(
+        d.name
+        for d in runs_root.iterdir()
+        if d.is_dir() and any((c / MANIFEST_NAME).is_file() for c in d.iterdir() if c.is_dir())
+    )
+
+
+def did_you_mean(name: str, known: list[str]) -> str:
+    """`(did you mean patched? variants with runs there: main, patched)`, for a name that matched nothing."""
+    if not known:
+        return "(no variant has a run there yet)"
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    return f"({hint}variants with runs there: {', '.join(known)})"
 
 
 def append_server_record(run_dir: Path, info: Mapping[str, Any]) -> None:

@@ -25,8 +25,8 @@ def test_every_registered_subcommand_has_help(capsys: pytest.CaptureFixture[str]
         assert out.startswith(f"usage: lbeval {name}")
 
 
-def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([]) == 2
+def test_no_command_prints_help_and_exits_64(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 64  # a usage error (EX_USAGE), no longer 2 (the gate's "no verdict")
     assert "COMMAND" in capsys.readouterr().out
 
 

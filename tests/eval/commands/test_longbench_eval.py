@@ -35,7 +35,7 @@ def test_bad_line_is_one_error_line_naming_file_line_and_field(
 ) -> None:
     bad = tmp_path / "qasper.jsonl"
     bad.write_text('{"pred": "a", "answers": ["a"], "all_classes": null}\n{"pred": "a"}\n', encoding="utf-8")
-    assert main(["longbench-eval", str(tmp_path)]) == 1
+    assert main(["longbench-eval", str(tmp_path)]) == 65  # a data error (EX_DATAERR), no longer 1
     err = capsys.readouterr().err.strip()
     assert err == f"lbeval longbench-eval: error: {bad}:2:answers: missing"
     assert not (tmp_path / "result.json").exists()
@@ -45,5 +45,5 @@ def test_unknown_dataset_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     (tmp_path / "squad.jsonl").write_text(
         '{"pred": "a", "answers": ["a"], "all_classes": null}\n', encoding="utf-8"
     )
-    assert main(["longbench-eval", str(tmp_path), "--workers", "1"]) == 1
+    assert main(["longbench-eval", str(tmp_path), "--workers", "1"]) == 65  # a data error (EX_DATAERR)
     assert "squad.jsonl: unknown dataset 'squad'" in capsys.readouterr().err

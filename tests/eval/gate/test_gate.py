@@ -190,16 +190,29 @@ def test_timing_rule_pass_and_fail(tmp_path: Path, capsys: pytest.CaptureFixture
 # ---------------------------------------------------------------- fail closed: exit 2
 
 
-def test_no_verdict_missing_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_variant_without_runs_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 64 (EX_USAGE), no longer 2 "no verdict": a name that matches no run is a mistyped command line
     base, _ = _specs(tmp_path)
-    write_run(tmp_path / "runs", base)
-    code = main(["gate", "main", "patched", "--runs", str(tmp_path / "runs")])
-    out = unwrap(capsys.readouterr().out)
-    assert code == 2
-    assert (
-        "gate: NO VERDICT (exit 2): patched: not a run folder (no manifest.json) and no run of a variant named 'patched'"
-        in out
+    runs = tmp_path / "runs"
+    write_run(runs, base)
+    code = main(["gate", "main", "patched", "--runs", str(runs)])
+    err = capsys.readouterr().err
+    assert code == 64 and "NO VERDICT" not in err
+    assert err == (
+        f"lbeval gate: error: patched: not a run folder (no manifest.json) and no run of a variant named "
+        f"'patched' under {runs}/ (variants with runs there: main)\n"
     )
+
+
+def test_a_mistyped_variant_gets_a_did_you_mean(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = tmp_path / "runs"
+    for spec in _specs(tmp_path):
+        write_run(runs, spec)
+    (runs / "compare").mkdir()  # folders without runs are not variants
+    for argv in (["gate", "main", "patchd"], ["compare", "main", "patchd"], ["score", "patchd"]):
+        assert main([*argv, "--runs", str(runs)]) == 64
+        err = capsys.readouterr().err
+        assert err.endswith("(did you mean patched? variants with runs there: main, patched)\n"), err
 
 
 def test_no_verdict_incomplete_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -353,11 +366,13 @@ def test_bad_policy_is_a_config_error(text: str, message: str) -> None:
         parse_policy(text, "p.toml")
 
 
-def test_bad_policy_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_policy_is_a_configuration_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     policy = tmp_path / "bad.toml"
     policy.write_text("schema_version = 1\n[rules.no_such_rule]\n")
     code, out = _gate(tmp_path, capsys, *_specs(tmp_path), "--policy", str(policy))
-    assert code == 2 and "rules.no_such_rule: unknown rule" in out
+    # 78 (EX_CONFIG), no longer 2: a typo in the policy is not the data's "no verdict"
+    assert code == 78 and "lbeval gate: error: " in out and "rules.no_such_rule: unknown rule" in out
+    assert "NO VERDICT" not in out
 
 
 def test_empty_policy_gives_no_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -389,17 +404,15 @@ def test_junit_one_case_per_rule(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_junit_no_verdict_has_a_data_error_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # an incomplete run (no longer a missing one: that is a usage error, exit 64, and writes no JUnit)
     junit = tmp_path / "gate.xml"
-    code = main(["gate", "main", "patched", "--runs", str(tmp_path / "nothing"), "--junit", str(junit)])
+    spec = _specs(tmp_path, complete=False, missing={("gov01", "control_sibling", 0)})
+    code, _ = _gate(tmp_path, capsys, *spec, "--junit", str(junit))
     assert code == 2
     root = ET.parse(junit).getroot()
-    [case] = root.iter("testcase")
+    case = next(c for c in root.iter("testcase") if c.get("name") == "data")
     error = case.find("error")
-    assert (
-        case.get("name") == "data"
-        and error is not None
-        and "no run of a variant named 'main'" in (error.text or "")
-    )
+    assert error is not None and "is incomplete (53/54 planned requests have a record)" in (error.text or "")
 
 
 def test_no_verdict_when_a_rule_has_nothing_to_measure(

@@ -96,18 +96,21 @@ def _bad_files(tmp_path: Path) -> list[tuple[Path, str]]:
     return [(path, f"{path}{message}") for path, _, message in cases]
 
 
-def test_lbeval_gate_gives_no_verdict_for_every_bad_policy(
+def test_lbeval_gate_stops_with_the_config_exit_code_for_every_bad_policy(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # a bad policy is a configuration error (exit 78, EX_CONFIG), not the gate's "no verdict" (2): the
+    # exit codes tell a broken policy file from runs that cannot support a verdict
     runs = tmp_path / "runs"
     for spec in base_and_variant(tmp_path):
-        write_run(runs, spec)  # good runs: the policy is the only reason for no verdict
+        write_run(runs, spec)  # good runs: the policy is the only problem
     for path, expected in _bad_files(tmp_path):
         code = main(["gate", "main", "patched", "--runs", str(runs), "--policy", str(path)])
         captured = capsys.readouterr()
-        out = " ".join((captured.out + captured.err).split())  # a long line may be wrapped for the terminal
-        assert code == 2, path
-        assert "NO VERDICT (exit 2)" in out and expected in out and "Traceback" not in out, out
+        err = " ".join(captured.err.split())
+        assert code == ConfigError.exit_code == 78, path
+        assert err.startswith("lbeval gate: error: ") and expected in err and "Traceback" not in err, err
+        assert "NO VERDICT" not in captured.out
 
 
 def test_lbeval_compare_stops_with_the_config_exit_code_for_a_bad_policy(

@@ -215,7 +215,11 @@ def test_sigterm_stops_the_run_like_ctrl_c_and_it_resumes(fake: FakeServer, tmp_
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert err.strip() == "lbeval run: interrupted"
+    # the interrupt says what was kept and how to resume (tests/eval/test_exit_codes.py), nothing else
+    lines = err.strip().splitlines()
+    assert lines[0] == "lbeval run: interrupted" and len(lines) == 3, err
+    assert lines[1].startswith("lbeval run: ") and f"records kept in {run_dir}" in lines[1]
+    assert lines[2].startswith("lbeval run: re-run to resume")
     loaded = load_run(run_dir)
     assert loaded.manifest.sessions[-1]["outcome"] == "interrupted" and not loaded.manifest.complete
     assert loaded.torn_lines == 0 and 3 <= len(loaded.records) < 18

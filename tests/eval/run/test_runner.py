@@ -405,7 +405,7 @@ def test_cli_prints_the_run_dir_last(
     assert (tmp_path / "cli" / "LATEST").read_text().strip() == run_dir.name
     assert all(r.settings["max_tokens"] == 2 for r in load_run(run_dir).records)
     bad = ["run", "--variant", "../x", "--inputs", str(inputs), "--base-url", fake.base_url, "--quiet"]
-    assert cli_main(bad) == 2  # a ConfigError: printed as one line, exit code 2
+    assert cli_main(bad) == 78  # a ConfigError: printed as one line, exit code 78 (EX_CONFIG)
 
 
 def test_variant_and_run_id_names_are_checked(fake: FakeServer, tmp_path: Path) -> None:
