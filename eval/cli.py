@@ -19,6 +19,7 @@ from typing import NoReturn
 
 from eval import __version__
 from eval.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, LbevalError
+from eval.terminal import echo_err
 
 # subcommand name -> module under eval.commands (imported lazily so `--help` stays fast)
 COMMANDS: dict[str, str] = {
@@ -87,12 +88,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args._run(args))
     except LbevalError as exc:
-        print(f"lbeval {args.command}: error: {exc}", file=sys.stderr)
+        echo_err(f"lbeval {args.command}: error: {exc}")
         return exc.exit_code
     except KeyboardInterrupt:
-        print(f"lbeval {args.command}: interrupted", file=sys.stderr)
+        echo_err(f"lbeval {args.command}: interrupted")
         for line in args._interrupted(args) if args._interrupted else []:
-            print(f"lbeval {args.command}: {line}", file=sys.stderr)
+            echo_err(f"lbeval {args.command}: {line}")
         return EXIT_INTERRUPTED
 
 

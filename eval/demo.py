@@ -28,6 +28,7 @@ from eval.records.run_folder import append_server_record
 from eval.run.resume import records_kept, run_dir_for
 from eval.serve.launch_specs import get_launch_spec
 from eval.serve.process import sigterm_as_interrupt, start
+from eval.terminal import echo, echo_err
 
 DEFAULT_BASE = "cpu-smollm2"
 DEFAULT_VARIANT = "cpu-smollm2-fp8kv"
@@ -60,7 +61,7 @@ class Steps:
         self.times: list[tuple[str, float]] = []
 
     def say(self, message: str) -> None:
-        print(f"[demo {time.monotonic() - self.t0:6.0f} s] {message}", flush=True)
+        echo(f"[demo {time.monotonic() - self.t0:6.0f} s] {message}", flush=True)
 
     def lbeval(self, title: str, argv: list[str], ok: Sequence[int] = (0,), watch: Path | None = None) -> int:
         """Run one step; `watch`: the run folder it writes (a heartbeat line off a terminal)."""
@@ -162,12 +163,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         with sigterm_as_interrupt():
             demo(args)
     except LbevalError as exc:
-        print(f"demo: error: {exc}", file=sys.stderr)
+        echo_err(f"demo: error: {exc}")
         return exc.exit_code
     except KeyboardInterrupt:
-        print("demo: interrupted (servers stopped)", file=sys.stderr)
+        echo_err("demo: interrupted (servers stopped)")
         for line in interrupted_lines(args):
-            print(line, file=sys.stderr)
+            echo_err(line)
         return EXIT_INTERRUPTED
     return 0
 

@@ -191,6 +191,7 @@ class FakeServer:
         metrics_lag_s: float = 0.0,
         api_key: str | None = None,
         version: str = "0.0.0+fake",
+        output_prefix: str = "",
     ) -> None:
         self.model = model
         self.block_size = block_size
@@ -206,6 +207,7 @@ class FakeServer:
         self.metrics_lag_s = metrics_lag_s
         self.api_key = api_key
         self.version = version
+        self.output_prefix = output_prefix  # put before every generated text (hostile-output tests)
         self.faults: list[Fault] = []
         self.batch_effect: BatchEffect | None = None
         self.prefix_effect: PrefixEffect | None = None
@@ -638,6 +640,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fake.report_cached_tokens:
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
         answer = _Answer(chat, body, out, tops, finish, usage)
+        answer.prefix = fake.output_prefix
         answer.stop_text = None if stopped is None else stopped[1]
         if body.get("stream"):
             self._stream(answer, faults)
@@ -721,6 +724,7 @@ class _Answer:
             usage,
         )
         self.as_ids = bool(body.get("return_tokens_as_token_ids"))
+        self.prefix = ""
         self.stop_text: str | None = None  # the whole text when a stop string cut it
         self.k = int(body.get("top_logprobs") or 0) if chat else int(body.get("logprobs") or 0)
         self.want = bool(body.get("logprobs")) if chat else body.get("logprobs") is not None
@@ -745,9 +749,10 @@ class _Answer:
         }
 
     def _text(self, idx: range) -> str:
+        prefix = self.prefix if idx.start == 0 else ""
         if self.stop_text is not None:  # stop strings: whole bodies only
-            return self.stop_text if idx.start == 0 else ""
-        return detokenize(
+            return prefix + self.stop_text if idx.start == 0 else ""
+        return prefix + detokenize(
             [self.out[i] for i in idx if not (i == len(self.out) - 1 and self.finish == "stop")]
         )
 

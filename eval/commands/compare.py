@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from eval.terminal import echo
+
 if TYPE_CHECKING:
     from eval.analyze.score import ScoredRun
 
@@ -79,9 +81,9 @@ def run(args: argparse.Namespace) -> int:
     verdict, tables = evaluate(comparison, policy), build_tables(comparison)
     paths = write_reports(comparison, out, verdict, tables)
     if args.full:
-        print(paths[0].read_text(encoding="utf-8"), end="")
-        print("wrote " + ", ".join(str(p.resolve()) for p in paths))
+        echo(paths[0].read_text(encoding="utf-8"), end="")
+        echo("wrote " + ", ".join(str(p.resolve()) for p in paths))
         return 0
     for line in compare_summary(comparison, tables, verdict, (paths[2], paths[0], paths[1])):
-        print(line)
+        echo(line)
     return 0

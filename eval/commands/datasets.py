@@ -6,6 +6,7 @@ import argparse
 import json
 
 from eval.prepare.dataset_specs import load_specs
+from eval.terminal import echo
 
 HELP = "List the LongBench v1 datasets with their metric, official output limit and chat/raw mode."
 
@@ -28,10 +29,10 @@ def run(args: argparse.Namespace) -> int:
             }
             for s in specs.values()
         ]
-        print(json.dumps(rows, indent=2))
+        echo(json.dumps(rows, indent=2))
         return 0
-    print(f"{'dataset':<22} {'metric':<15} {'max_tokens':>10}  {'mode':<5} lang")
+    echo(f"{'dataset':<22} {'metric':<15} {'max_tokens':>10}  {'mode':<5} lang")
     for s in specs.values():
-        print(f"{s.name:<22} {s.metric:<15} {s.max_tokens:>10}  {s.mode:<5} {s.language}")
-    print(f"{len(specs)} datasets; LongBench-E variants are selected as <name>_e (e.g. qasper_e).")
+        echo(f"{s.name:<22} {s.metric:<15} {s.max_tokens:>10}  {s.mode:<5} {s.language}")
+    echo(f"{len(specs)} datasets; LongBench-E variants are selected as <name>_e (e.g. qasper_e).")
     return 0

@@ -12,6 +12,7 @@ from eval.gate.policy import load_policy
 from eval.gate.rules import evaluate
 from eval.gate.verdict import Verdict, no_verdict
 from eval.report.console import gate_lines, hang
+from eval.terminal import echo
 
 HELP = "Release gate: check a policy (TOML) on base vs variant; exit 0 pass, 1 a rule fails, 2 no verdict."
 
@@ -24,7 +25,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def verdict_for(args: argparse.Namespace) -> Verdict:
     policy = load_policy(args.policy)  # a bad policy is a ConfigError: exit 78, not a verdict
-    print("\n".join(hang(f"lbeval gate: policy {policy.source}")))
+    echo("\n".join(hang(f"lbeval gate: policy {policy.source}")))
     from eval.analyze.compare import compare  # heavy (scorers): imported when used
 
     try:
@@ -36,7 +37,7 @@ def verdict_for(args: argparse.Namespace) -> Verdict:
     except LbevalError as exc:
         return no_verdict(str(exc))
     b, v = base.scores.run, variant.scores.run
-    print(
+    echo(
         "\n".join(hang(f"lbeval gate: base {b.variant} run {b.run_id} vs variant {v.variant} run {v.run_id}"))
     )
     return evaluate(comparison, policy)
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     except LbevalError as exc:
         verdict = no_verdict(str(exc))
     for line in gate_lines(verdict):  # one line per rule, wrapped to 100 columns
-        print(line)
+        echo(line)
     if args.junit:
         write_junit(args.junit, verdict, f"lbeval gate {args.base} vs {args.variant}")
     return verdict.exit_code

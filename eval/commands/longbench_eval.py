@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from eval.errors import DataError
+from eval.terminal import echo
 from scorers.longbench import PredictionFileError, evaluate_folder, format_table, write_result
 
 HELP = "drop-in for LongBench's eval.py: score PRED_DIR/<dataset>.jsonl files, write PRED_DIR/result.json"
@@ -40,6 +41,6 @@ def run(args: argparse.Namespace) -> int:
     except PredictionFileError as exc:
         raise DataError(exc.path, exc.line, exc.field, exc.message) from None
     out = write_result(args.pred_dir, result)
-    print(format_table(result))
-    print(f"wrote {out}")
+    echo(format_table(result))
+    echo(f"wrote {out}")
     return 0

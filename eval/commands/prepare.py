@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from eval.errors import ConfigError
@@ -13,6 +12,7 @@ from eval.prepare.select import parse_n
 from eval.prepare.sources import HUB_REPO, HUB_REVISION, DataSource
 from eval.serve.launch_specs import get_launch_spec
 from eval.serve.process import serving, sigterm_as_interrupt
+from eval.terminal import echo, echo_err
 
 HELP = (
     "Select a seeded subset of LongBench rows, apply the official prompts and truncation, write inputs.jsonl."
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         args.model = args.model or spec.model
         with (
             sigterm_as_interrupt(),
-            serving(spec, echo=lambda m: print(m, file=sys.stderr, flush=True)) as url,
+            serving(spec, echo=echo_err) as url,
         ):
             args.base_url, args.spec = url, None
             return _prepare(args)
@@ -108,7 +108,7 @@ def _prepare(args: argparse.Namespace) -> int:
     )
     header, rows = prepare(cfg)
     truncated = sum(r.truncated for r in rows)
-    print(
+    echo(
         f"wrote {len(rows)} inputs ({', '.join(f'{d}: {len(v)}' for d, v in header.selected_ids.items())}; "
         f"{truncated} truncated) to {args.out}"
     )

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from eval.run.runner import DEFAULT_PASSES, EXIT_INCOMPLETE, RunConfig, execute_
 from eval.run.scenarios.settings import ScenarioSettings, batched_tokens_budget, parse_ints
 from eval.serve.launch_specs import spec_for_run
 from eval.serve.process import sigterm_as_interrupt, start
+from eval.terminal import echo, echo_err
 
 HELP = "Send the inputs to a server in cold/warm/repeat/timing passes and record every request (resumable)."
 
@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
     args.hit_budget = batched_tokens_budget(spec.args)  # the chunked-prefill budget the spec starts it with
     if not spec.managed:
         return _run(args, spec.url)
-    with sigterm_as_interrupt(), start(spec, echo=lambda m: print(m, file=sys.stderr, flush=True)) as server:
+    with sigterm_as_interrupt(), start(spec, echo=echo_err) as server:
         return _run(args, server.base_url, server.describe())
 
 
@@ -213,10 +213,10 @@ def _run(args: argparse.Namespace, base_url: str | None, server: dict[str, objec
     run_dir = execute_run(config_from_args(args, base_url), server=server)
     manifest = read_manifest(run_dir)
     for warning in manifest.warnings:
-        print(f"lbeval run: warning: {warning}", file=sys.stderr)
+        echo_err(f"lbeval run: warning: {warning}")
     state = "complete" if manifest.complete else "INCOMPLETE (re-run the same command to resume)"
-    print(f"lbeval run: {manifest.stats.get('records', 0)} records, {state}", file=sys.stderr)
-    print(run_dir)
+    echo_err(f"lbeval run: {manifest.stats.get('records', 0)} records, {state}")
+    echo(run_dir)
     return 0 if manifest.complete else EXIT_INCOMPLETE
 
 

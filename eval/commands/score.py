@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from eval.terminal import echo
+
 HELP = "Score a run from its records (no server): official LongBench scores, agreement, timing, cache checks."
 
 
@@ -34,9 +36,9 @@ def run(args: argparse.Namespace) -> int:
     scored = score_run(run_dir, args.inputs)
     json_path, md_path = write_scores(scored)
     if args.full:
-        print(md_path.read_text(encoding="utf-8"), end="")
-        print(f"wrote {json_path.resolve()} and {md_path.resolve()}")
+        echo(md_path.read_text(encoding="utf-8"), end="")
+        echo(f"wrote {json_path.resolve()} and {md_path.resolve()}")
         return 0
     for line in score_summary(scored.scores, (md_path, json_path)):
-        print(line)
+        echo(line)
     return 0

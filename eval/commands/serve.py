@@ -8,6 +8,7 @@ from pathlib import Path
 
 from eval.serve.launch_specs import get_launch_spec
 from eval.serve.process import sigterm_as_interrupt, start
+from eval.terminal import echo
 
 HELP = "start a variant's server (launch spec) and keep it running until Ctrl-C"
 
@@ -31,24 +32,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     spec = get_launch_spec(args.variant, args.specs)
     if not spec.managed:
-        print(f"lbeval serve: {spec.name} is a server already running at {spec.url}; nothing to start")
+        echo(f"lbeval serve: {spec.name} is a server already running at {spec.url}; nothing to start")
         return 0
     with sigterm_as_interrupt():
         try:
-            with start(spec, port=args.port, log=args.log, echo=lambda m: print(m, flush=True)) as server:
-                print(
+            with start(spec, port=args.port, log=args.log, echo=lambda m: echo(m, flush=True)) as server:
+                echo(
                     f"{spec.name}: serving at {server.base_url} (pid {server.pid}); Ctrl-C stops it",
                     flush=True,
                 )
-                print(
+                echo(
                     f"  lbeval run --variant {spec.name} --base-url {server.base_url} --inputs FILE",
                     flush=True,
                 )
                 while server.alive():
                     time.sleep(0.5)
                 code = server.process.returncode
-                print(f"lbeval serve: {spec.name} exited by itself with code {code}; log: {server.log_path}")
+                echo(f"lbeval serve: {spec.name} exited by itself with code {code}; log: {server.log_path}")
                 return 1
         except KeyboardInterrupt:
-            print(f"lbeval serve: stopped {spec.name}", flush=True)
+            echo(f"lbeval serve: stopped {spec.name}", flush=True)
             return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from eval.prepare.prompting import Tokenizer, chat_overhead, input_budget, middl
 from eval.prepare.select import select_ids
 from eval.prepare.sources import DataSource, Downloader, Row, hub_download, open_source
 from eval.provenance import git_state, lbeval_version
+from eval.terminal import echo_err
 
 
 @dataclass
@@ -126,7 +126,7 @@ def build_row(
 
 
 def warn_stderr(message: str) -> None:
-    print(f"lbeval prepare: warning: {message}", file=sys.stderr, flush=True)
+    echo_err(f"lbeval prepare: warning: {message}")
 
 
 def short_of_n(dataset: str, available: int, n: int | None) -> str | None:

@@ -41,6 +41,7 @@ from eval.errors import DataError, LbevalError, UsageError
 from eval.records.codec import dumps_record, record_from_dict
 from eval.records.final import Selection, describe_duplicates
 from eval.records.types import READABLE_SCHEMA_VERSIONS, RequestRecord
+from eval.redact import redact_data
 
 MANIFEST_NAME = "manifest.json"
 RECORDS_NAME = "records.jsonl"
@@ -426,9 +427,9 @@ def did_you_mean(name: str, known: list[str]) -> str:
 
 
 def append_server_record(run_dir: Path, info: Mapping[str, Any]) -> None:
-    """Note in `run_dir/servers.jsonl` which server lbeval started for a session of that run."""
+    """Note in `run_dir/servers.jsonl` which server lbeval started for a session of that run (redacted)."""
     try:
         with (run_dir / SERVERS_LOG).open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(info, sort_keys=True) + "\n")
+            fh.write(json.dumps(redact_data(info), sort_keys=True) + "\n")
     except OSError as exc:
         raise write_failed(run_dir / SERVERS_LOG, exc) from None

@@ -4,7 +4,8 @@ Sections: run identities and warnings, the four tables (the same cells as report
 warm timing with CIs, divergence positions, top-k logprob delta distribution) and a drill-down of every
 diverging pair, both outputs side by side with the first differing token highlighted.
 
-Every piece of data (model outputs above all) is escaped with `html.escape(..., quote=True)`.
+Every piece of data (model outputs above all) is escaped with `html.escape(..., quote=True)`, and its control
+characters are shown as visible escapes (`eval.terminal.inert`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from eval.report.banner import Banner, banner, failed_rows, table_marks
 from eval.report.cells import Table, cell_text
 from eval.report.format import first_char_difference, fmt3
 from eval.report.svg import Point, Series, errorbar_plot, grouped_bars, strip_plot
+from eval.terminal import inert
 
 MAX_DRILLDOWN_PAIRS = 200
 OPEN_DETAILS = 5  # the first diverging examples are shown expanded
@@ -59,11 +61,17 @@ mark{background:#ffd54f;outline:1px solid #e65100}.meta{color:#555;font-size:.85
 .banner.fail{border-color:#c62828;background:#fdf1f1}.banner.no-verdict{border-color:#ef8f00;background:#fff8ec}
 .banner td,.banner th{text-align:left}td.st-fail{color:#c62828;font-weight:700}td.st-pass{color:#2e7d32}
 tr.failed td{background:#fde2e2}.failtag{color:#c62828;font-weight:700;margin-right:.4em}
+.ctl{color:#b71c1c;background:#ffebee;border-radius:2px}
 """
 
 
+def _ctl(esc: str) -> str:
+    return f'<span class="ctl">{esc}</span>'
+
+
 def _e(text: object) -> str:
-    return escape(str(text), quote=True)
+    """Escaped text; control characters (terminal escapes in a model output) shown as styled `\\x1b`."""
+    return inert(escape(str(text).replace("\r\n", "\n"), quote=True), mark=_ctl)
 
 
 def html_report(c: Comparison, tables: Sequence[Table], verdict: Verdict | None = None) -> str:

@@ -2,7 +2,8 @@
 
 Everything that comes from data (model outputs, ids, variant names, warnings) goes through `md_escape`,
 which makes it inert in GitHub-flavoured Markdown: no HTML (`<`, `>`, `&` become entities), no
-emphasis, code spans or links, and no table breaks (`|` is escaped, newlines become spaces).
+emphasis, code spans or links, no table breaks (`|` is escaped, newlines become spaces), and control
+characters shown as visible escapes (`\\x1b`, eval.terminal.inert).
 """
 
 from __future__ import annotations
@@ -19,18 +20,19 @@ from eval.report.attribution import run_attribution_table
 from eval.report.banner import Banner, banner, failed_rows, table_marks
 from eval.report.cells import Table, cell_text
 from eval.report.format import first_char_difference, fmt3
+from eval.terminal import inert
 
 MD_DIVERGENCES_SHOWN = 30
 EXCERPT_BEFORE, EXCERPT_AFTER = 24, 40
 
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _BACKSLASHED = set("\\`*_[]|~!#$")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u2028\u2029]")
+_SEPARATORS = re.compile(r"[\u2028\u2029]")
 
 
 def md_escape(text: str) -> str:
     """Inert inline Markdown for arbitrary text (one line; safe inside a table cell)."""
-    text = _CONTROL.sub("\ufffd", text.replace("\r\n", "\n"))
+    text = inert(_SEPARATORS.sub("\ufffd", text.replace("\r\n", "\n").replace("\r", "\n")))
     out = []
     for ch in text:
         if ch in _ENTITIES:

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
+from eval.terminal import inert
+
 WIDTH = 1000
 LEFT, RIGHT, TOP, BOTTOM = 70, 20, 52, 56
 LABELS_BOTTOM = 100  # room for rotated category labels
@@ -30,7 +32,7 @@ class Series:
 
 
 def _t(text: str) -> str:
-    return escape(text, quote=True)
+    return inert(escape(text, quote=True))
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:

@@ -24,7 +24,6 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from tqdm import tqdm
 
@@ -47,6 +46,7 @@ from eval.records.run_folder import (
 )
 from eval.records.types import RECORD_SCHEMA_VERSION, RequestRecord
 from eval.records.vocabulary import PASS_CHOICES, PROGRESS_GROUPS, choice_of
+from eval.redact import remember, safe_url
 from eval.run.client import Client, RequestSettings
 from eval.run.passes import (
     CacheFacts,
@@ -75,6 +75,7 @@ from eval.run.scenarios.settings import (
     scenario_settings,
     validate_scenarios,
 )
+from eval.terminal import printable
 
 EXIT_INCOMPLETE = 3  # `lbeval run`: the run is not complete (interrupted, errors left, a file not written)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -142,15 +143,8 @@ def _api_key(config: RunConfig) -> str | None:
     key = os.environ.get(config.api_key_env)
     if not key:
         raise ConfigError(f"--api-key-env {config.api_key_env}: that environment variable is not set")
+    remember(key)  # redacted wherever lbeval writes or prints it
     return key
-
-
-def safe_url(url: str) -> str:
-    """The URL without user:password@ (never written anywhere with credentials)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def run_settings(config: RunConfig) -> dict[str, Any]:
@@ -281,7 +275,8 @@ class Progress:
             bar = self.bars[name]
             if final:
                 bar.update(1)
-            bar.set_postfix_str(f"errors={self.errors[name]} invalid={self.invalid[name]}", refresh=final)
+            postfix = f"errors={self.errors[name]} invalid={self.invalid[name]}"
+            bar.set_postfix_str(printable(postfix), refresh=final)
 
     def close(self) -> None:
         for bar in self.bars.values():

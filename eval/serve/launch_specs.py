@@ -8,7 +8,8 @@ in TOML files (`[variants.NAME]` tables); the shipped `eval/serve/variants.toml`
 
 Strings in a spec may use `${VAR}` (an environment variable; `LBEVAL_CACHE` defaults to
 `$XDG_CACHE_HOME/lbeval` or `~/.cache/lbeval`) and, in `args`, `env` and `log`, the placeholders `{host}`,
-`{port}` and `{name}`. Nothing is read at import. Starting and stopping servers is `eval.serve.process`.
+`{port}` and `{name}`. Values read from the environment (but the cache path) are remembered by eval.redact,
+so that what lbeval writes or prints shows `<redacted>` instead. Nothing is read at import. Starting and stopping servers is `eval.serve.process`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from eval.errors import ConfigError
+from eval.redact import remember
 
 SHIPPED_SPECS = "variants.toml"
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"
@@ -119,6 +121,7 @@ def _expand(value: str, where: str, environ: Mapping[str, str]) -> str:
             return str(default_cache_dir(environ))
         if var not in environ:
             raise ConfigError(f"{where}: environment variable {var} is not set")
+        remember(environ[var])  # from the environment: redacted wherever lbeval writes or prints it
         return environ[var]
 
     return os.path.expanduser(ENV_RE.sub(repl, value))

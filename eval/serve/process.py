@@ -11,7 +11,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import re
 import shlex
 import signal
 import socket
@@ -26,6 +25,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from eval.errors import ConfigError, LbevalError
+from eval.redact import redact_argv, redact_env
 from eval.serve.launch_specs import Echo, LaunchSpec
 
 
@@ -94,14 +94,13 @@ class ManagedServer:
         return self.process.poll() is None
 
     def describe(self) -> dict[str, Any]:
-        """What was started, for run provenance (env values whose names suggest secrets are withheld)."""
-        secret = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
-        env = {k: ("<withheld>" if secret.search(k) else v) for k, v in self.spec.env.items()}
+        """What was started, for run provenance, with secrets redacted (eval.redact)."""
+        argv = [str(a) for a in self.process.args] if isinstance(self.process.args, list) else []
         return {
             "spec": self.spec.name,
             "source": self.spec.source,
-            "argv": list(self.process.args) if isinstance(self.process.args, list) else [],
-            "env": env,
+            "argv": redact_argv(argv),
+            "env": redact_env(self.spec.env),
             "port": self.port,
             "log": str(self.log_path),
             "healthy_after_s": self.healthy_after_s,
@@ -178,10 +177,11 @@ def launch(spec: LaunchSpec, *, port: int | None = None, log: Path | None = None
     log_path.parent.mkdir(parents=True, exist_ok=True)
     argv = [*spec.command, *(_fill(a, spec.name, spec.host, chosen) for a in spec.args)]
     env = {**os.environ, **{k: _fill(v, spec.name, spec.host, chosen) for k, v in spec.env.items()}}
+    header = (
+        f"\n=== lbeval: {time.strftime('%FT%T%z')} starting {spec.name}: {shlex.join(redact_argv(argv))}\n"
+    )
     with log_path.open("ab") as fh:
-        fh.write(
-            f"\n=== lbeval: {time.strftime('%FT%T%z')} starting {spec.name}: {shlex.join(argv)}\n".encode()
-        )
+        fh.write(header.encode())
         fh.flush()
         try:
             process = subprocess.Popen(

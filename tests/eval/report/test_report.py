@@ -143,3 +143,20 @@ def test_delta_bins_and_ticks() -> None:
     assert delta_counts([0.0, 0.0, 5e-7, 2e-3, 0.5, 3.0, None]) == [2, 1, 0, 0, 0, 1, 0, 1, 1]
     assert nice_ticks(0, 73) == [0, 20, 40, 60, 80]
     assert nice_ticks(0, 1) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
+
+
+def test_control_characters_in_outputs_are_visible_escapes_in_html_and_markdown(tmp_path: Path) -> None:
+    escapes = "\x1b[2J\x1b]0;t\x07"
+    texts = {("qas01", "warm", 0): f"the {escapes} metric", ("qas01", "repeat", 0): f"the {escapes} metric"}
+    base, variant = base_and_variant(tmp_path, texts=texts)
+    runs = tmp_path / "runs"
+    c = compare(score_run(write_run(runs, base)), score_run(write_run(runs, variant)))
+    md_path, _, html_path = write_reports(c, tmp_path / "out")
+    html, md = html_path.read_text(), md_path.read_text()
+    for text in (html, md):
+        assert re.findall(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", text) == []
+    assert (
+        '<span class="ctl">\\x1b</span>[2J<span class="ctl">\\x1b</span>]0;t<span class="ctl">\\x07</span>'
+        in html
+    )
+    assert md_escape(escapes) == "\\\\x1b\\[2J\\\\x1b\\]0;t\\\\x07"  # reads `\x1b[2J\x1b]0;t\x07` on GitHub

@@ -434,3 +434,32 @@ model = "fake-model"
     assert "fake up" in (tmp_path / "server-fakevllm.log").read_text()
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{server['port']}/health", timeout=2)
+
+
+def test_secrets_from_the_environment_stay_out_of_provenance_and_the_log_header(tmp_path: Path) -> None:
+    """`--api-key ${KEY}` (vLLM's own flag) and `env = { PLAIN = "${KEY}" }`: the process gets the key,
+    servers.jsonl's record (describe()) and lbeval's header in the server log show `<redacted>`."""
+    key = "sk-lbeval-TESTKEY-93f1c"
+    out = tmp_path / "seen.txt"
+    code = f"import os, sys; open({str(out)!r}, 'w').write(sys.argv[2] + ' ' + os.environ['PLAIN'])"
+    specs = load(
+        tmp_path,
+        f"""
+[variants.v]
+command = [{sys.executable!r}, "-c", {code!r}]
+args = ["--api-key", "${{K}}", "--port", "{{port}}"]
+env = {{ PLAIN = "${{K}}", HF_TOKEN = "literal-token" }}
+log = {str(tmp_path / "v.log")!r}
+""",
+        environ={**ENV, "K": key},
+    )
+    server = launch(specs["v"])
+    server.process.wait(30)
+    server.stop()
+    assert out.read_text() == f"{key} {key}"  # the server itself gets the real values
+    info = json.dumps(server.describe())
+    assert key not in info and "literal-token" not in info
+    assert server.describe()["argv"][-4:-2] == ["--api-key", "<redacted>"]
+    assert server.describe()["env"] == {"PLAIN": "<redacted>", "HF_TOKEN": "<redacted>"}
+    header = (tmp_path / "v.log").read_text()
+    assert key not in header and "--api-key '<redacted>'" in header
