@@ -7,6 +7,7 @@ from pathlib import Path
 
 from eval.errors import ConfigError
 from eval.prepare.build import PrepareConfig, parse_max_tokens, prepare
+from eval.prepare.dataset_specs_v2 import DEFAULT_V2_MODE, V2_DATASET, V2_MODES
 from eval.prepare.prompting import LocalTokenizer, ServerTokenizer, Tokenizer
 from eval.prepare.select import parse_n
 from eval.prepare.sources import HUB_REPO, HUB_REVISION, DataSource
@@ -36,7 +37,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     sel.add_argument(
         "--datasets",
         default="qasper,gov_report",
-        help="comma-separated LongBench v1 names (`<name>_e` for LongBench-E)",
+        help=f"comma-separated LongBench v1 names (`<name>_e` for LongBench-E) and/or {V2_DATASET} (LongBench v2)",
+    )
+    sel.add_argument(
+        "--v2-mode",
+        choices=list(V2_MODES),
+        default=DEFAULT_V2_MODE,
+        help=f"how {V2_DATASET} is asked: 0shot, cot (reasoning call, then answer call) or nocontext "
+        "(default %(default)s)",
     )
     sel.add_argument("--n", default="16", help="rows per dataset, or 'all' (default 16)")
     sel.add_argument("--seed", type=int, default=20260909, help="selection seed (default 20260909)")
@@ -105,6 +113,7 @@ def _prepare(args: argparse.Namespace) -> int:
         max_tokens=parse_max_tokens(args.max_tokens),
         max_input_tokens=args.max_input_tokens,
         max_model_len=args.max_model_len,
+        v2_mode=args.v2_mode,
     )
     header, rows = prepare(cfg)
     truncated = sum(r.truncated for r in rows)

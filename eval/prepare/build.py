@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.errors import ConfigError
+from eval.prepare.build_v2 import prepare_v2
 from eval.prepare.dataset_specs import (
     MAXLEN_FILE,
     PROMPT_FILE,
@@ -18,10 +19,12 @@ from eval.prepare.dataset_specs import (
     get_spec,
     read_prompt_file,
 )
+from eval.prepare.dataset_specs_v2 import DEFAULT_V2_MODE, V2_DATASET, get_v2_mode, is_v2
 from eval.prepare.inputs import InputRow, InputsHeader, sha256_text, write_inputs
 from eval.prepare.prompting import Tokenizer, chat_overhead, input_budget, middle_truncate
 from eval.prepare.select import select_ids
 from eval.prepare.sources import DataSource, Downloader, Row, hub_download, open_source
+from eval.prepare.sources_v2 import V2Downloader, hub_download_v2
 from eval.provenance import git_state, lbeval_version
 from eval.terminal import echo_err
 
@@ -37,6 +40,7 @@ class PrepareConfig:
     max_tokens: dict[str, int] = field(default_factory=dict)  # per-dataset output limit overrides
     max_input_tokens: int | None = None  # overrides the computed budget
     max_model_len: int | None = None  # overrides the tokenizer's / server's
+    v2_mode: str = DEFAULT_V2_MODE  # longbench_v2: 0shot | cot | nocontext (eval/prepare/dataset_specs_v2.py)
 
 
 def parse_max_tokens(text: str | None) -> dict[str, int]:
@@ -46,7 +50,8 @@ def parse_max_tokens(text: str | None) -> dict[str, int]:
         name, sep, value = part.partition("=")
         if not sep or not value.strip().isdigit() or int(value) <= 0:
             raise ConfigError(f"--max-tokens: expected DATASET=POSITIVE_INT, got {part!r}")
-        get_spec(name.strip())  # validates the name
+        if not is_v2(name.strip()):
+            get_spec(name.strip())  # validates the name
         result[name.strip()] = int(value)
     return result
 
@@ -60,7 +65,7 @@ def template_provenance(datasets: list[str]) -> dict[str, Any]:
         name: hashlib.sha256(read_prompt_file(name)).hexdigest()
         for name in (PROMPT_FILE, MAXLEN_FILE, SPEC_FILE)
     }
-    per_dataset = {ds: sha256_text(get_spec(ds).template) for ds in datasets}
+    per_dataset = {ds: sha256_text(get_spec(ds).template) for ds in datasets if not is_v2(ds)}
     return {
         "origin": "THUDM/LongBench LongBench/config @ 2e00731f",
         "files": files,
@@ -137,16 +142,21 @@ def short_of_n(dataset: str, available: int, n: int | None) -> str | None:
 
 
 def prepare(
-    cfg: PrepareConfig, download: Downloader = hub_download, warn: Callable[[str], None] = warn_stderr
+    cfg: PrepareConfig,
+    download: Downloader = hub_download,
+    warn: Callable[[str], None] = warn_stderr,
+    download_v2: V2Downloader = hub_download_v2,
 ) -> tuple[InputsHeader, list[InputRow]]:
     if not cfg.datasets:
         raise ConfigError("--datasets is empty")
     twice = next((ds for ds in cfg.datasets if cfg.datasets.count(ds) > 1), None)
     if twice is not None:
         raise ConfigError(f"--datasets: {twice} is listed twice")
-    specs = {ds: get_spec(ds) for ds in cfg.datasets}  # validate every name before any I/O
-    files, source = open_source(cfg.source, download)
+    specs = {ds: get_spec(ds) for ds in cfg.datasets if not is_v2(ds)}  # validate every name before any I/O
+    v2_mode = get_v2_mode(cfg.v2_mode)
+    files, source = open_source(cfg.source, download) if specs else (None, {})
     source["files"] = {}
+    extra: dict[str, Any] = {}
     budgeter = Budgeter(cfg)
     rows_out: list[InputRow] = []
     selected: dict[str, list[str]] = {}
@@ -154,6 +164,22 @@ def prepare(
     limits: dict[str, int] = {}
     budgets: dict[str, int] = {}
     for ds in cfg.datasets:
+        if is_v2(ds):  # LongBench v2: eval/prepare/build_v2.py
+            limits[ds] = cfg.max_tokens.get(ds, v2_mode.max_tokens)
+            v2 = prepare_v2(
+                cfg.source, v2_mode, n=cfg.n, seed=cfg.seed, max_tokens=limits[ds], tokenizer=cfg.tokenizer,
+                budget=lambda limit: budgeter.budget("chat", limit), download=download_v2,
+            )  # fmt: skip
+            source = source if specs else {**v2.source, "files": {}}
+            source["files"][ds], extra[V2_DATASET] = v2.file, v2.extra
+            available[ds], selected[ds] = v2.available, v2.ids
+            if (short := short_of_n(ds, v2.available, cfg.n)) is not None:
+                warn(short)
+            if cfg.tokenizer is not None:
+                budgets[ds] = budgeter.budget("chat", limits[ds])
+            rows_out.extend(v2.rows)
+            continue
+        assert files is not None
         rows, sha = files.read(ds)
         source["files"][ds] = {"file": files.describe(ds), "sha256": sha, "rows": len(rows)}
         by_id = {r.id: r for r in rows}
@@ -182,6 +208,7 @@ def prepare(
         git_dirty=dirty,
         n_taken={ds: len(ids) for ds, ids in selected.items()},
         n_available=available,
+        extra=extra,
     )
     write_inputs(cfg.out, header, rows_out)
     return header, rows_out

@@ -13,6 +13,9 @@ type from its annotation (bool is not int, lists of strings hold strings, `X | N
 constraints in its metadata (`min`, `choices`, `nonempty`, `check`); then each row's prompt must match its
 `prompt_sha256` and no (dataset, id) may repeat. Any problem is one DataError naming file:line:field.
 Schema 2 added `n_taken` and `n_available` to the header; schema 1 files are still read (both empty).
+Schema 3 added the LongBench v2 row fields (`v2_mode`, `difficulty`, `length_class`, `original_tokens`,
+`answer_template`, `answer_max_tokens`): they are written only on longbench_v2 rows (a v1 row's line is byte for
+byte what schema 2 wrote), required there, refused on v1 rows and in files of an older schema (`_check_v2`).
 """
 
 from __future__ import annotations
@@ -30,12 +33,19 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 from eval.atomic import atomic_write_lines
 from eval.errors import ConfigError, DataError
 from eval.prepare.dataset_specs import MODES, get_spec
+from eval.prepare.dataset_specs_v2 import V2_CHAT_MODE, V2_DATASET, V2_MODES
+from scorers.longbench_v2.prompting import COT_PLACEHOLDER as V2_COT_PLACEHOLDER
+from scorers.longbench_v2.score import DIFFICULTIES, LENGTHS, LETTERS
 
-INPUTS_SCHEMA_VERSION = 2
-READABLE_SCHEMA_VERSIONS = (1, 2)
+INPUTS_SCHEMA_VERSION = 3
+READABLE_SCHEMA_VERSIONS = (1, 2, 3)
+V2_FIELDS_SINCE = 3  # the schema that added the LongBench v2 row fields
+COT_PLACEHOLDER = V2_COT_PLACEHOLDER  # where the run stage puts the CoT call's output in `answer_template`
 
 
 def _known_dataset(name: str) -> str | None:
+    if name == V2_DATASET:
+        return None
     try:
         get_spec(name)
     except ConfigError as exc:
@@ -53,6 +63,7 @@ def _readable_version(version: int) -> str | None:
 DATASET = {"nonempty": True, "check": _known_dataset}  # field metadata: the constraints on a field's values
 AT_LEAST_0 = {"min": 0}
 AT_LEAST_1 = {"min": 1}
+V2_ONLY = "v2_only"  # metadata key: a LongBench v2 row field, left out of the line when None (v1 rows)
 
 
 @dataclass(frozen=True)
@@ -70,6 +81,16 @@ class InputRow:
     length: int = field(metadata=AT_LEAST_0)
     # samsum: stop at the first newline token (ids from the tokenizer), None elsewhere
     stop_token_ids: list[int] | None = field(default=None, metadata=AT_LEAST_0)
+    # LongBench v2 rows only (schema 3; None and absent from the line on v1 rows). On v2 rows `answers` is the
+    # answer letter, `length` the context's word count, `all_classes` None, `mode` chat.
+    v2_mode: str | None = field(default=None, metadata={"choices": tuple(V2_MODES), V2_ONLY: True})
+    difficulty: str | None = field(default=None, metadata={"choices": DIFFICULTIES, V2_ONLY: True})
+    length_class: str | None = field(default=None, metadata={"choices": LENGTHS, V2_ONLY: True})
+    # tokens of the templated prompt before truncation (None without a tokenizer)
+    original_tokens: int | None = field(default=None, metadata={"min": 0, V2_ONLY: True})
+    # cot: the answer call's prompt (0shot_cot_ans.txt filled), `$COT$` where the CoT call's output goes
+    answer_template: str | None = field(default=None, metadata={V2_ONLY: True})
+    answer_max_tokens: int | None = field(default=None, metadata={"min": 1, V2_ONLY: True})
 
     @property
     def key(self) -> tuple[str, str]:
@@ -129,9 +150,18 @@ def dumps_line(obj: dict[str, Any]) -> str:
     return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
 
 
+def row_dict(row: InputRow) -> dict[str, Any]:
+    """A row as written: the v2-only fields left out when None (so v1 rows read as schema 2 wrote them)."""
+    data = asdict(row)
+    for f in fields(InputRow):
+        if f.metadata.get(V2_ONLY) and data[f.name] is None:
+            del data[f.name]
+    return data
+
+
 def write_inputs(path: Path, header: InputsHeader, rows: list[InputRow]) -> None:
     lines = [dumps_line({"record": "inputs_header", **asdict(header)})]
-    lines += [dumps_line({"record": "input", **asdict(row)}) for row in rows]
+    lines += [dumps_line({"record": "input", **row_dict(row)}) for row in rows]
     atomic_write_lines(path, lines)
 
 
@@ -149,6 +179,7 @@ def read_inputs(path: Path) -> tuple[InputsHeader, list[InputRow]]:
         elif kind == "input":
             row = _build(InputRow, obj, path, lineno)
             _check_row(row, path, lineno, seen)
+            _check_v2(row, path, lineno, header.schema_version if header is not None else 0)
             rows.append(row)
         else:
             raise DataError(path, lineno, "record", f"expected 'input', got {_show(kind)}")
@@ -171,6 +202,37 @@ def _check_row(row: InputRow, path: Path, lineno: int, seen: dict[tuple[str, str
     if first != lineno:
         raise DataError(
             path, lineno, "id", f"{row.dataset}/{row.id} appears twice (lines {first} and {lineno})"
+        )
+
+
+def _check_v2(row: InputRow, path: Path, lineno: int, schema: int) -> None:
+    """The LongBench v2 fields: all of them on a longbench_v2 row (and consistent), none on a v1 row."""
+    given = [f.name for f in fields(InputRow) if f.metadata.get(V2_ONLY) and getattr(row, f.name) is not None]
+    if row.dataset != V2_DATASET:
+        if given:
+            raise DataError(path, lineno, given[0], f"a LongBench v2 field on a {row.dataset} row")
+        return
+    if schema < V2_FIELDS_SINCE:
+        raise DataError(path, lineno, "dataset", f"{V2_DATASET} rows need inputs schema {V2_FIELDS_SINCE}")
+    for name in ("v2_mode", "difficulty", "length_class"):
+        if getattr(row, name) is None:
+            raise DataError(path, lineno, name, f"missing on a {V2_DATASET} row")
+    if len(row.answers) != 1 or row.answers[0] not in LETTERS:
+        raise DataError(
+            path, lineno, "answers", f"must be one answer letter ({', '.join(LETTERS)}) on a v2 row"
+        )
+    if row.all_classes is not None:
+        raise DataError(path, lineno, "all_classes", "must be null on a v2 row")
+    if row.mode != V2_CHAT_MODE:
+        raise DataError(path, lineno, "mode", f"must be {V2_CHAT_MODE!r} on a v2 row")
+    cot = V2_MODES[str(row.v2_mode)].answer_template is not None
+    for name in ("answer_template", "answer_max_tokens"):
+        if (getattr(row, name) is not None) != cot:
+            needed = "needed on a cot row" if cot else f"only on cot rows (this row is {row.v2_mode})"
+            raise DataError(path, lineno, name, needed)
+    if cot and COT_PLACEHOLDER not in str(row.answer_template):
+        raise DataError(
+            path, lineno, "answer_template", f"has no {COT_PLACEHOLDER} for the CoT call's output"
         )
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from eval.errors import DataError
 from eval.prepare.sources import DataSource, hub_file
+from scorers.longbench_v2.score import DIFFICULTIES, LENGTHS, LETTERS
 
 HUB_REPO = "THUDM/LongBench-v2"  # also served as zai-org/LongBench-v2
 HUB_FILENAME = "data.json"
@@ -41,9 +42,6 @@ HUB_DATA_SHA256: str | None = None
 UPSTREAM_ROWS = 503
 MINI_NAME = "longbench-v2-mini"
 
-DIFFICULTIES = ("easy", "hard")
-LENGTHS = ("short", "medium", "long")
-LETTERS = ("A", "B", "C", "D")
 FIELDS = (
     "_id", "domain", "sub_domain", "difficulty", "length", "question",
     "choice_A", "choice_B", "choice_C", "choice_D", "answer", "context",

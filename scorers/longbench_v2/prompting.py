@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from importlib import resources
 
 TEMPERATURE = 0.1
+COT_PLACEHOLDER = "$COT$"
 MAX_NEW_TOKENS = 128
 MAX_NEW_TOKENS_COT = 1024
 TEMPLATE_FILES = {
@@ -92,7 +93,17 @@ def cot_prompt(templates: Templates, fields: PromptFields) -> str:
 
 def cot_answer_prompt(templates: Templates, fields: PromptFields, cot_output: str) -> str:
     """The second CoT call: `$COT$` is the first call's output, stripped, replaced after the chain."""
-    return fill_template(templates.cot_answer, fields).replace("$COT$", cot_output.strip())
+    return insert_cot(cot_answer_template(templates, fields), cot_output)
+
+
+def cot_answer_template(templates: Templates, fields: PromptFields) -> str:
+    """The second CoT call's prompt before the first call has run: the chain done, `$COT$` still in it."""
+    return fill_template(templates.cot_answer, fields)
+
+
+def insert_cot(answer_template: str, cot_output: str) -> str:
+    """pred.py's last step of the second prompt: `.replace('$COT$', response)`, response = output.strip()."""
+    return answer_template.replace(COT_PLACEHOLDER, cot_output.strip())
 
 
 def no_context_prompt(templates: Templates, fields: PromptFields) -> str:

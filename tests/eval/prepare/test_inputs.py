@@ -218,7 +218,7 @@ def test_error_messages_say_what_is_wrong(tmp_path: Path) -> None:
         edit(1, max_tokens={"qasper": "8"}): 'must be an object of integers, got {"qasper": "8"}',
         edit(2, stop_token_ids=["1"]): 'must be a list of integers or null, got ["1"]',
         edit(2, prompt_tokens="many"): 'must be an integer or null, got "many"',
-        edit(1, schema_version=99): "this lbeval reads inputs schema versions 1, 2, got 99",
+        edit(1, schema_version=99): "this lbeval reads inputs schema versions 1, 2, 3, got 99",
         edit(2, dataset="nope"): "unknown dataset 'nope'",
         _stale("P, edited"): "does not match the prompt (its sha256 is",
         edit(3, id="a"): "qasper/a appears twice (lines 2 and 3)",

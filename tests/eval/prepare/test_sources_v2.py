@@ -175,5 +175,7 @@ def test_offline_hub_is_one_line_suggesting_data_dir_or_mini(tmp_path: Path) -> 
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     line = out.stdout.strip()
     assert "\n" not in line, out.stderr
-    assert line.startswith(f"hf://datasets/{HUB_REPO}@{HUB_REVISION}/data.json: not in the local Hugging Face")
+    assert line.startswith(
+        f"hf://datasets/{HUB_REPO}@{HUB_REVISION}/data.json: not in the local Hugging Face"
+    )
     assert "LongBench v2's data.json" in line and "--data-dir PATH" in line and "--source mini" in line

@@ -1,0 +1,77 @@
+"""The LongBench v2 dataset spec: one dataset, `longbench_v2`, asked in one of three modes.
+
+    mode       template(s) (prompts/v2/, byte for byte)          output limit (pred.py)
+    0shot      0shot.txt                                          128
+    cot        0shot_cot.txt, then 0shot_cot_ans.txt with $COT$   1,024 (the reasoning call), then 128 (the answer)
+    nocontext  0shot_no_context.txt                               128
+
+Every mode is one user chat message (the server applies the chat template), scored by the official answer
+extraction (scorers.longbench_v2). The RAG template (0shot_rag.txt) is kept with the others but not offered: the
+Hub data has no retrieved chunks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from importlib import resources
+
+from eval.errors import ConfigError
+from scorers.longbench_v2.prompting import MAX_NEW_TOKENS, MAX_NEW_TOKENS_COT, TEMPLATE_FILES
+
+V2_DATASET = "longbench_v2"
+V2_METRIC = "v2_accuracy"  # the official answer extraction; accuracy over every input (scorers.longbench_v2)
+V2_CHAT_MODE = "chat"
+TEMPLATE_ORIGIN = "THUDM/LongBench prompts/ @ 2e00731f (prompts/v2/PROVENANCE.md)"
+
+
+@dataclass(frozen=True)
+class V2Mode:
+    name: str
+    template: str  # key of scorers.longbench_v2.prompting.TEMPLATE_FILES
+    max_tokens: int  # the (first) call's official output limit
+    answer_template: str | None = None  # CoT: the second call's template key
+    answer_max_tokens: int | None = None  # CoT: the second call's official output limit
+    description: str = ""
+
+    def template_files(self) -> list[str]:
+        keys = [self.template] + ([self.answer_template] if self.answer_template else [])
+        return [TEMPLATE_FILES[k] for k in keys]
+
+
+V2_MODES: dict[str, V2Mode] = {
+    "0shot": V2Mode(
+        "0shot", "zero_shot", MAX_NEW_TOKENS, description="the document, the question, 4 choices"
+    ),
+    "cot": V2Mode(
+        "cot",
+        "cot",
+        MAX_NEW_TOKENS_COT,
+        "cot_answer",
+        MAX_NEW_TOKENS,
+        "a reasoning call, then an answer call built from its output",
+    ),  # fmt: skip
+    "nocontext": V2Mode(
+        "nocontext", "no_context", MAX_NEW_TOKENS, description="the question and 4 choices, no document"
+    ),
+}
+DEFAULT_V2_MODE = "0shot"
+
+
+def is_v2(dataset: str) -> bool:
+    return dataset == V2_DATASET
+
+
+def get_v2_mode(name: str) -> V2Mode:
+    mode = V2_MODES.get(name)
+    if mode is None:
+        raise ConfigError(f"--v2-mode: unknown mode {name!r} (choose from {', '.join(V2_MODES)})")
+    return mode
+
+
+def template_sha256(mode: V2Mode) -> dict[str, str]:
+    """SHA-256 of each template file the mode uses (the bytes in prompts/v2/)."""
+    folder = resources.files("prompts").joinpath("v2")
+    return {
+        name: hashlib.sha256(folder.joinpath(name).read_bytes()).hexdigest() for name in mode.template_files()
+    }
