@@ -9,9 +9,15 @@ Record passes of the `cache` scenario (`RequestRecord.pass_name`; RECORD_PASSES)
     timing_warm     max_tokens=1, repetition r, same salt as the timing_cold of the same r
     control_salt    a warm prompt re-sent with a new salt: must hit 0 cached tokens
     control_sibling the same context with a different question: must hit about the context's blocks
+    cold_answer     LongBench v2 CoT only: the answer call of cold, its prompt built from cold's output (the
+                    reasoning), with a fresh salt of its own (the answer group's): must miss
+    warm_answer     the answer call of warm (prompt from warm's reasoning), the answer group's salt: must hit what
+                    it shares with cold_answer's prompt (all of it when the two reasonings are the same)
+    repeat_answer   the answer call of repeat (prompt from repeat's reasoning), likewise against warm_answer
 
 Units: the runner sends a run as units, each a group of steps that starts from cold. An input's "main" unit
-holds cold, warm, repeat and the controls; each timing repetition r is a "timing" unit of its own.
+holds cold, warm, repeat and the controls (and, on a CoT input, then the three answer calls); each timing
+repetition r is a "timing" unit of its own.
 
 The other scenarios (eval/records/scenarios.py says what each isolates) have record passes of their own
 (SCENARIO_PASSES), and one unit per input whose kind is the scenario's name; the repetition of such a record is
@@ -20,7 +26,13 @@ its index among the unit's records of that pass, and `RequestRecord.variation` s
 
 from __future__ import annotations
 
-RECORD_PASSES = ("cold", "warm", "repeat", "timing_cold", "timing_warm", "control_salt", "control_sibling")
+# LongBench v2 CoT: generation pass -> the pass of its answer call (eval/run/passes.py, eval/analyze/accuracy.py)
+ANSWER_PASSES: dict[str, str] = {"cold": "cold_answer", "warm": "warm_answer", "repeat": "repeat_answer"}
+REASONING_OF = {answer: reasoning for reasoning, answer in ANSWER_PASSES.items()}
+RECORD_PASSES = (
+    "cold", "warm", "repeat", "timing_cold", "timing_warm", "control_salt", "control_sibling",
+    *ANSWER_PASSES.values(),
+)  # fmt: skip
 STATUSES = ("ok", "error", "invalid")
 
 # `lbeval run --passes` choices -> the record passes each produces, in send order
@@ -32,9 +44,10 @@ PASS_CHOICES: dict[str, tuple[str, ...]] = {
     "controls": ("control_salt", "control_sibling"),
 }
 GENERATION_PASSES = ("cold", "warm", "repeat")  # full-length outputs, scored for accuracy
-WARM_CONDITION = ("warm", "repeat", "timing_warm")  # must hit the prefix cache
-COLD_CONDITION = ("cold", "timing_cold")  # must miss it
-MISS_EXPECTED = ("cold", "timing_cold", "control_salt")  # verified as 0 cached tokens
+# must hit the prefix cache
+WARM_CONDITION = ("warm", "repeat", "timing_warm", "warm_answer", "repeat_answer")
+COLD_CONDITION = ("cold", "timing_cold", "cold_answer")  # must miss it
+MISS_EXPECTED = ("cold", "timing_cold", "control_salt", "cold_answer")  # verified as 0 cached tokens
 
 UNIT_MAIN = "main"
 UNIT_TIMING = "timing"
@@ -62,6 +75,7 @@ def choice_of(pass_name: str) -> str:
     """The `--passes` choice that produces a record pass (timing_warm -> timing); a scenario pass's scenario."""
     if pass_name in SCENARIO_OF_PASS:
         return SCENARIO_OF_PASS[pass_name]
+    pass_name = REASONING_OF.get(pass_name, pass_name)  # a CoT answer call comes with its generation pass
     for choice, produced in PASS_CHOICES.items():
         if pass_name in produced:
             return choice

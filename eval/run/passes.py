@@ -13,6 +13,20 @@ A cold that hit is retried once with a fresh salt; a warm/repeat that missed is 
 salt, max_tokens=1, not recorded) and retried once. The failing attempt stays on disk as `invalid`.
 A server restart noticed inside a group (process start time or counters went back, connection refused) marks
 the request `invalid` and re-runs the whole group from cold as group g+1.
+
+A server that reports no cached tokens at all (llama-cpp-python; `CacheFacts.reported` false) cannot be
+verified: every record gets `cache_check = "unverified"` and status ok when answered, never a verified ok. Cold
+requests then come from `--cold evict`: an unrelated short prompt (EVICT_PROMPT, another first token) sent just
+before each cold request, which replaces the one sequence such a server keeps cached.
+
+LongBench v2 CoT inputs (a row with `answer_template`): each of cold, warm and repeat is the reasoning call, and
+the main unit ends with its answer calls, cold_answer -> warm_answer -> repeat_answer, each prompt built from
+the reasoning output of its own pass (`answer_prompt`: `$COT$` replaced as pred.py does). The answer calls have
+a salt of their own: cold_answer takes a fresh one (or a reset), so it misses, and warm_answer / repeat_answer
+reuse it. warm_answer must hit what its prompt shares with cold_answer's (repeat_answer: with warm_answer's):
+the whole prompt's blocks when the two reasonings are the same, the common prefix (as tokenized) when a
+reasoning diverged, since its tail then differs. The answer calls come after the controls, so that in reset
+mode the reset before cold_answer empties nothing that a later reasoning-prompt request needs.
 """
 
 from __future__ import annotations
@@ -26,10 +40,11 @@ from typing import Any
 
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.dataset_specs import get_spec
+from eval.prepare.dataset_specs_v2 import is_v2
 from eval.prepare.inputs import InputRow, sha256_text
 from eval.records.final import select_final
-from eval.records.types import RequestRecord, Usage
-from eval.records.vocabulary import PASS_CHOICES, UNIT_MAIN, UNIT_TIMING
+from eval.records.types import CACHE_UNVERIFIED, CACHE_VERIFIED, RequestRecord, Usage
+from eval.records.vocabulary import ANSWER_PASSES, PASS_CHOICES, UNIT_MAIN, UNIT_TIMING
 from eval.run.client import (
     Client,
     Reply,
@@ -49,10 +64,15 @@ from eval.run.metrics_text import (
 )
 from eval.run.retry import RetryPolicy as RetryPolicy  # re-exported: the run's retry settings
 from eval.run.retry import with_retries
+from scorers.longbench_v2.prompting import insert_cot
 
 MAIN_ORDER = ("cold", "warm", "repeat")
 SIBLING_QUESTION = "\n\nQuestion: Which topic does the text above discuss first?\n\nAnswer:"
+EVICT_PROMPT = "~ lbeval cache eviction: an unrelated short prompt sent before a cold request."
+V2_CONTEXT_END = "</text>\n\nWhat is the correct answer"  # what follows the document in the v2 templates
 MAX_GROUP_RESTARTS = 3
+# a CoT answer call's warm reference: the answer call whose prompt it must share (what is cached under its salt)
+ANSWER_REFERENCE = {"warm": "cold", "repeat": "warm"}
 
 
 @dataclass(frozen=True)
@@ -67,6 +87,7 @@ class Step:
     stream: bool = False
     retry_invalid: bool = True  # retry once when verification fails (not for controls: they measure)
     sibling: bool = False
+    answer_of: str | None = None  # a CoT answer call: the generation pass whose reasoning output it completes
 
 
 @dataclass(frozen=True)
@@ -107,6 +128,24 @@ def main_steps(passes: tuple[str, ...], stream: bool) -> tuple[Step, ...]:
     return tuple(steps)
 
 
+def answer_steps(passes: tuple[str, ...], stream: bool) -> tuple[Step, ...]:
+    """A CoT input's answer calls, one per generation pass asked (see the module docstring)."""
+    steps = []
+    for name in ("cold", "warm", "repeat"):
+        if name in passes:
+            cold = name == "cold"
+            salt, expect = ("fresh", "miss") if cold else ("group", "hit")
+            steps.append(Step(ANSWER_PASSES[name], salt=salt, expect=expect, stream=stream, answer_of=name))
+    return tuple(steps)
+
+
+def answer_prompt(row: InputRow, reasoning: str) -> str:
+    """A CoT row's answer call: its answer_template with the reasoning call's output (stripped) as `$COT$`."""
+    if row.answer_template is None:
+        raise ValueError(f"{row.dataset}/{row.id} is not a CoT input")
+    return insert_cot(row.answer_template, reasoning)
+
+
 def timing_steps(r: int) -> tuple[Step, ...]:
     return (
         Step("timing_cold", r, salt="fresh", expect="miss", max_tokens=1, stream=True),
@@ -115,14 +154,20 @@ def timing_steps(r: int) -> tuple[Step, ...]:
 
 
 def plan_units(
-    n_rows: int, passes: tuple[str, ...], timing_reps: int, stream_all: bool = False
+    n_rows: int,
+    passes: tuple[str, ...],
+    timing_reps: int,
+    stream_all: bool = False,
+    cot_rows: frozenset[int] = frozenset(),
 ) -> list[Unit]:
-    """Every unit of a run, in send order."""
+    """Every unit of a run, in send order; the rows in `cot_rows` (CoT inputs) end their main unit with the
+    answer calls."""
     main = main_steps(passes, stream_all)
+    answers = answer_steps(passes, stream_all)
     units: list[Unit] = []
     for i in range(n_rows):
         if main:
-            units.append(Unit(i, UNIT_MAIN, 0, main))
+            units.append(Unit(i, UNIT_MAIN, 0, main + answers if i in cot_rows else main))
         if "timing" in passes:
             units.extend(Unit(i, UNIT_TIMING, r, timing_steps(r)) for r in range(timing_reps))
     return units
@@ -138,12 +183,15 @@ def expected_cached(prompt_tokens: int, shared_tokens: int, block_size: int) -> 
 class CacheFacts:
     prefix_caching: bool | None  # None: unknown (treated as on)
     block_size: int | None
+    reported: bool = True  # the server reports cached tokens per request (False: nothing can be verified)
 
 
 def verify(
     expect: str, usage: Usage, facts: CacheFacts, shared_tokens: int | None = None
 ) -> tuple[str, str | None, int | None]:
     """(status, reason, expected_cached_tokens) of one response, by the rules in the module docstring."""
+    if not facts.reported:
+        return "ok", None, None  # answered; its cache state is unverified (the record says so)
     cached = usage.cached_tokens
     if cached is None:
         return "invalid", "the server reported no usage.prompt_tokens_details.cached_tokens", None
@@ -171,9 +219,12 @@ def sibling_prompt(row: InputRow) -> str:
     without a usable template, the last tenth of the prompt is replaced."""
     tail = ""
     try:
-        template = get_spec(row.dataset).template
-        after = template.split("{context}", 1)[1]
-        tail = after.split("{input}", 1)[0]
+        if is_v2(row.dataset):
+            tail = V2_CONTEXT_END
+        else:
+            template = get_spec(row.dataset).template
+            after = template.split("{context}", 1)[1]
+            tail = after.split("{input}", 1)[0]
     except Exception:  # noqa: BLE001 - unknown dataset or template without {context}: fall back
         tail = ""
     cut = row.prompt.rfind(tail) if len(tail.strip()) >= 8 else -1
@@ -301,7 +352,7 @@ class Context:
     model: str
     run_id: str
     variant: str
-    cold_mode: str  # "salt" | "reset"
+    cold_mode: str  # "salt" | "reset" | "evict"
     facts: CacheFacts
     policy: RetryPolicy
     per_request_metrics: bool  # concurrency 1 and /metrics: record server deltas per request
@@ -330,6 +381,8 @@ class GroupState:
     group: int
     salt: str | None = None
     epoch: int | None = None
+    answer_salt: str | None = None  # CoT: the answer calls' salt (cold_answer's)
+    reasoning: dict[str, str] = field(default_factory=dict)  # CoT: generation pass -> its reasoning output
 
 
 class RestartDetected(Exception):
@@ -340,21 +393,23 @@ class UnitFailed(Exception):
     pass
 
 
-def _shared_tokens(ctx: Context, row: InputRow, sibling: str) -> int | None:
-    """Tokens the sibling prompt shares with the input's prompt (as the server tokenizes them), or None."""
+def _shared_tokens(ctx: Context, row: InputRow, sibling: str, base: str | None = None) -> int | None:
+    """Tokens the sibling prompt shares with `base` (the input's prompt by default), as the server tokenizes
+    them, or None."""
     if not ctx.tokenize:
         return None
     kwargs = ctx.settings.chat_template_kwargs
+    first = row.prompt if base is None else base
     try:
         if row.mode == "chat":
             a = ctx.client.tokenize(
-                ctx.model, messages=[{"role": "user", "content": row.prompt}], chat_template_kwargs=kwargs
+                ctx.model, messages=[{"role": "user", "content": first}], chat_template_kwargs=kwargs
             )
             b = ctx.client.tokenize(
                 ctx.model, messages=[{"role": "user", "content": sibling}], chat_template_kwargs=kwargs
             )
         else:
-            a = ctx.client.tokenize(ctx.model, prompt=row.prompt)
+            a = ctx.client.tokenize(ctx.model, prompt=first)
             b = ctx.client.tokenize(ctx.model, prompt=sibling)
     except (RequestFailed, KeyError, TypeError, ValueError):
         return None
@@ -375,6 +430,21 @@ def _reset_cache(ctx: Context) -> None:
         ctx.count("reset_failures")  # the cold request's own verification will tell whether it hit
 
 
+def _evict(ctx: Context) -> None:
+    """`--cold evict`: one short unrelated prompt (another first token than any input's), max_tokens=1, not
+    recorded: a server that keeps one cached sequence (llama-cpp-python) replaces it before the cold request."""
+    row = InputRow(
+        dataset="lbeval_evict", id="evict", prompt=EVICT_PROMPT, mode="raw", max_tokens=1, prompt_sha256="",
+        prompt_tokens=None, truncated=False, answers=[], all_classes=None, length=0,
+    )  # fmt: skip
+    settings = replace(ctx.settings, top_logprobs=1)
+    req = build_request(row, settings, model=ctx.model, cache_salt=None, stream=False, max_tokens=1)
+    send_with_retries(
+        ctx.client, "completions", req, ctx.policy, "cache eviction prompt", ctx.sleep, ctx.stop
+    )
+    ctx.count("evictions")
+
+
 def _reprime(ctx: Context, row: InputRow, salt: str | None, prompt: str | None) -> None:
     req = build_request(
         row, ctx.settings, model=ctx.model, cache_salt=salt, stream=False, max_tokens=1, prompt=prompt
@@ -391,6 +461,11 @@ class Attempt:
     attempt: int
     salt: str | None
     prompt: str | None  # None: the row's prompt
+    max_tokens: int | None = None  # None: the step's
+    reference: str | None = (
+        None  # CoT warm/repeat answer call: the answer prompt its cache hit is measured on
+    )
+    variation: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -426,7 +501,7 @@ def _send_attempt(ctx: Context, row: InputRow, unit: Unit, gs: GroupState, at: A
     step = at.step
     req = build_request(
         row, ctx.settings, model=ctx.model, cache_salt=at.salt, stream=step.stream,
-        max_tokens=step.max_tokens, prompt=at.prompt,
+        max_tokens=at.max_tokens if at.max_tokens is not None else step.max_tokens, prompt=at.prompt,
     )  # fmt: skip
     obs = _send_observed(ctx, row, req, f"{row.dataset}/{row.id} {step.pass_name}")
     base = RequestRecord(
@@ -434,14 +509,19 @@ def _send_attempt(ctx: Context, row: InputRow, unit: Unit, gs: GroupState, at: A
         pass_name=step.pass_name, repetition=step.repetition, attempt=at.attempt, seq=obs.seq, group=gs.group,
         endpoint=endpoint_for(row), settings=request_settings(req), cache_salt=at.salt,
         prompt_sha256=sha256_text(at.prompt if at.prompt is not None else row.prompt), status="error",
-        retries=obs.out.retries,
+        retries=obs.out.retries, variation=dict(at.variation),
+        cache_check=CACHE_VERIFIED if ctx.facts.reported else CACHE_UNVERIFIED,
     )  # fmt: skip
     resp = obs.out.response
     if resp is None:
         return replace(base, error=obs.out.failure.message if obs.out.failure else "no response")
     sibling = step.expect == "sibling" and at.prompt is not None
     shared = _shared_tokens(ctx, row, at.prompt) if sibling and at.prompt is not None else None
-    status, reason, expected = verify(step.expect, resp.usage, ctx.facts, shared)
+    expect = step.expect
+    if at.reference is not None and at.prompt is not None and at.reference != at.prompt:
+        # a CoT answer call whose reasoning differs from its reference's: only the common prefix is cached
+        expect, shared = "sibling", _shared_tokens(ctx, row, at.prompt, base=at.reference)
+    status, reason, expected = verify(expect, resp.usage, ctx.facts, shared)
     if step.salt != "fresh" and gs.epoch is not None and obs.epoch != gs.epoch:
         status, reason = "invalid", "server restart detected during the group; the group is re-run from cold"
     elif step.salt == "fresh":
@@ -453,20 +533,44 @@ def _send_attempt(ctx: Context, row: InputRow, unit: Unit, gs: GroupState, at: A
     )  # fmt: skip
 
 
+def _answer_attempt(ctx: Context, row: InputRow, step: Step, gs: GroupState) -> Attempt:
+    """A CoT answer call's prompt, output limit, cache reference and variation (salt and attempt set later)."""
+    assert step.answer_of is not None
+    prompt = answer_prompt(row, gs.reasoning.get(step.answer_of, ""))
+    ref = ANSWER_REFERENCE.get(step.answer_of)
+    if ref is not None and ref not in gs.reasoning:
+        ref = "cold" if "cold" in gs.reasoning else None  # repeat without warm: measured against cold's
+    reference = answer_prompt(row, gs.reasoning[ref]) if ref is not None else None
+    limit = ctx.settings.max_tokens_override or row.answer_max_tokens
+    variation = {"call": "answer", "reasoning": step.answer_of}
+    return Attempt(step, 0, None, prompt, limit, reference, variation)
+
+
 def run_step(ctx: Context, row: InputRow, unit: Unit, step: Step, gs: GroupState) -> None:
     """Send one step (and its one retry if verification fails); raises RestartDetected / UnitFailed."""
     prompt = sibling_prompt(row) if step.sibling else None
+    base = (
+        _answer_attempt(ctx, row, step, gs) if step.answer_of is not None else Attempt(step, 0, None, prompt)
+    )
+    prompt = base.prompt
     for attempt in (0, 1):
-        salt = gs.salt
+        salt = gs.answer_salt if step.answer_of is not None else gs.salt
         if step.salt in ("fresh", "new"):
-            salt = None if (ctx.cold_mode == "reset" and step.salt == "fresh") else new_salt()
+            salt = None if (ctx.cold_mode in ("reset", "evict") and step.salt == "fresh") else new_salt()
             if ctx.cold_mode == "reset" and step.salt == "fresh":
                 _reset_cache(ctx)
-        rec = _send_attempt(ctx, row, unit, gs, Attempt(step, attempt, salt, prompt))
+            elif ctx.cold_mode == "evict" and step.salt == "fresh":
+                _evict(ctx)
+        rec = _send_attempt(ctx, row, unit, gs, replace(base, attempt=attempt, salt=salt))
         if rec.status == "error" and ctx.stop.is_set():
             raise UnitFailed("interrupted")  # a failure caused by the shutdown is not recorded
+        if row.answer_template is not None and step.pass_name in ANSWER_PASSES and rec.status != "error":
+            gs.reasoning[step.pass_name] = rec.output_text or ""  # the answer call of this pass builds on it
         if step.salt == "fresh" and rec.status != "error":
-            gs.salt = salt
+            if step.answer_of is not None:
+                gs.answer_salt = salt
+            else:
+                gs.salt = salt
         restart = rec.error is not None and rec.error.startswith("server restart detected")
         retry = rec.status == "invalid" and step.retry_invalid and attempt == 0 and not restart
         ctx.emit(rec, not (retry or restart))
@@ -478,7 +582,7 @@ def run_step(ctx: Context, row: InputRow, unit: Unit, step: Step, gs: GroupState
             return
         ctx.count(f"invalid_{step.pass_name}")
         if step.expect == "hit":
-            _reprime(ctx, row, gs.salt, prompt)
+            _reprime(ctx, row, gs.answer_salt if step.answer_of is not None else gs.salt, prompt)
 
 
 def run_unit(ctx: Context, row: InputRow, unit: Unit, start: GroupState, first_step: int = 0) -> bool:
@@ -532,5 +636,17 @@ def resume_point(
     clean = all(r.status == "ok" for r in finals.values()) and all(done[:index]) and not any(done[index:])
     if not (same_server and clean and index > 0):
         return GroupState(group=g + 1), 0
-    fresh = [finals[(s.pass_name, s.repetition)] for s in unit.steps[:index] if s.salt == "fresh"]
-    return GroupState(group=g, salt=fresh[-1].cache_salt if fresh else None), index
+    done_steps = unit.steps[:index]
+    fresh = [finals[(s.pass_name, s.repetition)] for s in done_steps if s.salt == "fresh" and not s.answer_of]
+    answer = [finals[(s.pass_name, s.repetition)] for s in done_steps if s.salt == "fresh" and s.answer_of]
+    reasoning = {
+        s.pass_name: finals[(s.pass_name, s.repetition)].output_text or ""
+        for s in done_steps
+        if s.pass_name in ANSWER_PASSES and any(a.answer_of == s.pass_name for a in unit.steps)
+    }
+    return GroupState(
+        group=g,
+        salt=fresh[-1].cache_salt if fresh else None,
+        answer_salt=answer[-1].cache_salt if answer else None,
+        reasoning=reasoning,
+    ), index

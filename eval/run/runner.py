@@ -359,8 +359,9 @@ def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> tuple[Session
     )  # fmt: skip
     probe.require()
     config = replace(config, scenarios=resolve_budget(config.scenarios, client))
+    cot_rows = frozenset(i for i, r in enumerate(rows) if r.answer_template is not None)  # LongBench v2 CoT
     units = (
-        plan_units(len(rows), config.passes, config.timing_reps, config.stream_all)
+        plan_units(len(rows), config.passes, config.timing_reps, config.stream_all, cot_rows)
         if config.scenarios.cache
         else []
     )
