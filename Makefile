@@ -94,7 +94,7 @@ serve: setup server-model
 # Prepare + run + score one variant (README "make eval"):
 #   make eval VARIANT=x [SOURCE=mini | DATA_DIR=path/to/LongBench/data] [DATASETS=...] [N=...] [SEED=...]
 #             [BASE_URL=http://host:port/v1 | SPEC=name] [SPECS=file.toml ...] [MAX_TOKENS=16] [TIMING_REPS=2]
-#             [MODEL=id] [API_KEY_ENV=VAR] [RUN_ARGS='--passes cold,warm']
+#             [MODEL=id] [API_KEY_ENV=VAR] [SCENARIOS=cache,batch,hitlen] [RUN_ARGS='--passes cold,warm']
 # Without BASE_URL, lbeval starts the launch spec SPEC (default: the spec named like VARIANT) for the prepare
 # step's tokenizer and for the run, and stops it after each. The inputs are prepared once per DATASETS/N/SEED/
 # SOURCE into $(RUNS)/inputs/ and shared by every variant (comparisons need the same inputs); delete the file to
@@ -115,20 +115,24 @@ eval: setup
 	run_dir=$$($(LBEVAL) run --variant $(VARIANT) --inputs $$inputs --out $(RUNS) $(EVAL_RUN_SERVER) \
 	  $(if $(MODEL),--model $(MODEL)) $(if $(API_KEY_ENV),--api-key-env $(API_KEY_ENV)) \
 	  $(if $(MAX_TOKENS),--max-tokens $(MAX_TOKENS)) $(if $(TIMING_REPS),--timing-reps $(TIMING_REPS)) \
-	  $(RUN_ARGS) | tail -n 1); \
+	  $(if $(SCENARIOS),--scenarios $(SCENARIOS)) $(RUN_ARGS) | tail -n 1); \
 	echo "make eval: run $$run_dir"; \
 	$(LBEVAL) score "$$run_dir"
+
+# JUNIT=file.xml: a relative path is written into the comparison's folder (never the repo root), an absolute one as is.
+GATE_JUNIT = $(if $(JUNIT),--junit $(if $(filter /%,$(JUNIT)),$(JUNIT),$(RUNS)/compare/$(BASE)__$(VARIANT)/$(JUNIT)))
 
 # Compare the latest runs of two variants (newest manifest under $(RUNS)/<variant>/), writing
 # $(RUNS)/compare/$(BASE)__$(VARIANT)/report.md, summary.json, report.html; then the gate decides the exit code.
 compare: setup
-	$(LBEVAL) compare $(BASE) $(VARIANT) --runs $(RUNS)
-	$(LBEVAL) gate $(BASE) $(VARIANT) --runs $(RUNS) $(if $(POLICY),--policy $(POLICY)) $(if $(JUNIT),--junit $(JUNIT))
+	$(LBEVAL) compare $(BASE) $(VARIANT) --runs $(RUNS) $(if $(POLICY),--policy $(POLICY))
+	$(LBEVAL) gate $(BASE) $(VARIANT) --runs $(RUNS) $(if $(POLICY),--policy $(POLICY)) $(GATE_JUNIT)
 
 # Release gate on the same two runs: exit 0 pass, 1 a rule fails, 2 no verdict.
-# POLICY=file.toml overrides the shipped eval/gate/policy_default.toml; JUNIT=file.xml also writes JUnit XML.
+# POLICY=file.toml overrides the shipped eval/gate/policy_default.toml; JUNIT=file.xml also writes JUnit XML
+# (a relative path under $(RUNS)/compare/$(BASE)__$(VARIANT)/).
 gate: setup
-	$(LBEVAL) gate $(BASE) $(VARIANT) --runs $(RUNS) $(if $(POLICY),--policy $(POLICY)) $(if $(JUNIT),--junit $(JUNIT))
+	$(LBEVAL) gate $(BASE) $(VARIANT) --runs $(RUNS) $(if $(POLICY),--policy $(POLICY)) $(GATE_JUNIT)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -32,7 +32,7 @@ from eval.gate.verdict import (
 )
 
 # the report tables and rows the rules judge (eval/report/tables.py: Table.id, Row.key)
-ACCURACY, AGREEMENT, CROSS, TIMING, CACHE = "accuracy", "agreement", "agreement", "timing", "cache"
+ACCURACY, AGREEMENT, CROSS, TIMING, CACHE = "accuracy", "agreement", "cross", "timing", "cache"
 
 
 def data_reasons(c: Comparison, policy: Policy) -> list[str]:

@@ -22,7 +22,7 @@ from eval.report.attribution import attribution_plots
 from eval.report.banner import Banner, banner, failed_rows, table_marks
 from eval.report.cells import Table, cell_text
 from eval.report.format import first_char_difference, fmt3
-from eval.report.svg import Point, Series, errorbar_plot, grouped_bars, strip_plot
+from eval.report.svg import Point, Series, StripPoint, errorbar_plot, grouped_bars, strip_plot
 from eval.terminal import inert
 
 MAX_DRILLDOWN_PAIRS = 200
@@ -61,6 +61,8 @@ mark{background:#ffd54f;outline:1px solid #e65100}.meta{color:#555;font-size:.85
 .banner.fail{border-color:#c62828;background:#fdf1f1}.banner.no-verdict{border-color:#ef8f00;background:#fff8ec}
 .banner td,.banner th{text-align:left}td.st-fail{color:#c62828;font-weight:700}td.st-pass{color:#2e7d32}
 tr.failed td{background:#fde2e2}.failtag{color:#c62828;font-weight:700;margin-right:.4em}
+.toc{font-size:.9em;line-height:1.8;border-bottom:1px solid #ddd;padding-bottom:6px}.toc a{color:#1a4f8b}
+.dot-label{font-size:9px;fill:#444}
 .ctl{color:#b71c1c;background:#ffebee;border-radius:2px}
 """
 
@@ -83,21 +85,31 @@ def html_report(c: Comparison, tables: Sequence[Table], verdict: Verdict | None 
         f"<title>lbeval: {_e(b.variant)} vs {_e(v.variant)}</title>",
         f"<style>{CSS}</style></head><body>",
         f"<h1>lbeval: {_e(b.variant)} vs {_e(v.variant)}</h1>",
+        toc_html(tables, bool(c.warnings)),
         _identity(c),
         banner_html(banner(verdict)),
     ]
     if c.warnings:
-        parts.append('<div class="warn"><strong>Warnings</strong><ul>')
+        parts.append('<div class="warn" id="warnings"><strong>Warnings</strong><ul>')
         parts += [f"<li>{_e(w)}</li>" for w in c.warnings]
         parts.append("</ul></div>")
     marks = failed_rows(verdict)
     for i, table in enumerate(tables, start=1):
         parts.append(render_table(table, i, table_marks(marks, table.id)))
-    parts.append("<h2>Plots</h2>")
+    parts.append('<h2 id="plots">Plots</h2>')
     parts += [timing_plot(c), divergence_plot(c), delta_plot(c), *attribution_plots(c)]
     parts.append(drilldown(c))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def toc_html(tables: Sequence[Table], warnings: bool) -> str:
+    """The table of contents: a link to the verdict, the warnings, each table, the plots and the drill-down."""
+    entries = [("verdict", "Gate verdict")] + ([("warnings", "Warnings")] if warnings else [])
+    entries += [(t.id, f"{i}. {t.title}") for i, t in enumerate(tables, start=1)]
+    entries += [("plots", "Plots"), ("divergences", "Diverging outputs")]
+    links = " · ".join(f'<a href="#{_e(anchor)}">{_e(text)}</a>' for anchor, text in entries)
+    return f'<nav class="toc"><strong>Contents</strong>: {links}</nav>'
 
 
 def _identity(c: Comparison) -> str:
@@ -179,16 +191,23 @@ def render_table(table: Table, number: int, marks: Mapping[str, Sequence[str]] |
 
 
 def timing_plot(c: Comparison) -> str:
+    """One panel per dataset (each its own scale: a long-output dataset does not squash the others); times
+    cannot be negative, so the axis starts at 0 and an interval reaching below it is clipped (dashed)."""
     measure, what = "warm_prefill_ms", "warm prefill, server"
     if not any(t.measures[measure] for t in c.base.scores.timing.per_input):
         measure, what = "warm_ttft_ms", "warm TTFT, client"
-    categories = [f"{t.dataset}/{t.example_id[:6]}" for t in c.base.scores.timing.per_input]
-    series = [
-        Series(f"{side} ({run.scores.run.variant})", color, _timing_points(run, measure, c.base.keys))
-        for side, run, color in (("base", c.base, BASE_COLOR), ("variant", c.variant, VARIANT_COLOR))
-    ]
-    title = f"Per-input {what} (ms): mean and 95% t-interval over the repetitions"
-    return errorbar_plot(categories, series, "ms", title)
+    panels = []
+    for dataset in c.base.scores.datasets:
+        keys = [k for k in c.base.keys if k[0] == dataset]
+        series = [
+            Series(f"{side} ({run.scores.run.variant})", color, _timing_points(run, measure, keys))
+            for side, run, color in (("base", c.base, BASE_COLOR), ("variant", c.variant, VARIANT_COLOR))
+        ]
+        title = (
+            f"Per-input {what} (ms), {dataset}: mean and 95% t-interval over the repetitions (clipped at 0)"
+        )
+        panels.append(errorbar_plot([k[1][:8] for k in keys], series, "ms", title, height=300, floor=0.0))
+    return "\n".join(panels)
 
 
 def _timing_points(run: ScoredRun, measure: str, keys: Sequence[tuple[str, str]]) -> list[Point | None]:
@@ -201,17 +220,24 @@ def _timing_points(run: ScoredRun, measure: str, keys: Sequence[tuple[str, str]]
 
 
 def divergence_plot(c: Comparison) -> str:
-    rows: list[tuple[str, str, Sequence[int]]] = []
+    """A dot per diverging pair at its first differing token, labelled with the input's id (first 8
+    characters; the drill-down below lists each input in full)."""
+    rows: list[tuple[str, str, Sequence[StripPoint]]] = []
     for side, run, color in (("base", c.base, BASE_COLOR), ("variant", c.variant, VARIANT_COLOR)):
         for name in ("cold_warm", "warm_repeat"):
             s = run.scores.agreement.get(name)
             if s is not None:
-                rows.append((f"{side} {s.pass_a}/{s.pass_b}", color, [d.position for d in s.divergences]))
+                points = [(d.position, d.example_id[:8]) for d in s.divergences]
+                rows.append((f"{side} {s.pass_a}/{s.pass_b}", color, points))
     cross = [
-        p.result.first_divergence for x in c.cross for p in x.pairs if p.result.first_divergence is not None
+        (int(p.result.first_divergence), p.key[1][:8])
+        for x in c.cross
+        for p in x.pairs
+        if p.result.first_divergence is not None
     ]
-    rows.append(("cold base/variant", CROSS_COLOR, [int(p) for p in cross]))
-    return strip_plot(rows, "token position of the first divergence", "Where outputs diverge")
+    rows.append(("cold base/variant", CROSS_COLOR, cross))
+    title = "Where outputs diverge (each dot labelled with its input's id)"
+    return strip_plot(rows, "token position of the first divergence", title)
 
 
 def delta_counts(values: Sequence[float | None]) -> list[int]:

@@ -6,7 +6,7 @@ Each function returns one `<svg>` element as a string; every label is escaped he
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 
@@ -91,9 +91,17 @@ def _y_axis(ticks: list[float], y_of: object, label: str, height: int, bottom: i
 
 
 def errorbar_plot(
-    categories: Sequence[str], series: Sequence[Series], y_label: str, title: str, height: int = 400
+    categories: Sequence[str],
+    series: Sequence[Series],
+    y_label: str,
+    title: str,
+    height: int = 400,
+    floor: float | None = None,
 ) -> str:
-    """Per category, one marker per series with a vertical interval (low..high)."""
+    """Per category, one marker per series with a vertical interval (low..high).
+
+    `floor`: the smallest value the quantity can take (0 for times): the axis starts there and an interval
+    reaching below it is clipped at it, drawn dashed (its tooltip gives the unclipped bound)."""
     values = [
         v
         for s in series
@@ -104,34 +112,23 @@ def errorbar_plot(
     ]
     if not categories or not values:
         return _frame(90, title, [f'<text x="{LEFT}" y="60" class="tick">no data</text>'], [])
-    ticks = nice_ticks(min(0.0, min(values)), max(values))
-    lo, hi = ticks[0], ticks[-1]
+    bottom = min(0.0, min(values)) if floor is None else floor
+    ticks = nice_ticks(bottom, max(values))
+    lo, hi = ticks[0] if floor is None else floor, ticks[-1]
     plot_h = height - TOP - LABELS_BOTTOM
 
     def y_of(v: float) -> float:
-        return TOP + plot_h * (1 - (v - lo) / (hi - lo))
+        return TOP + plot_h * (1 - (max(v, lo) - lo) / (hi - lo))
 
-    body = _y_axis(ticks, y_of, y_label, height, LABELS_BOTTOM)
+    body = _y_axis([t for t in ticks if t >= lo], y_of, y_label, height, LABELS_BOTTOM)
     slot = (WIDTH - LEFT - RIGHT) / len(categories)
     offsets = [(i - (len(series) - 1) / 2) * min(10.0, slot / (len(series) + 1)) for i in range(len(series))]
     for i, cat in enumerate(categories):
         cx = LEFT + slot * (i + 0.5)
         for s, dx in zip(series, offsets, strict=True):
             p = s.points[i]
-            if p is None:
-                continue
-            x = cx + dx
-            tip = f"{cat} {s.name}: {p.center:.4g}"
-            if p.low is not None and p.high is not None:
-                tip += f" [{p.low:.4g}, {p.high:.4g}]"
-                body.append(
-                    f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y_of(p.low):.1f}" y2="{y_of(p.high):.1f}" '
-                    f'stroke="{_t(s.color)}" stroke-width="1.5"/>'
-                )
-            body.append(
-                f'<circle cx="{x:.1f}" cy="{y_of(p.center):.1f}" r="3.5" fill="{_t(s.color)}">'
-                f"<title>{_t(tip)}</title></circle>"
-            )
+            if p is not None:
+                body += _errorbar_mark(cx + dx, p, f"{cat} {s.name}", s.color, y_of, lo)
         if len(categories) <= 40:
             body.append(
                 f'<text transform="translate({cx:.1f} {height - LABELS_BOTTOM + 14}) rotate(35)" '
@@ -140,11 +137,35 @@ def errorbar_plot(
     return _frame(height, title, body, [(s.name, s.color) for s in series])
 
 
-def strip_plot(rows: Sequence[tuple[str, str, Sequence[int]]], x_label: str, title: str) -> str:
-    """One horizontal strip per row (label, color, positions), a dot per position."""
-    row_h = 34
+def _errorbar_mark(
+    x: float, p: Point, name: str, color: str, y_of: Callable[[float], float], lo: float
+) -> list[str]:
+    tip = f"{name}: {p.center:.4g}"
+    out = []
+    if p.low is not None and p.high is not None:
+        clipped = p.low < lo
+        tip += f" [{p.low:.4g}, {p.high:.4g}]" + (f" (interval clipped at {lo:g})" if clipped else "")
+        dash = ' stroke-dasharray="3 2"' if clipped else ""
+        out.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y_of(p.low):.1f}" y2="{y_of(p.high):.1f}" '
+            f'stroke="{_t(color)}" stroke-width="1.5"{dash}/>'
+        )
+    out.append(
+        f'<circle cx="{x:.1f}" cy="{y_of(p.center):.1f}" r="3.5" fill="{_t(color)}"><title>{_t(tip)}</title></circle>'
+    )
+    return out
+
+
+StripPoint = int | tuple[int, str]  # a token position, or a position with the label shown beside its dot
+
+
+def strip_plot(rows: Sequence[tuple[str, str, Sequence[StripPoint]]], x_label: str, title: str) -> str:
+    """One horizontal strip per row (label, color, points), a dot per point; labelled points carry their
+    label (e.g. the input's id) above the dot, stacked when several fall on the same position."""
+    labelled = any(isinstance(pt, tuple) for _, _, ps in rows for pt in ps)
+    row_h = 64 if labelled else 34
     height = TOP + BOTTOM + row_h * max(len(rows), 1)
-    positions = [p for _, _, ps in rows for p in ps]
+    positions = [_position(pt) for _, _, ps in rows for pt in ps]
     if not positions:
         return _frame(90, title, [f'<text x="{LEFT}" y="60" class="tick">no divergences</text>'], [])
     ticks = nice_ticks(0.0, float(max(positions)))
@@ -165,16 +186,56 @@ def strip_plot(rows: Sequence[tuple[str, str, Sequence[int]]], x_label: str, tit
         f'<text x="{(left + WIDTH - RIGHT) / 2:.1f}" y="{height - 12}" text-anchor="middle" class="axis">{_t(x_label)}</text>'
     )
     for i, (label, color, ps) in enumerate(rows):
-        y = TOP + row_h * (i + 0.5)
+        y = TOP + row_h * (i + 0.5) + (18 if labelled else 0)
         body.append(
             f'<text x="{left - 8}" y="{y + 4:.1f}" text-anchor="end" class="tick">{_t(label)} ({len(ps)})</text>'
         )
-        for p in ps:
-            body.append(
-                f'<circle cx="{x_of(p):.1f}" cy="{y:.1f}" r="4" fill="{_t(color)}" fill-opacity="0.6">'
-                f"<title>{_t(f'{label}: token {p}')}</title></circle>"
-            )
+        body += _strip_dots(label, color, ps, x_of, y)
     return _frame(height, title, body, [])
+
+
+def _position(pt: StripPoint) -> int:
+    return pt[0] if isinstance(pt, tuple) else pt
+
+
+LABEL_LEVELS = 4  # labelled strips: rows of labels above the dots
+
+
+def label_levels(points: Sequence[tuple[float, float]], levels: int = LABEL_LEVELS) -> list[int]:
+    """For labels at x (px) of a width (px), in order: the lowest row where each overlaps no label placed
+    before it (the last row when every row is taken)."""
+    placed: list[list[tuple[float, float]]] = [[] for _ in range(levels)]
+    out = []
+    for x, width in points:
+        level = next(
+            (k for k in range(levels) if all(x + width + 2 < a or x > b + 2 for a, b in placed[k])),
+            levels - 1,
+        )
+        placed[level].append((x, x + width))
+        out.append(level)
+    return out
+
+
+def _strip_dots(
+    label: str, color: str, ps: Sequence[StripPoint], x_of: Callable[[float], float], y: float
+) -> list[str]:
+    order = sorted(ps, key=_position)
+    names = [pt[1] if isinstance(pt, tuple) else "" for pt in order]
+    levels = label_levels(
+        [(x_of(_position(pt)) - 2, 6.2 * len(n)) for pt, n in zip(order, names, strict=True)]
+    )
+    out = []
+    for pt, name, level in zip(order, names, levels, strict=True):
+        pos, x = _position(pt), x_of(_position(pt))
+        tip = f"{label}: {name + ' ' if name else ''}token {pos}"
+        out.append(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{_t(color)}" fill-opacity="0.6"><title>{_t(tip)}</title></circle>'
+        )
+        if name:
+            out.append(
+                f'<text x="{x - 2:.1f}" y="{y - 8 - 10 * level:.1f}" class="dot-label">{_t(name)}</text>'
+            )
+    return out
 
 
 def grouped_bars(

@@ -13,13 +13,14 @@ from eval.analyze.compare import BOOTSTRAP_RESAMPLES, Change, Comparison
 from eval.analyze.pairs import NEAR_TIE_MARGIN, PairStats
 from eval.analyze.score import RunScores
 from eval.report.attribution import attribution_table
-from eval.report.cells import Blank, Cell, Flag, Frac, Interval, Ints, Num, Row, Sci, Table, Text
+from eval.report.cells import Cell, Flag, Frac, Interval, Ints, Num, Row, Sci, Table, Text
 
 MAX_POSITIONS_SHOWN = 12
 
 
 def build_tables(c: Comparison) -> list[Table]:
-    return [accuracy_table(c), agreement_table(c), timing_table(c), cache_table(c), attribution_table(c)]
+    tables = [accuracy_table(c), agreement_table(c), cross_table(c), timing_table(c), cache_table(c)]
+    return [*tables, attribution_table(c)]
 
 
 def _sides(c: Comparison) -> tuple[str, str]:
@@ -223,8 +224,9 @@ def _stats_cell(s: PairStats | None, what: str) -> Cell:
 
 
 def agreement_table(c: Comparison) -> Table:
+    """Agreement within each variant: one column per run (base vs variant is the next table)."""
     rows = [
-        Row(key, label, [*(_agreement_cell(run.scores, kind, what) for run in (c.base, c.variant)), Blank()])
+        Row(key, label, [_agreement_cell(run.scores, kind, what) for run in (c.base, c.variant)])
         for key, label, kind, what in AGREEMENT_ROWS
     ]
     b, v = c.base.scores.unique, c.variant.scores.unique
@@ -232,24 +234,44 @@ def agreement_table(c: Comparison) -> Table:
         Row(
             "multiple_outputs",
             "prompts with more than one distinct output (cold, warm, repeat)",
-            [Frac(b.n_multiple, b.n_prompts), Frac(v.n_multiple, v.n_prompts), Blank()],
+            [Frac(b.n_multiple, b.n_prompts), Frac(v.n_multiple, v.n_prompts)],
         )
     )
-    rows += [
-        Row(key, label, [Blank(), Blank(), _stats_cell(c.cross_agreement.get(kind), what)])
-        for key, label, kind, what in CROSS_ROWS
-    ]
     return Table(
         "agreement",
-        "Agreement within each variant, and between them",
+        "Agreement within each variant",
         agreement_reading(c),
-        ["measure", *_sides(c), CROSS_COLUMN],
+        ["measure", *_sides(c)],
         rows,
         AGREEMENT_NOTE,
     )
 
 
+def cross_table(c: Comparison) -> Table:
+    """Agreement between the two runs: the same pass of base and variant compared on each input."""
+    rows = [
+        Row(key, label, [_stats_cell(c.cross_agreement.get(kind), what)])
+        for key, label, kind, what in CROSS_ROWS
+    ]
+    reading = cross_reading(c.cross_agreement.get("cold"))
+    warm = c.cross_agreement.get("warm")
+    if warm is not None:
+        reading += f"; warm outputs equal {warm.text_equal}/{warm.n_total}"
+    return Table(
+        "cross",
+        "Agreement between base and variant",
+        reading[0].upper() + reading[1:] + ".",
+        ["measure", CROSS_COLUMN],
+        rows,
+        CROSS_NOTE,
+    )
+
+
 AGREEMENT_NOTE = (
+    "Top-k deltas and overlaps are taken over the positions up to the first divergence. N counts every input, "
+    "including errored, invalid and missing samples."
+)
+CROSS_NOTE = (
     "Base vs variant compares the same pass of the two runs on each input (cold with cold, warm with warm, "
     "timing repetition r with r); top-k deltas and overlaps are taken over the positions up to the first "
     "divergence. N counts every input, including errored, invalid and missing samples."

@@ -64,7 +64,8 @@ def test_allow_mismatch_compares_with_a_warning(tmp_path: Path) -> None:
 
 def test_four_tables_in_order_with_readings(tmp_path: Path) -> None:
     c = _compare(tmp_path, *base_and_variant(tmp_path))
-    assert [t.id for t in build_tables(c)] == ["accuracy", "agreement", "timing", "cache", "attribution"]
+    ids = [t.id for t in build_tables(c)]
+    assert ids == ["accuracy", "agreement", "cross", "timing", "cache", "attribution"]
     assert all(t.reading for t in build_tables(c))
     timing = next(t for t in build_tables(c) if t.id == "timing")
     assert (
@@ -228,22 +229,15 @@ def test_end_to_end_on_fake_server_runs(tmp_path: Path, capsys: pytest.CaptureFi
     out = runs / "compare" / "main__patched"
     summary = json.loads((out / "summary.json").read_text())
     tables = summary["tables"]
-    assert list(tables) == ["accuracy", "agreement", "timing", "cache", "attribution"]
+    assert list(tables) == ["accuracy", "agreement", "cross", "timing", "cache", "attribution"]
     variant = "variant (patched)"
     agreement = {r["key"]: r["cells"] for r in tables["agreement"]["rows"]}
-    assert agreement["cold_warm_text"] == {
-        "base (main)": {"k": 4, "n": 4},
-        variant: {"k": 3, "n": 4},
-        "base vs variant": None,
-    }
+    assert agreement["cold_warm_text"] == {"base (main)": {"k": 4, "n": 4}, variant: {"k": 3, "n": 4}}
     # across the variants: the fault hit the variant's warm request only, so cold outputs agree
-    assert agreement["cross_cold_text"] == {
-        "base (main)": None,
-        variant: None,
-        "base vs variant": {"k": 4, "n": 4},
-    }
-    assert agreement["cross_warm_text"]["base vs variant"] == {"k": 3, "n": 4}
-    assert agreement["cross_first_token"]["base vs variant"] == {"k": 16, "n": 16}  # 4 x 2 reps x 2 passes
+    cross = {r["key"]: r["cells"] for r in tables["cross"]["rows"]}
+    assert cross["cross_cold_text"] == {"base vs variant": {"k": 4, "n": 4}}
+    assert cross["cross_warm_text"]["base vs variant"] == {"k": 3, "n": 4}
+    assert cross["cross_first_token"]["base vs variant"] == {"k": 16, "n": 16}  # 4 x 2 reps x 2 passes
     assert summary["cross_variant"]["warm"]["divergences"][0]["position"] == 2
     assert agreement["cold_warm_positions"][variant] == [2]
     assert agreement["warm_repeat_text"][variant] == {"k": 3, "n": 4}  # the fault hit warm only
@@ -284,7 +278,7 @@ def test_missing_logprobs_stay_standard_json(tmp_path: Path) -> None:
 
 
 def _cross(c: Comparison, key: str) -> Any:
-    return _row(c, "agreement", key)
+    return _row(c, "cross", key)
 
 
 def test_cross_variant_identical_runs(tmp_path: Path) -> None:
@@ -299,16 +293,18 @@ def test_cross_variant_identical_runs(tmp_path: Path) -> None:
         6,
     )
     assert cold.max_delta == 0.0 and cold.min_overlap == 3 and cold.divergences == []
-    # the table's "base vs variant" column; the per-variant columns do not apply to these rows
+    # the cross table's one column, "base vs variant" (split from the within-variant table)
     cells = _cross(c, "cross_cold_text")
-    assert cells[0] == cells[1] == Blank() and (cells[2].k, cells[2].n) == (6, 6)
-    assert _cross(c, "cross_cold_max_delta")[2].value == 0.0
-    assert _cross(c, "cross_cold_positions")[2].values == ()
-    assert (_cross(c, "cross_warm_text")[2].k, _cross(c, "cross_warm_text")[2].n) == (6, 6)
-    ft = _cross(c, "cross_first_token")[2]
+    assert len(cells) == 1 and (cells[0].k, cells[0].n) == (6, 6)
+    assert _cross(c, "cross_cold_max_delta")[0].value == 0.0
+    assert _cross(c, "cross_cold_positions")[0].values == ()
+    assert (_cross(c, "cross_warm_text")[0].k, _cross(c, "cross_warm_text")[0].n) == (6, 6)
+    ft = _cross(c, "cross_first_token")[0]
     assert (ft.k, ft.n) == (24, 24)  # 6 inputs x 2 timing repetitions x (timing_cold, timing_warm)
-    # within-variant rows get a blank cross cell
-    assert _cross(c, "cold_warm_text")[2] == Blank()
+    # the within-variant table has no cross column and no blank cells
+    within = next(t for t in build_tables(c) if t.id == "agreement")
+    assert within.columns == ["measure", "base (main)", "variant (patched)"]
+    assert not [cell for r in within.rows for cell in r.cells if cell == Blank()]
     reading = next(t for t in build_tables(c) if t.id == "agreement").reading
     assert "base vs variant cold outputs equal 6/6 (token IDs 6/6), max top-k logprob |delta| 0" in reading
 
@@ -321,17 +317,17 @@ def test_cross_variant_logprob_drift_with_same_tokens(tmp_path: Path) -> None:
     cold = c.cross_agreement["cold"]
     assert cold is not None and (cold.text_equal, cold.tokens_equal, cold.n_total) == (6, 6, 6)
     assert cold.max_delta == expected and cold.min_overlap == 3
-    assert _cross(c, "cross_cold_max_delta")[2].value == expected
+    assert _cross(c, "cross_cold_max_delta")[0].value == expected
     warm = c.cross_agreement["warm"]
     assert warm is not None and warm.max_delta == 0.0  # only the variant's cold sample drifted
     md_path, json_path, _ = write_reports(c, tmp_path / "out")
     summary = json.loads(json_path.read_text())
     assert summary["cross_variant"]["cold"]["max_delta"] == expected  # unrounded
-    rows = {r["key"]: r["cells"] for r in summary["tables"]["agreement"]["rows"]}
+    rows = {r["key"]: r["cells"] for r in summary["tables"]["cross"]["rows"]}
     assert rows["cross_cold_max_delta"]["base vs variant"] == 1e-05  # as shown: 3 significant digits
     assert rows["cross_cold_text"]["base vs variant"] == {"k": 6, "n": 6}
     assert (
-        "| base cold vs variant cold: max \\|top-k logprob delta\\| | — | — | 1e-05 |" in md_path.read_text()
+        "| base cold vs variant cold: max \\|top-k logprob delta\\| | 1e-05 |" in md_path.read_text()
     )
 
 
@@ -348,8 +344,8 @@ def test_cross_variant_token_divergence_positions(tmp_path: Path) -> None:
     assert cold is not None
     assert (cold.text_equal, cold.tokens_equal, cold.first_token_equal, cold.n_total) == (4, 4, 6, 6)
     assert [(d.example_id, d.position) for d in cold.divergences] == [("qas01", 2), ("gov01", 4)]
-    assert _cross(c, "cross_cold_positions")[2].values == (2, 4)
-    near = _cross(c, "cross_cold_near_ties")[2]
+    assert _cross(c, "cross_cold_positions")[0].values == (2, 4)
+    near = _cross(c, "cross_cold_near_ties")[0]
     assert (near.k, near.n) == (0, 2)  # the factory's margin is 3.0 nats on both sides
     # logprobs before the divergence are identical; at it the two top-k sets share no token ID
     assert cold.max_delta == 0.0
@@ -368,7 +364,7 @@ def test_cross_variant_errored_and_missing_records_count_in_n(tmp_path: Path) ->
     assert cold is not None
     assert (cold.n_total, cold.n_pairs, cold.errors, cold.missing) == (6, 4, 1, 1)
     assert (cold.text_equal, cold.tokens_equal, cold.first_token_equal) == (4, 4, 4)
-    text = _cross(c, "cross_cold_text")[2]
+    text = _cross(c, "cross_cold_text")[0]
     assert (text.k, text.n) == (4, 6)
     ft = c.cross_agreement["timing_first_token"]
     assert ft is not None and (ft.n_total, ft.first_token_equal, ft.missing) == (24, 23, 1)

@@ -99,12 +99,12 @@ def test_compare_reports_show_base_and_variant_side_by_side(pair: Comparison, tm
     )
     assert table.reading.startswith("Base: ") and " Variant: " in table.reading
     md, summary, html = write_reports(pair, tmp_path / "out")
-    assert "### 5. Attribution: what caused each difference" in md.read_text()
+    assert "### 6. Attribution: what caused each difference" in md.read_text()
     data = json.loads(summary.read_text())["tables"]["attribution"]
     by_key = {r["key"]: r["cells"] for r in data["rows"]}
     assert by_key["hitlen_L_32"]["variant primed hits honoured"] == {"k": 0, "n": 2}
     page = html.read_text()
-    assert '<h2 id="attribution">5. Attribution' in page and 'id="attribution-hitlen_L_32"' in page
+    assert '<h2 id="attribution">6. Attribution' in page and 'id="attribution-hitlen_L_32"' in page
     assert "Equal outputs, alone vs in a batch, by batch size" in page
     assert "Max |top-k logprob delta| by hit length" in page
 

@@ -32,6 +32,7 @@ ALLOWED_TAGS = {
     "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "table", "tr", "th", "td", "ul", "li",
     "div", "strong", "details", "summary", "pre", "mark", "svg", "text", "line", "circle", "rect",
     "section", "span",  # the verdict banner and the marks on failing rows
+    "nav", "a",  # the table of contents (links within the page only: href="#...")
 }  # fmt: skip
 
 
@@ -79,7 +80,9 @@ def test_hostile_outputs_are_inert_in_html(tmp_path: Path) -> None:
     tags = {t for t, _ in parser.tags}
     assert tags <= ALLOWED_TAGS, tags - ALLOWED_TAGS
     attrs = [(t, a) for t, attrs in parser.tags for a, _ in attrs]
-    assert not [x for x in attrs if x[1].startswith("on") or x[1] in ("src", "href", "style", "xlink:href")]
+    assert not [x for x in attrs if x[1].startswith("on") or x[1] in ("src", "style", "xlink:href")]
+    hrefs = [v for t, attrs in parser.tags for a, v in attrs if a == "href"]
+    assert hrefs and all(v is not None and v.startswith("#") for v in hrefs)  # in-page anchors only
     assert "<script" not in html.lower() and "<img" not in html.lower()
     # the hostile text is there, as text: the parser gives it back verbatim
     text = "".join(parser.text)
@@ -110,24 +113,33 @@ def test_html_is_self_contained_with_plots_and_drilldown(tmp_path: Path) -> None
     c = compare(score_run(write_run(runs, base)), score_run(write_run(runs, variant)))
     html = write_reports(c, tmp_path / "out")[2].read_text()
     assert not re.search(r"https?://", html)  # nothing to fetch
-    assert html.count("<svg") == 3  # timing per input, divergence positions, logprob delta distribution
-    assert "Per-input warm prefill, server (ms)" in html and "Where outputs diverge" in html
+    # timing per input, one panel per dataset (qasper, gov_report); divergence positions; logprob deltas
+    assert html.count("<svg") == 4
+    assert "Per-input warm prefill, server (ms), qasper: " in html and "Where outputs diverge" in html
+    assert "Per-input warm prefill, server (ms), gov_report: " in html
     # drill-down: one <details> per diverging example (qas01: variant cold/warm), both outputs shown,
     # the first differing word marked
     assert html.count("<details") == 1
     assert "<mark>score</mark>" in html and "<mark>metric</mark>" in html
     assert "first differing token #2" in html
-    for title in ("1. Accuracy", "2. Agreement", "3. Timing", "4. Cache controls"):
+    titles = ("1. Accuracy", "2. Agreement within", "3. Agreement between", "4. Timing", "5. Cache controls")
+    for title in titles:
         assert title in html
-    # the agreement table's base vs variant column: cold outputs identical, warm qas01 differs
-    assert "<th>base vs variant</th>" in html
+    # agreement is split: within each variant (no blank cells), and base vs variant (its own table):
+    # cold outputs identical, warm qas01 differs
+    assert "<td>—</td>" not in html[html.index('<h2 id="agreement">') : html.index('<h2 id="timing">')]
     assert (
-        '<tr id="agreement-cross_cold_text"><td>base cold vs variant cold: outputs equal (text)</td>' in html
-    )
-    assert (
-        '<tr id="agreement-cross_warm_text"><td>base warm vs variant warm: outputs equal (text)</td><td>—</td><td>—</td><td>5/6</td></tr>'
+        '<tr id="cross-cross_cold_text"><td>base cold vs variant cold: outputs equal (text)</td><td>6/6</td></tr>'
         in html
     )
+    assert (
+        '<tr id="cross-cross_warm_text"><td>base warm vs variant warm: outputs equal (text)</td><td>5/6</td></tr>'
+        in html
+    )
+    # the table of contents: every link has its anchor in the page
+    anchors = re.findall(r'<a href="#([^"]+)">', html)
+    assert anchors[:2] == ["verdict", "accuracy"] and anchors[-2:] == ["plots", "divergences"]
+    assert all(f'id="{a}"' in html for a in anchors)
 
 
 def test_highlight_and_first_difference() -> None:

@@ -182,5 +182,5 @@ def test_every_row_a_rule_points_at_is_a_row_of_the_report(tmp_path: Path) -> No
         ("cache", "invalid_warm_attempts"),
         ("cache", "errors"),
         ("timing", "warm_prefill_ms"),
-        ("agreement", "cross_cold_text"),
+        ("cross", "cross_cold_text"),
     ]
