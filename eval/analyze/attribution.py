@@ -10,7 +10,8 @@ eval/records/scenarios.py):
                          class of L ("2B+1", "n-1"...), with the hits honoured (cached == floor(min(L, n-1)/B)*B)
     repeats / _alone / _batched   repeat r vs repeat 0 alone; repeat r in a batch vs alone repeat 0; the
                          distinct outputs per input and where they first split
-    traffic              traffic_warm vs traffic_cold around 3 unrelated requests
+    traffic / _vs_cold   traffic_warm (after 3 unrelated requests) vs traffic_warm_idle (warm before them): the
+                         traffic alone; its sub-row vs traffic_cold: the traffic and the prefix cache together
 Each row holds PairStats (k/N text and token equality, first divergences with their near-tie margins, max top-k
 delta, min overlap; N counts every planned pair, errored, invalid and missing ones included), the distinct
 outputs over the row's samples per input, and for hitlen the hits honoured. A scenario the run did not ask for
@@ -409,29 +410,35 @@ def _repeats_rows(keys: Sequence[Key], f: _Finals, n: int) -> list[AttributionRo
 
 
 def _traffic_rows(keys: Sequence[Key], f: _Finals) -> list[AttributionRow]:
-    ps = _PairSet()
+    ps, vs_cold = _PairSet(), _PairSet()
     stopped = total = 0
     for k in keys:
-        ps.add(k, 0, f.one(k, "traffic_cold"), f.one(k, "traffic_warm"))
+        ps.add(k, 0, f.one(k, "traffic_warm_idle"), f.one(k, "traffic_warm"))
+        vs_cold.add(k, 0, f.one(k, "traffic_cold"), f.one(k, "traffic_warm"))
         noise = f.one(k, "traffic_noise", **{sc.NOISE: 2})
         total += 1
         limit = noise.settings.get("max_tokens") if noise is not None else None
         produced = noise.usage.completion_tokens if noise is not None else None
         if noise is not None and noise.status == "ok" and noise.finish_reason == "stop":
             stopped += isinstance(limit, int) and isinstance(produced, int) and produced < limit
-    samples = {k: [*f.all(k, "traffic_cold"), *f.all(k, "traffic_warm")] for k in keys}
+    warm = {k: [*f.all(k, "traffic_warm_idle"), *f.all(k, "traffic_warm")] for k in keys}
+    both = {k: [*f.all(k, "traffic_cold"), *f.all(k, "traffic_warm")] for k in keys}
     return [
         _row(
-            "traffic", "cold, 3 unrelated requests, warm", measured=True, pairs=ps.stats("traffic_cold", "traffic_warm"),
-            outputs=outputs_of(samples), stop_ended=(stopped, total),
-        )
+            "traffic", "warm before vs after 3 unrelated requests", measured=True,
+            pairs=ps.stats("traffic_warm_idle", "traffic_warm"), outputs=outputs_of(warm), stop_ended=(stopped, total),
+        ),
+        _row(
+            "traffic_vs_cold", "cold vs warm after the traffic (prefix cache included)", level=1, value="vs cold",
+            measured=True, pairs=vs_cold.stats("traffic_cold", "traffic_warm"), outputs=outputs_of(both),
+        ),
     ]  # fmt: skip
 
 
 def _unmeasured(scenario: str) -> list[AttributionRow]:
     rows = []
     for p in sc.SCENARIOS[scenario].pairs:
-        if scenario == "repeats" and p.key == "repeats_batched":
+        if p.key in ("repeats_batched", "traffic_vs_cold"):  # sub-rows: only when measured
             continue
         repeats = scenario == "repeats"
         key, cause = ("repeats", "repeats") if repeats else (p.key, None)

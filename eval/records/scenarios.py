@@ -16,8 +16,10 @@ primes and noise too, under their own pass names.
              (all IDs, salt S_L), which must find floor(min(L, n-1)/block)*block tokens cached
     repeats  per input: repeats_alone N times (fresh salts, one at a time), repeats_batched N times (fresh salts,
              in batches of up to REPEAT_BATCH sent at once)
-    traffic  per input: traffic_cold (fresh salt S), traffic_noise k = 0..2 (other inputs' prompts, other output
-             lengths, the last one ending on a stop string), traffic_warm (salt S)
+    traffic  per input: traffic_cold (fresh salt S), traffic_warm_idle (salt S: warm, nothing in between),
+             traffic_noise k = 0..2 (other inputs' prompts, other output lengths, the last one ending on a stop
+             string), traffic_warm (salt S); warm after traffic is compared with warm before it (the traffic
+             alone) and with cold (the traffic and the prefix cache together)
 
 Units: one per (input, scenario) for the scenarios other than cache, sent back to back by one worker while no
 other unit runs; an interrupted unit starts again from its first request (as group g+1) on resume.
@@ -180,17 +182,26 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         name="traffic",
         isolates="unrelated traffic between a cold request and its warm twin",
         passes=SCENARIO_PASSES["traffic"],
-        units="one unit per input: cold, 3 noise requests, warm",
-        cost="5",
+        units="one unit per input: cold, warm, 3 noise requests, warm again",
+        cost="6",
         pairs=(
             PairDef(
                 "traffic",
                 "traffic between cold and warm",
+                "traffic_warm_idle",
+                "traffic_warm",
+                None,
+                "prompt, salt, cache state (warm: the full blocks cached), alone",
+                "3 unrelated requests in between (other prompts and lengths, one ending on a stop string)",
+            ),
+            PairDef(
+                "traffic_vs_cold",
+                "traffic between cold and warm",
                 "traffic_cold",
                 "traffic_warm",
                 None,
-                "prompt, salt, sampling settings, alone",
-                "3 unrelated requests in between (other prompts and lengths, one ending on a stop string)",
+                "prompt, salt, alone",
+                "cache state (cold vs warm) and the 3 unrelated requests: includes the prefix cache's own effect",
             ),
         ),
     ),  # fmt: skip

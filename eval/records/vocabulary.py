@@ -57,7 +57,7 @@ SCENARIO_PASSES: dict[str, tuple[str, ...]] = {
     "batch": ("batch_alone", "batch_warm_alone", "batch_member", "batch_warm_member", "batch_filler"),
     "hitlen": ("hitlen_cold", "hitlen_prime", "hitlen_full"),
     "repeats": ("repeats_alone", "repeats_batched"),
-    "traffic": ("traffic_cold", "traffic_noise", "traffic_warm"),
+    "traffic": ("traffic_cold", "traffic_warm_idle", "traffic_noise", "traffic_warm"),
 }
 CACHE_SCENARIO = "cache"
 SCENARIO_NAMES = (CACHE_SCENARIO, *SCENARIO_PASSES)

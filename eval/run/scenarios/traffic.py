@@ -1,11 +1,13 @@
 """The traffic scenario's unit of one input: cold, unrelated traffic, then warm.
 
 traffic_cold      salt "S" (fresh: cold)
+traffic_warm_idle salt "S" again, right away (warm, nothing in between): the reference of traffic_warm
 traffic_noise 0   another input's prompt, fresh salt, a short output (at most 4 tokens)
 traffic_noise 1   a third input's prompt, fresh salt, twice the output limit
 traffic_noise 2   noise 0's prompt again, fresh salt, with a stop string taken from noise 0's output (its last
                   word), so that it ends early on a stop string
-traffic_warm      salt "S" again (warm): compared with traffic_cold
+traffic_warm      salt "S" again (warm): compared with traffic_warm_idle (the traffic alone) and with
+                  traffic_cold (the traffic and the prefix cache together)
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ def plan_traffic(
         (b, 2 * (max_tokens or override or rows[b].max_tokens), None),
         (a, limit, ("traffic_noise", 0)),
     ]
-    steps = [scenario_step("traffic_cold", 0, "miss", {}, salt_key=TRAFFIC_SALT, max_tokens=max_tokens)]
+    steps = [
+        scenario_step("traffic_cold", 0, "miss", {}, salt_key=TRAFFIC_SALT, max_tokens=max_tokens),
+        scenario_step("traffic_warm_idle", 0, "hit", {}, salt_key=TRAFFIC_SALT, max_tokens=max_tokens),
+    ]
     for k, (row, tokens, stop_from) in enumerate(noise):
         vary = {sc.NOISE: k, sc.INPUT: key_name(rows[row])}
         steps.append(

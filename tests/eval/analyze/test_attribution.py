@@ -168,6 +168,8 @@ def test_traffic_after_a_stop_string_shows_in_the_traffic_row_only(runs: dict[st
     assert r.pairs is not None and r.pairs.text_equal == 0
     assert [d.position for d in r.pairs.divergences] == [1] * N_INPUTS
     assert r.stop_ended == (N_INPUTS, N_INPUTS)
+    vs_cold = row(run, "traffic_vs_cold")  # the traffic and the cache together: the same divergence
+    assert vs_cold.pairs is not None and [d.position for d in vs_cold.pairs.divergences] == [1] * N_INPUTS
     for key in ("cache_cold_warm", "cache_warm_repeat", "batch", "batch_warm", "hitlen", "repeats"):
         assert identical(row(run, key)), key
 

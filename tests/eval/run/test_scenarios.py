@@ -124,6 +124,7 @@ def expected_counts(
         "repeats_alone": n_inputs * repeats,
         "repeats_batched": n_inputs * repeats,
         "traffic_cold": n_inputs,
+        "traffic_warm_idle": n_inputs,
         "traffic_noise": n_inputs * 3,
         "traffic_warm": n_inputs,
     }
@@ -147,7 +148,7 @@ def test_every_scenario_records_every_request_in_its_cache_state(fake: FakeServe
     for r in recs:
         assert r.scenario == r.pass_name.split("_")[0] and unit_of(r).kind == r.scenario
         cached = r.usage.cached_tokens
-        if r.pass_name in ("batch_warm_alone", "batch_warm_member", "traffic_warm"):
+        if r.pass_name in ("batch_warm_alone", "batch_warm_member", "traffic_warm_idle", "traffic_warm"):
             assert cached == full_blocks(n_of[r.example_id]), r.pass_name
         elif r.pass_name == "hitlen_full":
             length = r.variation["hit_len"]
@@ -164,7 +165,7 @@ def test_every_scenario_records_every_request_in_its_cache_state(fake: FakeServe
         if r.cache_salt in shared:
             assert r.pass_name in (
                 "batch_alone", "batch_warm_alone", "batch_warm_member", "hitlen_prime", "hitlen_full",
-                "traffic_cold", "traffic_warm",
+                "traffic_cold", "traffic_warm_idle", "traffic_warm",
             )  # fmt: skip
     # a batch is its member and B-1 fillers from other inputs, released together (consecutive seqs)
     by_unit: dict[tuple[str, str], list[RequestRecord]] = {}
@@ -208,7 +209,8 @@ def test_scenario_inputs_and_max_tokens(fake: FakeServer, tmp_path: Path) -> Non
     s = ScenarioSettings(scenarios=("cache", "traffic"), inputs=2, max_tokens=3)
     recs = finals(scenario_run(fake, tmp_path, s, inputs=path, passes=("cold",)))
     assert {r.example_id for r in recs if r.scenario == "traffic"} == {"ex0", "ex2"}  # one of each dataset
-    assert {r.settings["max_tokens"] for r in recs if r.pass_name in ("traffic_cold", "traffic_warm")} == {3}
+    warm_cold = ("traffic_cold", "traffic_warm_idle", "traffic_warm")
+    assert {r.settings["max_tokens"] for r in recs if r.pass_name in warm_cold} == {3}
     cold_limits = {r.settings["max_tokens"] for r in recs if r.pass_name == "cold"}
     assert cold_limits == {6}  # the cache scenario keeps the example's limit
 
