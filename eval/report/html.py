@@ -44,7 +44,7 @@ CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1200px;
 color:#222;padding:0 16px;line-height:1.4}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:8px 0;font-size:.9em}
+table{border-collapse:collapse;margin:8px 0;font-size:.9em;display:block;overflow-x:auto;max-width:100%}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:right;vertical-align:top}
 th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}
 .reading{font-weight:600}.note{color:#555;font-size:.9em;max-width:100ch}
@@ -60,7 +60,7 @@ mark{background:#ffd54f;outline:1px solid #e65100}.meta{color:#555;font-size:.85
 .banner h2{border:none;margin:.3em 0}.banner.pass{border-color:#2e7d32;background:#f1f8f1}
 .banner.fail{border-color:#c62828;background:#fdf1f1}.banner.no-verdict{border-color:#ef8f00;background:#fff8ec}
 .banner td,.banner th{text-align:left}td.st-fail{color:#c62828;font-weight:700}td.st-pass{color:#2e7d32}
-tr.failed td{background:#fde2e2}.failtag{color:#c62828;font-weight:700;margin-right:.4em}
+tr.failed td{background:#fde2e2}.failtag{color:#c62828;font-weight:700;margin-left:.3em;white-space:nowrap}
 .toc{font-size:.9em;line-height:1.8;border-bottom:1px solid #ddd;padding-bottom:6px}.toc a{color:#1a4f8b}
 .dot-label{font-size:9px;fill:#444}
 .ctl{color:#b71c1c;background:#ffebee;border-radius:2px}
@@ -163,7 +163,7 @@ def _row_html(table: Table, key: str, label: str, cells: str, failing: Sequence[
     if not failing:
         return f'<tr id="{_e(table.id)}-{_e(key)}"><td>{_e(label)}</td>{cells}</tr>'
     tag = f'<span class="failtag">✗ fails {_e(", ".join(failing))}</span>'
-    return f'<tr id="{_e(table.id)}-{_e(key)}" class="failed"><td>{tag}{_e(label)}</td>{cells}</tr>'
+    return f'<tr id="{_e(table.id)}-{_e(key)}" class="failed"><td>{_e(label)} {tag}</td>{cells}</tr>'
 
 
 def render_table(table: Table, number: int, marks: Mapping[str, Sequence[str]] | None = None) -> str:

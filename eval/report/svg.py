@@ -221,11 +221,12 @@ def _strip_dots(
 ) -> list[str]:
     order = sorted(ps, key=_position)
     names = [pt[1] if isinstance(pt, tuple) else "" for pt in order]
-    levels = label_levels(
-        [(x_of(_position(pt)) - 2, 6.2 * len(n)) for pt, n in zip(order, names, strict=True)]
-    )
+    # a label starts at its dot, or ends at the plot's right edge when it would run past it
+    widths = [6.2 * len(n) for n in names]
+    lefts = [min(x_of(_position(pt)) - 2, WIDTH - RIGHT - w) for pt, w in zip(order, widths, strict=True)]
+    levels = label_levels(list(zip(lefts, widths, strict=True)))
     out = []
-    for pt, name, level in zip(order, names, levels, strict=True):
+    for pt, name, level, left in zip(order, names, levels, lefts, strict=True):
         pos, x = _position(pt), x_of(_position(pt))
         tip = f"{label}: {name + ' ' if name else ''}token {pos}"
         out.append(
@@ -233,7 +234,7 @@ def _strip_dots(
         )
         if name:
             out.append(
-                f'<text x="{x - 2:.1f}" y="{y - 8 - 10 * level:.1f}" class="dot-label">{_t(name)}</text>'
+                f'<text x="{left:.1f}" y="{y - 8 - 10 * level:.1f}" class="dot-label">{_t(name)}</text>'
             )
     return out
 

@@ -87,7 +87,7 @@ def test_failing_comparison_marks_the_rows_that_fail(
     ]
     assert _marked_html(html) == ["accuracy-qasper", "cache-errors"]
     assert (
-        '<tr id="accuracy-qasper" class="failed"><td><span class="failtag">✗ fails cold_scores</span>qasper</td>'
+        '<tr id="accuracy-qasper" class="failed"><td>qasper <span class="failtag">✗ fails cold_scores</span></td>'
         in html
     )
     assert '<tr id="accuracy-gov_report"><td>gov_report</td>' in html
