@@ -1,16 +1,24 @@
-"""Accuracy of one run: the official LongBench score per dataset and generation pass, per example and overall."""
+"""Accuracy of one run: the official LongBench score per dataset and generation pass, per example and overall.
+
+LongBench v2 (`longbench_v2`): eval/analyze/accuracy_v2.py. Its PassScore.score is lbeval's accuracy over every
+input (an input without a usable outcome counts as wrong), and DatasetAccuracy.v2 holds, per pass, that and the
+official result.py figures (dropped items out of the denominator) by difficulty and length, compensated too.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from eval.analyze.accuracy_v2 import V2PassAccuracy, item_points, v2_item, v2_pass_accuracy
 from eval.prepare.dataset_specs import base_name, get_spec
+from eval.prepare.dataset_specs_v2 import V2_METRIC, is_v2
 from eval.prepare.inputs import InputRow
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection, ok_record
 from scorers import longbench
 from scorers.longbench.normalize import first_line
+from scorers.longbench_v2 import ItemResult
 
 # the secondary column (Google rouge-score ROUGE-L): English rouge datasets only; its tokenizer drops
 # non-ASCII text, so on rouge_zh datasets it would always be 0.0
@@ -21,8 +29,9 @@ SECONDARY_ROUGE_METRICS = ("rouge",)
 class ExampleScore:
     """One example's scores in one pass, both 0..1."""
 
-    official: float  # the dataset's official LongBench metric
+    official: float  # the dataset's official LongBench metric (v2: 1 right, 0 wrong or no answer)
     rouge_l: float | None  # secondary: rouge-score ROUGE-L F, rouge datasets only
+    v2_item: ItemResult | None = None  # LongBench v2: the outcome (answer letter, dropped by pred.py's rule)
 
 
 @dataclass(frozen=True)
@@ -38,12 +47,18 @@ class DatasetAccuracy:
     dataset: str
     metric: str
     passes: dict[str, PassScore]
+    v2: dict[str, V2PassAccuracy] = field(default_factory=dict)  # LongBench v2: pass -> both figures
 
 
 def example_scores(rows: Sequence[InputRow], sel: Selection, pass_name: str) -> dict[Key, ExampleScore]:
     """The scores of each example with an ok sample in the pass."""
     out: dict[Key, ExampleScore] = {}
     for row in rows:
+        if is_v2(row.dataset):
+            item = v2_item(row, sel, pass_name)
+            if item is not None:
+                out[row.key] = ExampleScore(item_points(item), None, item)
+            continue
         rec = ok_record(sel, row.key, pass_name)
         if rec is None or rec.output_text is None:
             continue
@@ -66,6 +81,9 @@ def accuracy(
         by_ds.setdefault(row.dataset, []).append(row)
     result = []
     for ds, ds_rows in by_ds.items():
+        if is_v2(ds):
+            result.append(_v2_accuracy(ds, ds_rows, per_pass))
+            continue
         passes: dict[str, PassScore] = {}
         for pass_name, scores in per_pass.items():
             got = [scores[r.key] for r in ds_rows if r.key in scores]
@@ -75,3 +93,17 @@ def accuracy(
             passes[pass_name] = PassScore(official, len(got), len(ds_rows), rouge_l)
         result.append(DatasetAccuracy(ds, get_spec(ds).metric, passes))
     return result
+
+
+def _v2_accuracy(
+    ds: str, rows: Sequence[InputRow], per_pass: Mapping[str, Mapping[Key, ExampleScore]]
+) -> DatasetAccuracy:
+    passes: dict[str, PassScore] = {}
+    v2: dict[str, V2PassAccuracy] = {}
+    for pass_name, scores in per_pass.items():
+        items = {k: s.v2_item for k, s in scores.items() if s.v2_item is not None}
+        v2[pass_name] = figures = v2_pass_accuracy(rows, items)
+        overall = figures.lbeval["overall"]
+        score = None if overall is None else round(overall, 2)
+        passes[pass_name] = PassScore(score, sum(1 for r in rows if r.key in items), len(rows))
+    return DatasetAccuracy(ds, V2_METRIC, passes, v2)

@@ -38,6 +38,9 @@ CACHE_EXPECTATIONS = {
     "timing_warm": "hit covering the prompt's full blocks",
     "control_salt": "0 cached tokens (new salt)",
     "control_sibling": "hit covering the shared context's blocks",
+    "cold_answer": "0 cached tokens (CoT answer call, its own fresh salt)",
+    "warm_answer": "hit covering what it shares with cold_answer's prompt",
+    "repeat_answer": "hit covering what it shares with warm_answer's prompt",
 }
 
 

@@ -34,7 +34,7 @@ from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection, select_final
 from eval.records.run_folder import LoadedRun, RunManifest, damage, load_run
 from eval.records.types import RequestRecord
-from eval.records.vocabulary import GENERATION_PASSES, PASS_CHOICES, RECORD_PASSES
+from eval.records.vocabulary import GENERATION_PASSES, PASS_CHOICES, REASONING_OF, RECORD_PASSES
 
 SCORES_SCHEMA_VERSION = 1
 
@@ -117,6 +117,9 @@ PAIR_KINDS = {  # name -> (pass a, pass b, repetitions are the timing reps)
     "cold_warm": ("cold", "warm", False),
     "warm_repeat": ("warm", "repeat", False),
     "timing_first_token": ("timing_cold", "timing_warm", True),
+    # LongBench v2 CoT: the answer calls (each prompt built from its own pass's reasoning; README)
+    "cold_warm_answer": ("cold_answer", "warm_answer", False),
+    "warm_repeat_answer": ("warm_answer", "repeat_answer", False),
 }
 
 
@@ -158,6 +161,9 @@ def score_loaded(loaded: LoadedRun, rows: list[InputRow]) -> ScoredRun:
     sel = select_final(loaded.records)
     keys = [r.key for r in rows]
     passes = passes_in_run(m, loaded.records)
+    cot_keys = [r.key for r in rows if r.answer_template is not None]
+    if cot_keys:  # CoT inputs: the answer call of every generation pass asked (also before any record of it)
+        passes = [p for p in RECORD_PASSES if p in passes or REASONING_OF.get(p) in passes]
     reps = int(m.settings.get("timing_reps") or 0)
     ex_scores = {p: example_scores(rows, sel, p) for p in GENERATION_PASSES if p in passes}
     pairs: dict[str, list[Pair]] = {}
@@ -166,10 +172,15 @@ def score_loaded(loaded: LoadedRun, rows: list[InputRow]) -> ScoredRun:
         if pa not in passes or pb not in passes:
             agreement[name] = None
             continue
-        found, counts = collect_pairs(keys, sel, pa, pb, reps if timed else 1)
+        found, counts = collect_pairs(
+            cot_keys if pa in REASONING_OF else keys, sel, pa, pb, reps if timed else 1
+        )
         pairs[name] = found
         agreement[name] = pair_stats(pa, pb, found, counts)
-    cache = [cache_check(keys, sel, p, reps if p.startswith("timing") else 1) for p in passes]
+    cache = [
+        cache_check(cot_keys if p in REASONING_OF else keys, sel, p, reps if p.startswith("timing") else 1)
+        for p in passes
+    ]
     finals = list(sel.final.values())
     scores = RunScores(
         run=run_info(loaded, passes, sel),

@@ -14,13 +14,15 @@ from eval.analyze.pairs import NEAR_TIE_MARGIN, PairStats
 from eval.analyze.score import RunScores
 from eval.report.attribution import attribution_table
 from eval.report.cells import Cell, Flag, Frac, Interval, Ints, Num, Row, Sci, Table, Text
+from eval.report.v2 import v2_compare_table
 
 MAX_POSITIONS_SHOWN = 12
 
 
 def build_tables(c: Comparison) -> list[Table]:
     tables = [accuracy_table(c), agreement_table(c), cross_table(c), timing_table(c), cache_table(c)]
-    return [*tables, attribution_table(c)]
+    v2 = v2_compare_table(c)  # LongBench v2 inputs: both denominators, by difficulty and length
+    return [*tables[:1], *([v2] if v2 is not None else []), *tables[1:], attribution_table(c)]
 
 
 def _sides(c: Comparison) -> tuple[str, str]:
@@ -69,6 +71,12 @@ def accuracy_table(c: Comparison) -> Table:
         note = (
             "* secondary column: ROUGE-L F-measure from Google's rouge-score package (the official "
             "score column uses the `rouge` package LongBench uses; the two give different numbers)."
+        )
+    if any(a.v2 for a in base.accuracy):
+        note = (note + " " if note else "") + (
+            "longbench_v2 (LongBench v2): accuracy in % with the official answer extraction, over every input "
+            "(lbeval's denominator); the official result.py figures, by difficulty and length, are in the "
+            "LongBench v2 table."
         )
     return Table(
         "accuracy", "Accuracy (official LongBench score, 0-100)", accuracy_reading(c), columns, rows, note
