@@ -30,6 +30,21 @@ Causes a scenario isolates (knobs set on the server, each off by default; tests/
 - `repeat_flips` ({k, ...}) with `repeat_flip_position`: the k-th time (0-based) the same prompt token IDs are
   generated, the output diverges from that position (variation between repeats).
 Prompts given as token-ID lists (/v1/completions `prompt: [ids]`) are served like their text.
+
+Dialects (`dialect`, DIALECTS; docs/servers/): the same model behind another server's wire format.
+- "vllm" (default): as above.
+- "sglang": owned_by "sglang"; no /version; GET /server_info and /get_server_info (enable_cache_report =
+  report_cached_tokens, page_size = block_size, disable_radix_cache, version) and /get_model_info (each can be
+  turned off with `server_info_enabled`); GET|POST /flush_cache (plain text; 400 when reset_success is false)
+  instead of /reset_prefix_cache; usage.prompt_tokens_details only when the flag is on AND the count is > 0
+  (null otherwise); logprob tokens as text, the generated ids in choices[].token_ids with return_token_ids;
+  /metrics with sglang: names (sglang:prompt_tokens_total, sglang:cache_hit_rate, ...).
+- "llama-cpp-python": owned_by "me" (the model id is a path); no /version, /health, /metrics, /tokenize,
+  /reset_prefix_cache (404); GET /openapi.json with info.title "🦙 llama.cpp Python API"; POST
+  /extras/tokenize {"input"} and /extras/detokenize; no cached-token count anywhere, no usage in streams;
+  cache_salt ignored; logprob tokens as text only; repeat_penalty defaults to 1.1, and a request without
+  repeat_penalty 1.0 diverges from generated position 1 (the penalty changes greedy picks).
+`owned_by` overrides the models list's owned_by (identification by endpoints).
 """
 
 from __future__ import annotations
@@ -52,6 +67,8 @@ NEWLINE_ID = 198
 CHAT_PREFIX = [1, 882, 198]  # <|im_start|> user \n
 CHAT_SUFFIX = [2, 198, 1, 520, 198]  # <|im_end|> \n <|im_start|> assistant \n
 VOCAB_LOW, VOCAB_HIGH = 1000, 49_000
+DIALECTS = ("vllm", "sglang", "llama-cpp-python")
+LLAMA_CPP_TITLE = "🦙 llama.cpp Python API"
 BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, float("inf"))
 _WORD = re.compile(r"\n|[^\s]+")
 
@@ -192,7 +209,15 @@ class FakeServer:
         api_key: str | None = None,
         version: str = "0.0.0+fake",
         output_prefix: str = "",
+        dialect: str = "vllm",
+        server_info_enabled: bool = True,
+        owned_by: str | None = None,
     ) -> None:
+        if dialect not in DIALECTS:
+            raise ValueError(f"dialect {dialect!r}: one of {', '.join(DIALECTS)}")
+        self.dialect = dialect
+        self.server_info_enabled = server_info_enabled
+        self.owned_by = owned_by or {"sglang": "sglang", "llama-cpp-python": "me"}.get(dialect, "fake")
         self.model = model
         self.block_size = block_size
         self.max_model_len = max_model_len
@@ -456,6 +481,33 @@ class FakeServer:
         else:
             record()
 
+    def sglang_metrics(self) -> str:
+        with self.lock:
+            st = self.state
+            lab = f'model_name="{self.model}"'
+            rate = st.hits / st.queries if st.queries else 0.0
+            lines = [
+                "# TYPE sglang:prompt_tokens_total counter",
+                f"sglang:prompt_tokens_total{{{lab}}} {float(st.prompt_tokens)}",
+                "# TYPE sglang:generation_tokens_total counter",
+                f"sglang:generation_tokens_total{{{lab}}} {float(st.generation_tokens)}",
+                "# TYPE sglang:cache_hit_rate gauge",
+                f"sglang:cache_hit_rate{{{lab}}} {rate}",
+                "# TYPE sglang:token_usage gauge",
+                f"sglang:token_usage{{{lab}}} 0.01",
+            ]
+            return "\n".join(lines) + "\n"
+
+    def server_info(self) -> dict[str, Any]:
+        return {
+            "model_path": self.model,
+            "served_model_name": self.model,
+            "enable_cache_report": self.report_cached_tokens,
+            "disable_radix_cache": not self.prefix_caching,
+            "page_size": self.block_size,
+            "version": "0.5.0+fake",
+        }
+
     def metrics(self) -> str:
         with self.lock:
             st = self.state
@@ -550,18 +602,62 @@ class _Handler(BaseHTTPRequestHandler):
 
     # routes ----------------------------------------------------------------------------------------------
 
+    def _dialect_get(self) -> bool:
+        """GET routes of the sglang and llama-cpp-python dialects; True when answered here."""
+        fake = self.fake
+        if fake.dialect == "sglang":
+            if self.path in ("/server_info", "/get_server_info") and fake.server_info_enabled:
+                self._json(200, fake.server_info())
+            elif self.path == "/get_model_info" and fake.server_info_enabled:
+                self._json(
+                    200, {"model_path": fake.model, "tokenizer_path": fake.model, "is_generation": True}
+                )
+            elif self.path == "/flush_cache":
+                self._flush_cache()
+            elif self.path == "/metrics" and fake.metrics_enabled:
+                self._send(200, fake.sglang_metrics().encode(), "text/plain; version=0.0.4")
+            elif self.path in ("/version", "/metrics"):
+                self._json(404, {"detail": "Not Found"})
+            else:
+                return False
+            return True
+        if self.path == "/openapi.json":
+            self._json(200, {"openapi": "3.1.0", "info": {"title": LLAMA_CPP_TITLE, "version": "0.3.36"}})
+        elif self.path != "/v1/models":
+            self._json(404, {"detail": "Not Found"})
+        else:
+            return False
+        return True
+
+    def _flush_cache(self) -> None:
+        fake = self.fake
+        with fake.lock:
+            fake.reset_calls += 1
+            if fake.reset_success:
+                fake.state.cache.clear()
+        if fake.reset_success:
+            self._send(200, b"Cache flushed.\nPlease check backend logs for more details.", "text/plain")
+        else:
+            self._send(400, b"Cache not flushed.", "text/plain")
+
     def do_GET(self) -> None:  # noqa: N802
         fake = self.fake
+        if fake.dialect != "vllm" and self._dialect_get():
+            return
         if self.path == "/v1/models":
             if self._authorized():
                 data = [
                     {
                         "id": fake.model,
                         "object": "model",
-                        "owned_by": "fake",
+                        "owned_by": fake.owned_by,
                         "max_model_len": fake.max_model_len,
                     }
                 ]
+                if fake.dialect == "llama-cpp-python":  # no context length there
+                    data = [
+                        {"id": fake.model, "object": "model", "owned_by": fake.owned_by, "permissions": []}
+                    ]
                 self._json(200, {"object": "list", "data": data})
         elif self.path == "/version":
             self._json(200, {"version": fake.version})
@@ -572,9 +668,31 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(404, {"detail": "Not Found"})
 
+    def _dialect_post(self, body: dict[str, Any]) -> bool:
+        """POST routes of the sglang and llama-cpp-python dialects; True when answered here."""
+        fake = self.fake
+        if fake.dialect == "sglang" and self.path == "/flush_cache":
+            self._flush_cache()
+        elif self.path == "/reset_prefix_cache" or (
+            fake.dialect == "llama-cpp-python" and self.path in ("/tokenize", "/detokenize")
+        ):
+            self._json(404, {"detail": "Not Found"})
+        elif fake.dialect == "llama-cpp-python" and self.path == "/extras/tokenize":
+            text = str(body.get("input", ""))
+            with fake.lock:
+                fake.remember_words(text)
+            self._json(200, {"tokens": tokenize_text(text)})
+        elif fake.dialect == "llama-cpp-python" and self.path == "/extras/detokenize":
+            self._json(200, {"text": detokenize([int(t) for t in body.get("tokens", [])])})
+        else:
+            return False
+        return True
+
     def do_POST(self) -> None:  # noqa: N802
         fake = self.fake
         body = self._body()
+        if fake.dialect != "vllm" and self._dialect_post(body):
+            return
         if self.path in ("/v1/chat/completions", "/v1/completions"):
             if self._authorized():
                 self._generate(body, chat=self.path == "/v1/chat/completions")
@@ -603,7 +721,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, err)
             return
         prompt, ids = fake.prompt_ids(body, chat)
-        salt = body.get("cache_salt")
+        salt = body.get("cache_salt") if fake.dialect != "llama-cpp-python" else None  # ignored there
         with fake.lock:
             seen = fake.state.seen.get((prompt, salt), 0)
             fake.state.seen[(prompt, salt)] = seen + 1
@@ -626,6 +744,10 @@ class _Handler(BaseHTTPRequestHandler):
             cached = 0
         if effect_at is not None:
             diverge = effect_at if diverge is None else min(diverge, effect_at)
+        if fake.dialect == "llama-cpp-python" and body.get("repeat_penalty", 1.1) != 1.0:
+            diverge = (
+                1 if diverge is None else min(diverge, 1)
+            )  # its default repeat_penalty 1.1 is not greedy
         out, tops, finish = fake.generate(ids, body, diverge, jitter + effect_jitter)
         stopped = fake.stop_strings(out, body)
         if stopped is not None:
@@ -637,9 +759,15 @@ class _Handler(BaseHTTPRequestHandler):
             "completion_tokens": len(out),
             "total_tokens": len(ids) + len(out),
         }
-        if fake.report_cached_tokens:
+        if fake.dialect == "sglang":  # with --enable-cache-report, and only when something was cached
+            details = {"cached_tokens": cached} if fake.report_cached_tokens and cached > 0 else None
+            usage["prompt_tokens_details"] = details
+        elif fake.report_cached_tokens and fake.dialect == "vllm":
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
         answer = _Answer(chat, body, out, tops, finish, usage)
+        answer.dialect = fake.dialect
+        if fake.dialect != "vllm":
+            answer.as_ids = False  # token text only (return_tokens_as_token_ids is vLLM's)
         answer.prefix = fake.output_prefix
         answer.stop_text = None if stopped is None else stopped[1]
         if body.get("stream"):
@@ -724,6 +852,7 @@ class _Answer:
             usage,
         )
         self.as_ids = bool(body.get("return_tokens_as_token_ids"))
+        self.dialect = "vllm"
         self.prefix = ""
         self.stop_text: str | None = None  # the whole text when a stop string cut it
         self.k = int(body.get("top_logprobs") or 0) if chat else int(body.get("logprobs") or 0)
@@ -776,6 +905,8 @@ class _Answer:
             }
             choice["finish_reason"] = self.finish
             obj = "text_completion"
+        if self.dialect == "sglang" and self.body.get("return_token_ids"):
+            choice["token_ids"] = list(self.out)
         return {
             "id": "fake-1",
             "object": obj,
@@ -804,7 +935,9 @@ class _Answer:
                 choice["logprobs"] = self._cmpl_lp(range(i, i + 1)) if self.want else None
             choice["finish_reason"] = self.finish if last else None
             out.append(_dumps({**base, "choices": [choice]}).encode())
-        if (self.body.get("stream_options") or {}).get("include_usage"):
+        if (self.body.get("stream_options") or {}).get(
+            "include_usage"
+        ) and self.dialect != "llama-cpp-python":
             out.append(_dumps({**base, "choices": [], "usage": self.usage}).encode())
         out.append(b"[DONE]")
         return out

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection, slot
-from eval.records.types import RequestRecord
+from eval.records.types import CACHE_UNVERIFIED, RequestRecord
 from eval.records.vocabulary import COLD_CONDITION, MISS_EXPECTED, WARM_CONDITION
 
 
@@ -28,6 +28,8 @@ class CacheCheck:
     recovered: int
     errors: int
     missing: int
+    # records whose cache state the server could not confirm (no cached-token count): never counted in `ok`
+    unverified: int = 0
 
 
 CACHE_EXPECTATIONS = {
@@ -46,7 +48,7 @@ CACHE_EXPECTATIONS = {
 
 def meets_expectation(rec: RequestRecord) -> bool:
     cached = rec.usage.cached_tokens
-    if cached is None or rec.status == "error":
+    if cached is None or rec.status == "error" or rec.cache_check == CACHE_UNVERIFIED:
         return False
     expected = rec.expected_cached_tokens
     if rec.pass_name in MISS_EXPECTED:
@@ -71,6 +73,7 @@ def cache_check(keys: Sequence[Key], sel: Selection, pass_name: str, reps: int) 
         recovered=sel.recovered.get(pass_name, 0),
         errors=sum(r.status == "error" for r in present),
         missing=len(recs) - len(present),
+        unverified=sum(r.cache_check == CACHE_UNVERIFIED for r in present),
     )
 
 

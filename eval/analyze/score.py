@@ -28,6 +28,7 @@ from eval.analyze.attribution import Attribution, attribution
 from eval.analyze.cache import CacheCheck, InvalidCounts, cache_check, invalid_counts
 from eval.analyze.pairs import Pair, PairStats, UniqueOutputs, collect_pairs, pair_stats, unique_outputs
 from eval.analyze.timing import Timing, timing
+from eval.analyze.verification import CacheVerification, cache_verification
 from eval.errors import DataError
 from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
 from eval.records.final import ExampleKey as Key
@@ -95,6 +96,8 @@ class RunScores:
     schema_version: int = SCORES_SCHEMA_VERSION
     # one row per cause of a difference, from the scenario that isolates it (eval/analyze/attribution.py)
     attribution: Attribution | None = None
+    # the server, how cold was made, and whether its cached-token count verified the cache state
+    cache_verification: CacheVerification | None = None
 
 
 @dataclass(frozen=True)
@@ -194,6 +197,7 @@ def score_loaded(loaded: LoadedRun, rows: list[InputRow]) -> ScoredRun:
         errors=sum(r.status == "error" for r in finals),
         invalid=invalid_counts(sel),
         attribution=attribution(keys, sel, m.settings, agreement),
+        cache_verification=cache_verification(m, sel),
     )
     return ScoredRun(loaded, rows, sel, ex_scores, pairs, scores)
 

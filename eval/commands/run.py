@@ -61,7 +61,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timing-reps", type=int, default=5, help="timing repetitions per input (default 5)")
     p.add_argument("--concurrency", type=int, default=1, help="units in flight (timing is valid only at 1)")
     p.add_argument(
-        "--cold", choices=["salt", "reset"], default="salt", help="how cold requests miss the cache"
+        "--cold",
+        choices=["auto", "salt", "reset", "evict"],
+        default="auto",
+        help="how cold requests miss the cache: a fresh cache_salt, the server's cache reset, or an unrelated "
+        "prompt before each (llama-cpp-python: one cached sequence, unverified); auto: the server kind's "
+        "(vLLM, SGLang: salt; llama-server: reset; llama-cpp-python: evict) (default auto)",
     )
     p.add_argument("--out", type=Path, default=Path("runs"), help="runs folder (default runs/)")
     p.add_argument("--run-id", help="run directory name (default: derived from the inputs file's hash)")

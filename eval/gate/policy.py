@@ -73,6 +73,7 @@ DATA_PARAMS: dict[str, tuple[Kind, Any]] = {
     "require_complete": (bool, True),
     "min_valid_pair_fraction": (FRACTION, 0.9),
     "min_valid_pairs": (COUNT, 1),
+    "accept_unverified_cache": (bool, False),
 }
 
 

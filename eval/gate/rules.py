@@ -16,7 +16,7 @@ from typing import Any
 from eval.analyze.compare import Comparison
 from eval.analyze.pairs import PairStats
 from eval.analyze.score import ScoredRun
-from eval.gate import scenario_rules
+from eval.gate import cache_state, scenario_rules
 from eval.gate.policy import Policy
 from eval.gate.verdict import (
     EXIT_FAIL,
@@ -223,8 +223,8 @@ def evaluate(c: Comparison, policy: Policy) -> Verdict:
             results.append(RuleResult(name, SKIPPED, "not checked", "not in the policy"))
         elif not params["enabled"]:
             results.append(RuleResult(name, SKIPPED, "not checked", "disabled in the policy"))
-        else:
-            results.append(fn(c, params))
+        else:  # a rule that needs a verified cache state: eval/gate/cache_state.py
+            results.append(cache_state.guarded(name, fn, c, params, policy.data["accept_unverified_cache"]))
     reasons = data_reasons(c, policy)
     reasons += [f"rule {r.rule} has no data: {r.measured}" for r in results if r.status == NO_DATA]
     if not any(r.status in (PASS, FAIL) for r in results) and not reasons:

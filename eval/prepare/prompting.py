@@ -62,7 +62,12 @@ def input_budget(max_model_len: int, max_tokens: int, overhead: int) -> int:
 
 
 class ServerTokenizer:
-    """The running vLLM server's /tokenize and /detokenize (no model download needed)."""
+    """The running vLLM server's /tokenize and /detokenize (no model download needed).
+
+    A server without /tokenize (404) that has llama-cpp-python's /extras/tokenize and /extras/detokenize is
+    read through those instead (its text tokenization adds the model's own special tokens, as /tokenize does);
+    its chat prompt's token count is then the usage.prompt_tokens of a one-token chat completion, and its
+    context length must be given (--max-model-len: it does not report one)."""
 
     def __init__(self, base_url: str, model: str | None = None, timeout: float = 60.0) -> None:
         import httpx
@@ -71,6 +76,7 @@ class ServerTokenizer:
         self.root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
         self._http = httpx.Client(timeout=timeout)
         self._max_len: int | None = None
+        self._extras = False  # llama-cpp-python: /extras/tokenize and /extras/detokenize
         self.model = model or self._first_model()
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -87,6 +93,21 @@ class ServerTokenizer:
         data: dict[str, Any] = resp.json()
         return data
 
+    def _tokenize(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST /tokenize; on a 404 with /extras/tokenize there, switch to llama-cpp-python's endpoints."""
+        if not self._extras:
+            try:
+                return self._post("/tokenize", body)
+            except LbevalError as exc:
+                if "HTTP 404" not in str(exc):
+                    raise
+                self._extras = True
+        if "messages" in body:  # no chat tokenization there: the template's count from a 1-token completion
+            chat = {"model": self.model, "messages": body["messages"], "max_tokens": 1, "temperature": 0}
+            usage = self._post("/v1/chat/completions", chat).get("usage") or {}
+            return {"count": int(usage["prompt_tokens"])}
+        return self._post("/extras/tokenize", {"input": body["prompt"]})
+
     def _first_model(self) -> str:
         import httpx
 
@@ -102,11 +123,13 @@ class ServerTokenizer:
         return str(models[0]["id"])
 
     def encode(self, text: str) -> list[int]:
-        data = self._post("/tokenize", {"model": self.model, "prompt": text, "add_special_tokens": True})
+        data = self._tokenize({"model": self.model, "prompt": text, "add_special_tokens": True})
         self._max_len = data.get("max_model_len", self._max_len)
         return [int(t) for t in data["tokens"]]
 
     def decode(self, ids: Sequence[int]) -> str:
+        if self._extras:
+            return str(self._post("/extras/detokenize", {"tokens": list(ids)})["text"])
         return str(self._post("/detokenize", {"model": self.model, "tokens": list(ids)})["prompt"])
 
     def chat_token_count(self, text: str) -> int:
@@ -115,18 +138,21 @@ class ServerTokenizer:
             "messages": [{"role": "user", "content": text}],
             "add_generation_prompt": True,
         }
-        return int(self._post("/tokenize", body)["count"])
+        return int(self._tokenize(body)["count"])
 
     def max_model_len(self) -> int | None:
         return self._max_len
 
     def describe(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "kind": "server",
             "base_url": self.base_url,
             "model": self.model,
             "max_model_len": self._max_len,
         }
+        if self._extras:
+            out["endpoints"] = "/extras/tokenize, /extras/detokenize (llama-cpp-python)"
+        return out
 
 
 class LocalTokenizer:

@@ -1,7 +1,9 @@
 """On-disk codec of one request record: a JSON line with the RequestRecord field names.
 
 Versions: 2 (written) adds `scenario` and `variation`; version 1 lines are read with their defaults ("cache",
-{}). Unknown fields and versions are refused.
+{}). Unknown fields and versions are refused. `cache_check` (version 2) is written only when it is not
+"verified" (a server that reports no cached tokens): records of vLLM runs are unchanged, and an lbeval that does
+not know the field refuses an unverified record rather than read it as verified.
 
 Nested values:
     usage    {"prompt_tokens", "completion_tokens", "cached_tokens"}
@@ -25,7 +27,15 @@ from typing import Any
 
 import numpy as np
 
-from eval.records.types import READABLE_SCHEMA_VERSIONS, ClientTimings, RequestRecord, TopK, Usage
+from eval.records.types import (
+    CACHE_CHECKS,
+    CACHE_VERIFIED,
+    READABLE_SCHEMA_VERSIONS,
+    ClientTimings,
+    RequestRecord,
+    TopK,
+    Usage,
+)
 
 TOPK_ENCODING = "z1"
 _NO_COLUMN = 255
@@ -134,6 +144,8 @@ def record_to_dict(rec: RequestRecord) -> dict[str, Any]:
     out["usage"] = asdict(rec.usage)
     out["timings"] = None if rec.timings is None else asdict(rec.timings)
     out["topk"] = None if rec.topk is None else encode_topk(rec.topk)
+    if rec.cache_check == CACHE_VERIFIED:
+        del out["cache_check"]  # the default (see the module docstring)
     return out
 
 
@@ -153,6 +165,8 @@ def record_from_dict(obj: dict[str, Any], *, with_topk: bool = True) -> RequestR
     unknown = sorted(set(obj) - known)
     if unknown:
         raise ValueError(f"unknown field {unknown[0]!r}")
+    if obj.get("cache_check", CACHE_VERIFIED) not in CACHE_CHECKS:
+        raise ValueError(f"cache_check {obj.get('cache_check')!r} (known: {', '.join(CACHE_CHECKS)})")
     kwargs = dict(obj)
     kwargs["usage"] = Usage(**(obj.get("usage") or {}))
     timings = obj.get("timings")

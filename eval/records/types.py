@@ -13,6 +13,8 @@ from typing import Any
 RECORD_SCHEMA_VERSION = 2
 # versions this lbeval reads: 1 had no `scenario` and `variation` (the defaults fill them: a cache-scenario record)
 READABLE_SCHEMA_VERSIONS = (1, 2)
+CACHE_VERIFIED, CACHE_UNVERIFIED = "verified", "unverified"
+CACHE_CHECKS = (CACHE_VERIFIED, CACHE_UNVERIFIED)  # RequestRecord.cache_check
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,10 @@ class RequestRecord:
     # "expected_cached": 128}, {"noise": 2} (eval/records/scenarios.py names the keys); {} for the cache scenario
     variation: dict[str, Any] = field(default_factory=dict)
     schema_version: int = RECORD_SCHEMA_VERSION
+    # CACHE_CHECKS: "verified" when the server's cached-token count was checked against the pass's expectation
+    # (status ok: met; invalid: not met); "unverified" when the server reports no count (llama-cpp-python), so
+    # the request's cache state is not known and status ok says only that it was answered
+    cache_check: str = "verified"
 
     @property
     def key(self) -> tuple[str, str, str, int, int, int]:

@@ -101,11 +101,12 @@ def score_summary(s: RunScores, paths: Sequence[Path]) -> list[str]:
         parts.append(f"first token (timing) {first.first_token_equal}/{first.n_total}")
     lines += wrap("agreement", "outputs equal (text): " + (", ".join(parts) or "no pairs"))
     lines += wrap("timing", _run_timing(s))
-    unmet = [f"{x.pass_name} {x.ok}/{x.n_total}" for x in s.cache if x.ok < x.n_total]
-    lines += wrap(
-        "cache",
-        ("expectation unmet: " + ", ".join(unmet)) if unmet else "every pass met its cache expectation",
-    )
+    unmet = [f"{x.pass_name} {x.ok}/{x.n_total}" for x in s.cache if x.ok < x.n_total and not x.unverified]
+    text = ("expectation unmet: " + ", ".join(unmet)) if unmet else "every pass met its cache expectation"
+    v = s.cache_verification
+    if v is not None and not v.verified:  # nothing was checked: say so, never "met"
+        text = v.describe() + f"; cold: {v.cold_method}" + (f"; {text}" if unmet else "")
+    lines += wrap("cache", text)
     return lines + [paths_line(paths)]
 
 

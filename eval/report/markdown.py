@@ -184,6 +184,10 @@ def scores_markdown(s: RunScores) -> str:
         f"invalid cold attempts {s.invalid.cold_attempts}",
         "",
     ]
+    v = s.cache_verification
+    if v is not None and not v.verified:
+        lines += [f"**{md_escape(v.describe())}.**", ""]
+        lines += [f"Cold requests: {md_escape(v.cold_method)}.", ""]
     if r.warnings:
         lines += [f"- warning: {md_escape(w)}" for w in r.warnings] + [""]
     passes = [p for p in ("cold", "warm", "repeat") if p in r.passes]
@@ -214,7 +218,7 @@ def scores_markdown(s: RunScores) -> str:
             [
                 c.pass_name,
                 md_escape(c.expectation),
-                f"{c.ok}/{c.n_total}",
+                f"unverified {c.unverified}/{c.n_total}" if c.unverified else f"{c.ok}/{c.n_total}",
                 str(c.invalid_attempts),
                 str(c.recovered),
                 str(c.errors),

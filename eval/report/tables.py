@@ -9,9 +9,11 @@ from __future__ import annotations
 import math
 
 from eval.analyze.accuracy import SECONDARY_ROUGE_METRICS, DatasetAccuracy
+from eval.analyze.cache import CacheCheck
 from eval.analyze.compare import BOOTSTRAP_RESAMPLES, Change, Comparison
 from eval.analyze.pairs import NEAR_TIE_MARGIN, PairStats
 from eval.analyze.score import RunScores
+from eval.analyze.verification import CacheVerification
 from eval.report.attribution import attribution_table
 from eval.report.cells import Cell, Flag, Frac, Interval, Ints, Num, Row, Sci, Table, Text
 from eval.report.v2 import v2_compare_table
@@ -299,7 +301,23 @@ def agreement_reading(c: Comparison) -> str:
     ):
         vb, vv = c.base.scores.agreement.get(kind), c.variant.scores.agreement.get(kind)
         parts.append(f"{label} {_kn(vv, attr)} (base {_kn(vb, attr)})")
-    return "Variant " + ", ".join(parts) + "; " + cross_reading(c.cross_agreement.get("cold")) + "."
+    text = "Variant " + ", ".join(parts) + "; " + cross_reading(c.cross_agreement.get("cold")) + "."
+    return text + unverified_note(c)
+
+
+def unverified_note(c: Comparison) -> str:
+    """A reading's tail when a run's cache state is unverified: its cold/warm labels are what was sent."""
+    sides = [
+        side
+        for side, run in (("base", c.base), ("variant", c.variant))
+        if run.scores.cache_verification is not None and not run.scores.cache_verification.verified
+    ]
+    if not sides:
+        return ""
+    return (
+        f" Cache state UNVERIFIED in {' and '.join(sides)}: its cold, warm and repeat passes are what lbeval "
+        "sent, not cache states the server confirmed."
+    )
 
 
 def cross_reading(s: PairStats | None) -> str:
@@ -445,19 +463,45 @@ def timing_note(c: Comparison) -> str:
 # ---------------------------------------------------------------- 4. cache and validity
 
 
+def _check_cell(check: CacheCheck | None) -> Cell:
+    """k/N requests that met the pass's cache expectation; `unverified k/N` when the server could not say."""
+    if check is None:
+        return None
+    if check.unverified:
+        return Text(f"unverified {check.unverified}/{check.n_total}")
+    return Frac(check.ok, check.n_total)
+
+
+def _verification_rows(c: Comparison) -> list[Row]:
+    """The server each run ran against, whether its cache state was verified, and how cold was made."""
+    runs = (c.base.scores.cache_verification, c.variant.scores.cache_verification)
+    if all(v is None or (v.verified and v.server_kind == "vllm") for v in runs):
+        return []  # two verified vLLM runs: the rows below say it already
+
+    def server(v: CacheVerification | None) -> Cell:
+        return (
+            None if v is None else Text(v.server_label + (f" {v.server_version}" if v.server_version else ""))
+        )
+
+    def state(v: CacheVerification | None) -> Cell:
+        if v is None:
+            return None
+        return Text("verified" if v.verified else f"UNVERIFIED ({v.unverified_records}/{v.records} records)")
+
+    return [
+        Row("server", "server", [server(v) for v in runs]),
+        Row("cache_state", "cache state (the server's cached-token count checked per request)", [state(v) for v in runs]),
+        Row("cold_method", "how cold requests missed the cache", [None if v is None else Text(v.cold_method) for v in runs]),
+    ]  # fmt: skip
+
+
 def cache_table(c: Comparison) -> Table:
-    rows: list[Row] = []
+    rows: list[Row] = _verification_rows(c)
     checks = [{x.pass_name: x for x in run.scores.cache} for run in (c.base, c.variant)]
     passes = list(dict.fromkeys([*checks[0], *checks[1]]))
     for p in passes:
         expectation = (checks[0].get(p) or checks[1][p]).expectation
-        rows.append(
-            Row(
-                f"{p}_ok",
-                f"{p}: {expectation}",
-                [Frac(ch[p].ok, ch[p].n_total) if p in ch else None for ch in checks],
-            )
-        )
+        rows.append(Row(f"{p}_ok", f"{p}: {expectation}", [_check_cell(ch.get(p)) for ch in checks]))
     invalid_rows = (
         (
             "invalid_warm_attempts",
@@ -511,7 +555,12 @@ def cache_reading(c: Comparison) -> str:
     problems = []
     for side, run in (("base", c.base), ("variant", c.variant)):
         s = run.scores
-        unmet = [f"{x.pass_name} {x.ok}/{x.n_total}" for x in s.cache if x.ok < x.n_total]
+        v = s.cache_verification
+        if v is not None and not v.verified:
+            problems.append(f"{side}: {v.describe()}; cold: {v.cold_method}")
+        unmet = [
+            f"{x.pass_name} {x.ok}/{x.n_total}" for x in s.cache if x.ok < x.n_total and not x.unverified
+        ]
         inv = s.invalid
         items = [f"cache expectation unmet ({', '.join(unmet)})"] if unmet else []
         items += [f"{inv.warm_attempts} invalid warm attempt(s)"] if inv.warm_attempts else []

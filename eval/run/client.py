@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import ssl
 import time
-from collections.abc import Iterable, Iterator
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -50,6 +51,35 @@ class RequestSettings:
     top_logprobs: int = 20
     chat_template_kwargs: dict[str, Any] | None = field(default_factory=lambda: {"enable_thinking": False})
     max_tokens_override: int | None = None  # replaces every example's max_tokens (smoke runs)
+    # fields the server kind needs for the sampling above (llama.cpp: repeat_penalty 1.0), sent with every
+    # generation request (eval/run/server_kinds.py; set by the probe)
+    server_fields: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class WireDialect:
+    """How a server kind puts on the wire what lbeval reads (eval/run/server_kinds.py builds one per kind).
+
+    token_ids   "prefix": logprob tokens are "token_id:N" (vLLM's return_tokens_as_token_ids); "field": every
+                logprob entry has an "id" (llama-server); "text": token text only, the generated ids from
+                choices[].token_ids when the server sends them (SGLang's return_token_ids), the rest mapped
+                from the text through the tokenize endpoint (`Client.text_token_id`)
+    cached_absent_is_zero   a response without prompt_tokens_details means 0 cached tokens (SGLang with
+                --enable-cache-report leaves the details out when the count is 0)
+    tokenize_path, tokenize_key   the tokenize endpoint and the body key of its text (None: no endpoint)
+    reset       the cache reset `Client.reset_prefix_cache` sends: "vllm", "unknown" (POST
+                /reset_prefix_cache), "sglang" (POST /flush_cache), "llama-server" (POST
+                /slots/{id}?action=erase for each slot), "" (none)
+    """
+
+    token_ids: str = "prefix"
+    cached_absent_is_zero: bool = False
+    tokenize_path: str | None = "/tokenize"
+    tokenize_key: str = "prompt"
+    reset: str = "vllm"
+
+
+VLLM_WIRE = WireDialect()
 
 
 def endpoint_for(row: InputRow) -> str:
@@ -100,6 +130,7 @@ def build_request(
     if row.stop_token_ids:
         extra["stop_token_ids"] = list(row.stop_token_ids)
         extra["min_tokens"] = 1
+    extra.update(settings.server_fields or {})
     req["extra_body"] = extra
     return req
 
@@ -138,6 +169,12 @@ class _Message(msgspec.Struct):
     content: str | None = None
 
 
+class _ServerTimings(msgspec.Struct):
+    """llama-server's `timings` object: cache_n is the prompt tokens reused from its cache."""
+
+    cache_n: int | None = None
+
+
 class _ErrorBody(msgspec.Struct):
     message: str | None = None
     code: int | str | None = None
@@ -151,10 +188,15 @@ def _decoders(nullable: bool) -> dict[str, msgspec.json.Decoder[Any]]:
     the nullable set. gc=False: the per-token structs hold only str/float (no cycles), and 10,000 of them per
     answer would otherwise wake the garbage collector."""
     lp: Any = float | None if nullable else float
-    alt = msgspec.defstruct("ChatAlt", [("token", str), ("logprob", lp)], gc=False)
+    alt = msgspec.defstruct("ChatAlt", [("token", str), ("logprob", lp), ("id", int | None, None)], gc=False)
     tok = msgspec.defstruct(
         "ChatTok",
-        [("token", str), ("logprob", float | None, None), ("top_logprobs", list[alt] | None, None)],  # type: ignore[valid-type]
+        [
+            ("token", str),
+            ("logprob", float | None, None),
+            ("top_logprobs", list[alt] | None, None),  # type: ignore[valid-type]
+            ("id", int | None, None),  # llama-server
+        ],
         gc=False,
     )
     chat_lp = msgspec.defstruct("ChatLogprobs", [("content", list[tok] | None, None)])  # type: ignore[valid-type]
@@ -168,6 +210,7 @@ def _decoders(nullable: bool) -> dict[str, msgspec.json.Decoder[Any]]:
     )
     error = [
         ("usage", _Usage | None, None),
+        ("timings", _ServerTimings | None, None),  # llama-server
         ("error", _ErrorBody | str | None, None),
         (
             "message",
@@ -183,11 +226,17 @@ def _decoders(nullable: bool) -> dict[str, msgspec.json.Decoder[Any]]:
             ("delta", _Message | None, None),  # stream chunk
             ("logprobs", chat_lp | None, None),
             ("finish_reason", str | None, None),
+            ("token_ids", list[int] | None, None),  # SGLang's return_token_ids
         ],
     )
     cmpl_choice = msgspec.defstruct(
         "CmplChoice",
-        [("text", str | None, None), ("logprobs", cmpl_lp | None, None), ("finish_reason", str | None, None)],
+        [
+            ("text", str | None, None),
+            ("logprobs", cmpl_lp | None, None),
+            ("finish_reason", str | None, None),
+            ("token_ids", list[int] | None, None),  # SGLang's return_token_ids
+        ],
     )
     chat = msgspec.defstruct("ChatBody", [("choices", list[chat_choice] | None, None), *error])  # type: ignore[valid-type]
     cmpl = msgspec.defstruct("CmplBody", [("choices", list[cmpl_choice] | None, None), *error])  # type: ignore[valid-type]
@@ -256,8 +305,9 @@ def _error_message(body: bytes) -> str:
 class _Accumulator:
     """Collects text, token ids and top-k from a whole body or from stream chunks."""
 
-    def __init__(self, endpoint: str) -> None:
+    def __init__(self, endpoint: str, dialect: WireDialect = VLLM_WIRE) -> None:
         self.chat = endpoint == "chat"
+        self.dialect = dialect
         self.text: list[str] = []
         self.ids: list[int] = []
         self.top_ids: list[list[int]] = []
@@ -266,6 +316,13 @@ class _Accumulator:
         self.finish_reason: str | None = None
         self.usage: _Usage | None = None
         self.saw_logprobs = False
+        self.cache_n: int | None = None  # llama-server's timings.cache_n
+        self.choice_ids: list[int] = []  # SGLang's choices[].token_ids
+        # dialects without "token_id:N": ids as far as the answer gives them (None: map the text)
+        self.o_ids: list[int | None] = []
+        self.o_texts: list[str] = []
+        self.o_top_ids: list[list[int | None]] = []
+        self.o_top_texts: list[list[str]] = []
 
     def add(self, body: Any, nullable: bool = False) -> bool:
         """Add one decoded body or chunk; True when it carried generated tokens or text."""
@@ -277,6 +334,8 @@ class _Accumulator:
             raise _status_failure(status, str(msg))
         if body.usage is not None:
             self.usage = body.usage
+        if body.timings is not None and body.timings.cache_n is not None:
+            self.cache_n = body.timings.cache_n
         got = False
         for choice in body.choices or ():
             if self.chat:
@@ -291,10 +350,14 @@ class _Accumulator:
                 got = self._add_logprobs(choice.logprobs, nullable) or got
             if choice.finish_reason is not None:
                 self.finish_reason = choice.finish_reason
+            if choice.token_ids:
+                self.choice_ids.extend(choice.token_ids)
         return got
 
     def _add_logprobs(self, lp: Any, nullable: bool) -> bool:
         self.saw_logprobs = True
+        if self.dialect.token_ids != "prefix":
+            return self._add_other(lp)
         try:
             return self._add_chat(lp, nullable) if self.chat else self._add_completions(lp, nullable)
         except ValueError:
@@ -336,15 +399,87 @@ class _Accumulator:
             self.top_lps.append([_nan_if_none(v) for v in values] if nullable else values)
         return bool(tokens)
 
-    def response(self, timings: ClientTimings) -> Reply:
+    def _add_other(self, lp: Any) -> bool:
+        """Logprobs of a dialect without "token_id:N" tokens: ids from an `id` field or a "token_id:N" token
+        when there is one, else None (mapped from the text in `response`)."""
+        if self.chat:
+            entries = [(t.token, t.id, t.logprob, t.top_logprobs or ()) for t in lp.content or ()]
+            rows = [
+                (tok, tid, value, [(a.token, a.id, a.logprob) for a in alts])
+                for tok, tid, value, alts in entries
+            ]
+        else:
+            tokens = lp.tokens or []
+            chosen = lp.token_logprobs or [None] * len(tokens)
+            tops = lp.top_logprobs or [None] * len(tokens)
+            rows = [
+                (tok, None, value, [(k, None, v) for k, v in (top or {}).items()])
+                for tok, value, top in zip(tokens, chosen, tops, strict=True)
+            ]
+        for tok, tid, value, alts in rows:
+            self.o_ids.append(_given_id(tok, tid))
+            self.o_texts.append(tok)
+            self.chosen.append(_nan_if_none(value))
+            self.o_top_ids.append([_given_id(t, i) for t, i, _ in alts])
+            self.o_top_texts.append([t for t, _, _ in alts])
+            self.top_lps.append([_nan_if_none(v) for _, _, v in alts])
+        return bool(rows)
+
+    def _resolved_ids(self, text_id: Callable[[str], int] | None) -> tuple[list[int], list[list[int]]]:
+        """Generated ids and top-k ids of a dialect without "token_id:N" (see WireDialect.token_ids)."""
+        given = self.choice_ids if len(self.choice_ids) == len(self.o_ids) else []
+
+        def resolve(tid: int | None, text: str) -> int:
+            if tid is not None:
+                return tid
+            if text_id is None:
+                raise RequestFailed(
+                    "the server returned token text without token ids, and lbeval has no tokenize endpoint "
+                    "to map it",
+                    retryable=False,
+                )
+            return text_id(text)
+
+        ids = [
+            given[i] if given else resolve(t, x)
+            for i, (t, x) in enumerate(zip(self.o_ids, self.o_texts, strict=True))
+        ]
+        tops = [
+            [resolve(t, x) for t, x in zip(row, texts, strict=True)]
+            for row, texts in zip(self.o_top_ids, self.o_top_texts, strict=True)
+        ]
+        return ids, tops
+
+    def response(self, timings: ClientTimings, text_id: Callable[[str], int] | None = None) -> Reply:
         u = self.usage
+        cached = u.prompt_tokens_details.cached_tokens if u and u.prompt_tokens_details else None
+        if cached is None and self.cache_n is not None:
+            cached = self.cache_n
+        if cached is None and u is not None and self.dialect.cached_absent_is_zero:
+            cached = 0  # SGLang with --enable-cache-report leaves the details out when nothing was cached
         usage = Usage(
             prompt_tokens=u.prompt_tokens if u else None,
             completion_tokens=u.completion_tokens if u else None,
-            cached_tokens=u.prompt_tokens_details.cached_tokens if u and u.prompt_tokens_details else None,
+            cached_tokens=cached,
         )
-        topk = TopK(self.top_ids, self.top_lps, self.chosen) if self.saw_logprobs else None
-        return Reply("".join(self.text), self.ids, topk, usage, timings, self.finish_reason)
+        ids, top_ids = self.ids, self.top_ids
+        if self.dialect.token_ids != "prefix":
+            ids, top_ids = self._resolved_ids(text_id) if self.saw_logprobs else (self.choice_ids, [])
+        topk = TopK(top_ids, self.top_lps, self.chosen) if self.saw_logprobs else None
+        return Reply("".join(self.text), ids, topk, usage, timings, self.finish_reason)
+
+
+def _given_id(token: str, tid: int | None) -> int | None:
+    if tid is not None:
+        return tid
+    if token.startswith(TOKEN_ID_PREFIX) and token[9:].lstrip("-").isdigit():
+        return int(token[9:])
+    return None
+
+
+def synthetic_token_id(text: str) -> int:
+    """A stable id below 0 for a token text that is not exactly one token of the server's tokenizer."""
+    return -1 - zlib.crc32(text.encode("utf-8", "surrogatepass")) % (1 << 30)
 
 
 def _nan_if_none(value: float | None) -> float:
@@ -352,21 +487,34 @@ def _nan_if_none(value: float | None) -> float:
     return float("nan") if value is None else value
 
 
-def parse_body(endpoint: str, raw: bytes, timings: ClientTimings) -> Reply:
-    """Parse a whole (non-streamed) response body."""
-    acc = _Accumulator(endpoint)
+def parse_body(
+    endpoint: str,
+    raw: bytes,
+    timings: ClientTimings,
+    dialect: WireDialect = VLLM_WIRE,
+    text_id: Callable[[str], int] | None = None,
+) -> Reply:
+    """Parse a whole (non-streamed) response body (`text_id`: maps a token text to its id, for dialects
+    that return token text only)."""
+    acc = _Accumulator(endpoint, dialect)
     try:
         acc.add(*_decode(endpoint, raw))
     except msgspec.DecodeError as exc:
         raise RequestFailed(f"unreadable response body ({exc})", retryable=True) from None
-    return acc.response(timings)
+    return acc.response(timings, text_id)
 
 
 def parse_stream(
-    endpoint: str, lines: Iterator[str], sent_at: float, t0: float, clock: Any = time.perf_counter
+    endpoint: str,
+    lines: Iterator[str],
+    sent_at: float,
+    t0: float,
+    clock: Any = time.perf_counter,
+    dialect: WireDialect = VLLM_WIRE,
+    text_id: Callable[[str], int] | None = None,
 ) -> Reply:
     """Parse server-sent events until `data: [DONE]`; the first chunk with tokens sets the TTFT."""
-    acc = _Accumulator(endpoint)
+    acc = _Accumulator(endpoint, dialect)
     first: float | None = None
     done = False
     for line in lines:
@@ -384,7 +532,7 @@ def parse_stream(
             first = clock() - t0
     if not done:
         raise RequestFailed("the stream ended before data: [DONE]", retryable=True)
-    return acc.response(ClientTimings(sent_at=sent_at, first_token_s=first, done_s=clock() - t0))
+    return acc.response(ClientTimings(sent_at=sent_at, first_token_s=first, done_s=clock() - t0), text_id)
 
 
 # --- the whole-request deadline (see the module docstring) ---------------------------------------------------
@@ -512,6 +660,9 @@ class Client:
         )
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx2.Client(transport=_DeadlineTransport(), timeout=timeout, headers=headers)
+        self.dialect = VLLM_WIRE  # the probe sets the server kind's (eval/run/server_kinds.py)
+        self.model_name = ""  # the served model (the probe sets it): `text_token_id`'s tokenize requests
+        self._text_ids: dict[str, int] = {}
 
     def close(self) -> None:
         self._oa.close()
@@ -566,14 +717,16 @@ class Client:
                 if request.get("stream"):
                     resource = self._oa.chat.completions if endpoint == "chat" else self._oa.completions
                     with resource.with_streaming_response.create(**request) as raw:
-                        return parse_stream(endpoint, self._until(deadline, raw.iter_lines()), sent_at, t0)
+                        lines = self._until(deadline, raw.iter_lines())
+                        return parse_stream(
+                            endpoint, lines, sent_at, t0, dialect=self.dialect, text_id=self._text_id()
+                        )
                 resp = self._oa.post(
                     endpoint_path(endpoint), cast_to=httpx2.Response, body=wire_body(request)
                 )
                 done = time.perf_counter() - t0
-                return parse_body(
-                    endpoint, resp.content, ClientTimings(sent_at=sent_at, first_token_s=None, done_s=done)
-                )
+                timings = ClientTimings(sent_at=sent_at, first_token_s=None, done_s=done)
+                return parse_body(endpoint, resp.content, timings, self.dialect, self._text_id())
             except openai.APIStatusError as exc:
                 raise _status_failure(exc.status_code, _error_message(exc.response.read())) from None
             except (openai.APIConnectionError, *_TRANSPORT_ERRORS) as exc:
@@ -610,11 +763,60 @@ class Client:
         return str(data.get("version")) if isinstance(data, dict) and data.get("version") else None
 
     def reset_prefix_cache(self) -> bool:
-        """POST /reset_prefix_cache; True only when the server says it reset (vLLM can answer success false)."""
+        """Empty the server's prefix cache the way its dialect does (WireDialect.reset); True only when the
+        server says it did. vLLM: POST /reset_prefix_cache (it can answer success false); SGLang: POST
+        /flush_cache (400 while requests are in flight); llama-server: erase every slot."""
+        reset = self.dialect.reset
+        if reset == "sglang":
+            try:
+                self._call("POST", self.root + "/flush_cache")
+            except RequestFailed as exc:
+                if exc.status == 400:
+                    return False  # "the operation will not be performed" while requests run
+                raise
+            return True
+        if reset == "llama-server":
+            slots = self.get_json("/slots")
+            ids = (
+                [int(s["id"]) for s in slots if isinstance(s, dict) and "id" in s]
+                if isinstance(slots, list)
+                else [0]
+            )
+            for slot_id in ids or [0]:
+                self._call("POST", f"{self.root}/slots/{slot_id}?action=erase")
+            return True
+        if reset not in ("vllm", "unknown"):
+            raise RequestFailed("this server offers no prefix-cache reset", retryable=False)
         data = self.post_json("/reset_prefix_cache")
         if isinstance(data, dict) and "success" in data:
             return bool(data["success"])
         return data is None  # older vLLM: 200 with an empty body
+
+    def _text_id(self) -> Callable[[str], int] | None:
+        return self.text_token_id if self.dialect.token_ids == "text" and self.dialect.tokenize_path else None
+
+    def text_token_id(self, text: str) -> int:
+        """The id of a token text (dialects that return text only): the tokenize endpoint's one id for it, else
+        `synthetic_token_id(text)` (a text that is not exactly one token, e.g. a partial UTF-8 character).
+        Cached per client: a run asks once per distinct text."""
+        found = self._text_ids.get(text)
+        if found is not None:
+            return found
+        path, key = self.dialect.tokenize_path, self.dialect.tokenize_key
+        body: dict[str, Any] = {key: text}
+        if key == "prompt":
+            body.update(model=self.model_name, add_special_tokens=False)
+        try:
+            ids = [int(t) for t in self.post_json(str(path), body)["tokens"]] if text else []
+        except (KeyError, TypeError, ValueError):
+            ids = []
+        except RequestFailed as exc:
+            if exc.retryable:
+                raise
+            ids = []
+        value = ids[0] if len(ids) == 1 else synthetic_token_id(text)
+        self._text_ids[text] = value
+        return value
 
     def tokenize(
         self,
@@ -624,6 +826,13 @@ class Client:
         messages: list[dict[str, str]] | None = None,
         chat_template_kwargs: dict[str, Any] | None = None,
     ) -> list[int]:
+        path, key = self.dialect.tokenize_path, self.dialect.tokenize_key
+        if path is None:
+            raise RequestFailed("this server offers no tokenize endpoint", retryable=False)
+        if key != "prompt":  # llama-cpp-python's /extras/tokenize, llama-server's /tokenize: text only
+            if messages is not None:
+                raise RequestFailed(f"{path} tokenizes text only, not chat messages", retryable=False)
+            return [int(t) for t in self.post_json(path, {key: prompt})["tokens"]]
         body: dict[str, Any] = {"model": model}
         if messages is not None:
             body["messages"] = messages
@@ -632,5 +841,5 @@ class Client:
                 body["chat_template_kwargs"] = chat_template_kwargs
         else:
             body["prompt"] = prompt
-        data = self.post_json("/tokenize", body)
+        data = self.post_json(path, body)
         return [int(t) for t in data["tokens"]]

@@ -14,6 +14,11 @@ salt, max_tokens=1, not recorded) and retried once. The failing attempt stays on
 A server restart noticed inside a group (process start time or counters went back, connection refused) marks
 the request `invalid` and re-runs the whole group from cold as group g+1.
 
+A server that reports no cached tokens at all (llama-cpp-python; `CacheFacts.reported` false) cannot be
+verified: every record gets `cache_check = "unverified"` and status ok when answered, never a verified ok. Cold
+requests then come from `--cold evict`: an unrelated short prompt (EVICT_PROMPT, another first token) sent just
+before each cold request, which replaces the one sequence such a server keeps cached.
+
 LongBench v2 CoT inputs (a row with `answer_template`): each of cold, warm and repeat is the reasoning call, and
 the main unit ends with its answer calls, cold_answer -> warm_answer -> repeat_answer, each prompt built from
 the reasoning output of its own pass (`answer_prompt`: `$COT$` replaced as pred.py does). The answer calls have
@@ -38,7 +43,7 @@ from eval.prepare.dataset_specs import get_spec
 from eval.prepare.dataset_specs_v2 import is_v2
 from eval.prepare.inputs import InputRow, sha256_text
 from eval.records.final import select_final
-from eval.records.types import RequestRecord, Usage
+from eval.records.types import CACHE_UNVERIFIED, CACHE_VERIFIED, RequestRecord, Usage
 from eval.records.vocabulary import ANSWER_PASSES, PASS_CHOICES, UNIT_MAIN, UNIT_TIMING
 from eval.run.client import (
     Client,
@@ -63,6 +68,7 @@ from scorers.longbench_v2.prompting import insert_cot
 
 MAIN_ORDER = ("cold", "warm", "repeat")
 SIBLING_QUESTION = "\n\nQuestion: Which topic does the text above discuss first?\n\nAnswer:"
+EVICT_PROMPT = "~ lbeval cache eviction: an unrelated short prompt sent before a cold request."
 V2_CONTEXT_END = "</text>\n\nWhat is the correct answer"  # what follows the document in the v2 templates
 MAX_GROUP_RESTARTS = 3
 # a CoT answer call's warm reference: the answer call whose prompt it must share (what is cached under its salt)
@@ -177,12 +183,15 @@ def expected_cached(prompt_tokens: int, shared_tokens: int, block_size: int) -> 
 class CacheFacts:
     prefix_caching: bool | None  # None: unknown (treated as on)
     block_size: int | None
+    reported: bool = True  # the server reports cached tokens per request (False: nothing can be verified)
 
 
 def verify(
     expect: str, usage: Usage, facts: CacheFacts, shared_tokens: int | None = None
 ) -> tuple[str, str | None, int | None]:
     """(status, reason, expected_cached_tokens) of one response, by the rules in the module docstring."""
+    if not facts.reported:
+        return "ok", None, None  # answered; its cache state is unverified (the record says so)
     cached = usage.cached_tokens
     if cached is None:
         return "invalid", "the server reported no usage.prompt_tokens_details.cached_tokens", None
@@ -343,7 +352,7 @@ class Context:
     model: str
     run_id: str
     variant: str
-    cold_mode: str  # "salt" | "reset"
+    cold_mode: str  # "salt" | "reset" | "evict"
     facts: CacheFacts
     policy: RetryPolicy
     per_request_metrics: bool  # concurrency 1 and /metrics: record server deltas per request
@@ -421,6 +430,21 @@ def _reset_cache(ctx: Context) -> None:
         ctx.count("reset_failures")  # the cold request's own verification will tell whether it hit
 
 
+def _evict(ctx: Context) -> None:
+    """`--cold evict`: one short unrelated prompt (another first token than any input's), max_tokens=1, not
+    recorded: a server that keeps one cached sequence (llama-cpp-python) replaces it before the cold request."""
+    row = InputRow(
+        dataset="lbeval_evict", id="evict", prompt=EVICT_PROMPT, mode="raw", max_tokens=1, prompt_sha256="",
+        prompt_tokens=None, truncated=False, answers=[], all_classes=None, length=0,
+    )  # fmt: skip
+    settings = replace(ctx.settings, top_logprobs=1)
+    req = build_request(row, settings, model=ctx.model, cache_salt=None, stream=False, max_tokens=1)
+    send_with_retries(
+        ctx.client, "completions", req, ctx.policy, "cache eviction prompt", ctx.sleep, ctx.stop
+    )
+    ctx.count("evictions")
+
+
 def _reprime(ctx: Context, row: InputRow, salt: str | None, prompt: str | None) -> None:
     req = build_request(
         row, ctx.settings, model=ctx.model, cache_salt=salt, stream=False, max_tokens=1, prompt=prompt
@@ -486,6 +510,7 @@ def _send_attempt(ctx: Context, row: InputRow, unit: Unit, gs: GroupState, at: A
         endpoint=endpoint_for(row), settings=request_settings(req), cache_salt=at.salt,
         prompt_sha256=sha256_text(at.prompt if at.prompt is not None else row.prompt), status="error",
         retries=obs.out.retries, variation=dict(at.variation),
+        cache_check=CACHE_VERIFIED if ctx.facts.reported else CACHE_UNVERIFIED,
     )  # fmt: skip
     resp = obs.out.response
     if resp is None:
@@ -531,9 +556,11 @@ def run_step(ctx: Context, row: InputRow, unit: Unit, step: Step, gs: GroupState
     for attempt in (0, 1):
         salt = gs.answer_salt if step.answer_of is not None else gs.salt
         if step.salt in ("fresh", "new"):
-            salt = None if (ctx.cold_mode == "reset" and step.salt == "fresh") else new_salt()
+            salt = None if (ctx.cold_mode in ("reset", "evict") and step.salt == "fresh") else new_salt()
             if ctx.cold_mode == "reset" and step.salt == "fresh":
                 _reset_cache(ctx)
+            elif ctx.cold_mode == "evict" and step.salt == "fresh":
+                _evict(ctx)
         rec = _send_attempt(ctx, row, unit, gs, replace(base, attempt=attempt, salt=salt))
         if rec.status == "error" and ctx.stop.is_set():
             raise UnitFailed("interrupted")  # a failure caused by the shutdown is not recorded

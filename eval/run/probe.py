@@ -1,7 +1,11 @@
 """Server probe, before any pass: what the server is and which capabilities lbeval can rely on.
 
-Required capabilities stop the run with a message naming the vLLM flag to add; optional ones degrade with a
-warning that the manifest (and so the report) repeats. Every probe call goes through the run's RetryPolicy
+The server's kind (vLLM, SGLang, llama.cpp's llama-server, llama-cpp-python, unknown) is identified first
+(eval/run/server_kinds.py) and recorded (`server_kind`, `server_evidence`, `version`); the client then speaks
+that kind's dialect. Required capabilities stop the run with a message naming the server flag to add;
+optional ones degrade with a warning that the manifest (and so the report) repeats. A kind that cannot
+report cached tokens at all (llama-cpp-python) is not stopped: its cache state is `unverified`
+(`cache_verification`), and every record, report and gate rule that depends on it says so. Every probe call goes through the run's RetryPolicy
 (`with_retries`, the same loop and the same retryable failures as the passes' requests): a server still
 warming up or answering 503 for a moment does not end the run; one that keeps failing ends it with one line
 naming the request, the last failure and the attempts made.
@@ -10,7 +14,7 @@ naming the request, the last failure and the attempts made.
 from __future__ import annotations
 
 import secrets
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from eval.errors import ConfigError, LbevalError
@@ -18,6 +22,17 @@ from eval.prepare.inputs import InputRow
 from eval.run.client import Client, RequestFailed, RequestSettings, build_request, endpoint_for, endpoint_path
 from eval.run.metrics_text import CACHE_CONFIG_INFO, FINISHED_COUNTER, PROCESS_START, Snapshot, parse_metrics
 from eval.run.retry import RetryPolicy, with_retries
+from eval.run.server_kinds import (
+    COLD_EVICT,
+    COLD_RESET,
+    COLD_SALT,
+    KINDS,
+    LLAMA_CPP_PYTHON,
+    UNKNOWN,
+    VLLM,
+    ServerKind,
+    identify,
+)
 
 # Common words (about one token each on most tokenizers): ~300 tokens, two or more 128-token blocks, cheap to
 # prefill on a CPU server.
@@ -57,6 +72,16 @@ class ProbeResult:
     finished_requests: float | None = None
     capabilities: dict[str, Capability] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    server_kind: str = VLLM  # eval/run/server_kinds.py KINDS
+    server_label: str = "vLLM"
+    server_evidence: str = ""  # what the server answered that identified it
+    server_info: dict[str, Any] = field(default_factory=dict)  # kind-specific facts (SGLang's server args)
+    cold_mode: str = COLD_SALT  # how cold requests miss the cache (`--cold auto` resolved for the kind)
+    cold_method: str = ""  # the same, in words, with whether the server's count verifies it
+    # "verified": the server reports cached tokens per request, checked against each pass's expectation;
+    # "unverified": it reports none, so no record's cache state is known
+    cache_verification: str = "verified"
+    request_fields: dict[str, Any] = field(default_factory=dict)  # sent with every request (RequestSettings)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -101,7 +126,9 @@ def _attempts(n: int) -> str:
     return f"{n} attempt" + ("" if n == 1 else "s")
 
 
-def _models(client: Client, wanted: str | None, policy: RetryPolicy) -> tuple[str, list[str], int | None]:
+def _models(
+    client: Client, wanted: str | None, policy: RetryPolicy
+) -> tuple[str, list[str], int | None, str]:
     out = with_retries(client.models, policy)
     if out.failure is not None:
         raise LbevalError(
@@ -117,7 +144,7 @@ def _models(client: Client, wanted: str | None, policy: RetryPolicy) -> tuple[st
         raise ConfigError(f"model {model!r} is not served at {client.base_url} (served: {', '.join(ids)})")
     entry = next(e for e in entries if e.get("id") == model)
     mml = entry.get("max_model_len")
-    return model, ids, int(mml) if isinstance(mml, int) else None
+    return model, ids, int(mml) if isinstance(mml, int) else None, str(entry.get("owned_by") or "")
 
 
 def _metrics(client: Client, res: ProbeResult, policy: RetryPolicy) -> Snapshot | None:
@@ -146,6 +173,23 @@ def _metrics(client: Client, res: ProbeResult, policy: RetryPolicy) -> Snapshot 
     return snap
 
 
+def _other_metrics(client: Client, res: ProbeResult, kind: ServerKind, policy: RetryPolicy) -> None:
+    """A kind whose metric names lbeval does not read per request (SGLang's sglang:, llama-server's llamacpp:)
+    or that has no /metrics (llama-cpp-python): recorded, never scraped per request."""
+    try:
+        with_retries(client.metrics_text, policy).result()
+        detail = f"/metrics answers, but not with the vllm: names lbeval reads per request ({kind.label})"
+    except RequestFailed as exc:
+        detail = f"/metrics unavailable ({exc.message})" + (
+            "" if kind.metrics_fix else f": {kind.label} has none"
+        )
+    res.capabilities["metrics"] = Capability(False, False, detail, kind.metrics_fix)
+    res.warnings.append(
+        f"{kind.label}: no per-request server metrics: no server-side prefill/queue times and no cache counter "
+        "cross-check; a restart is noticed only by refused connections"
+    )
+
+
 @dataclass(frozen=True)
 class _Probing:
     """What every probe request shares."""
@@ -153,6 +197,7 @@ class _Probing:
     client: Client
     settings: RequestSettings
     policy: RetryPolicy
+    kind: ServerKind = KINDS[VLLM]
 
 
 def _send_probe(pr: _Probing, res: ProbeResult, row: InputRow, salt: str) -> int | None:
@@ -170,7 +215,7 @@ def _send_probe(pr: _Probing, res: ProbeResult, row: InputRow, salt: str) -> int
             )
             return None
         if exc.status is None and not exc.retryable:
-            fix = "a vLLM with return_tokens_as_token_ids"
+            fix = "a vLLM with return_tokens_as_token_ids" if pr.kind.token_ids == "prefix" else ""
             res.capabilities["token_ids"] = Capability(False, True, exc.message, fix)
             return None
         raise LbevalError(
@@ -183,23 +228,51 @@ def _send_probe(pr: _Probing, res: ProbeResult, row: InputRow, salt: str) -> int
     res.capabilities.setdefault(
         "top_logprobs", Capability(True, True, f"top {settings.top_logprobs} logprobs")
     )
-    res.capabilities.setdefault("token_ids", Capability(True, True, "tokens come back as token_id:N"))
+    res.capabilities.setdefault("token_ids", Capability(True, True, _token_ids_detail(pr)))
     cached = resp.usage.cached_tokens
     if "cached_tokens" not in res.capabilities:
         res.cached_tokens_reported = cached is not None
-        detail = "usage.prompt_tokens_details.cached_tokens " + (
-            "reported" if cached is not None else "missing"
-        )
-        res.capabilities["cached_tokens"] = Capability(
-            cached is not None, True, detail, "--enable-prompt-tokens-details"
-        )
+        kind = pr.kind
+        if kind.cached_tokens:  # the kind can report them: required (the flag that turns them on is named)
+            detail = kind.cached_tokens + (" reported" if cached is not None else " missing")
+            res.capabilities["cached_tokens"] = Capability(cached is not None, True, detail, kind.cached_fix)
+        else:
+            detail = (
+                f"{kind.label} reports no cached-token count: the cache state of every request is unverified"
+            )
+            res.capabilities["cached_tokens"] = Capability(False, False, detail)
     return cached
+
+
+def _token_ids_detail(pr: _Probing) -> str:
+    kind = pr.kind
+    if kind.token_ids == "prefix":
+        return "tokens come back as token_id:N"
+    if kind.token_ids == "field":
+        return "logprob entries carry token ids"
+    given = "generated ids from choices[].token_ids, " if "return_token_ids" in kind.request_fields else ""
+    return f"{given}token text mapped to ids through POST {kind.tokenize_path}"
+
+
+def _unverifiable(pr: _Probing, res: ProbeResult, cold_mode: str) -> None:
+    """A kind without any cached-token count: salt and reset cannot be checked (nor, for llama-cpp-python,
+    used); cold needs --cold evict, and every cache state is unverified."""
+    kind = pr.kind
+    fix = "--cold evict (or --cold auto)"
+    salt = f"{kind.label} ignores cache_salt" if not kind.cache_salt else "cache_salt cannot be checked"
+    res.capabilities["cache_salt"] = Capability(False, cold_mode == COLD_SALT, salt, fix)
+    reset = (
+        f"{kind.label} offers no prefix-cache reset" if not kind.reset else f"{kind.reset} cannot be checked"
+    )
+    res.capabilities["reset_prefix_cache"] = Capability(False, cold_mode == COLD_RESET, reset, fix)
 
 
 def _cache_checks(pr: _Probing, res: ProbeResult, row: InputRow, cold_mode: str, check_reset: bool) -> None:
     salt_a, salt_b = _probe_salt(), _probe_salt()  # fresh each time: earlier probes must not hit
     first = _send_probe(pr, res, row, salt_a)
     if first is None:
+        if not res.cached_tokens_reported and not pr.kind.cached_tokens:
+            _unverifiable(pr, res, cold_mode)
         return
     again = _send_probe(pr, res, row, salt_a) or 0
     other = _send_probe(pr, res, row, salt_b) or 0
@@ -221,30 +294,31 @@ def _cache_checks(pr: _Probing, res: ProbeResult, row: InputRow, cold_mode: str,
             "cache_salt isolates requests"
             if res.salt_honored
             else f"a new cache_salt still hit {other} tokens",
-            "a vLLM with cache_salt support, or use --cold reset (VLLM_SERVER_DEV_MODE=1)",
+            "a vLLM with cache_salt support, or use --cold reset (VLLM_SERVER_DEV_MODE=1)"
+            if pr.kind.name in (VLLM, UNKNOWN)
+            else "--cold reset (or --cold auto)",
         )
     if check_reset or cold_mode == "reset":
         _reset_check(pr, res, cold_mode, lambda: _send_probe(pr, res, row, salt_a))
     else:
         detail = "not checked (it would empty the cache of the groups a resumed run continues)"
-        res.capabilities["reset_prefix_cache"] = Capability(None, False, detail, "VLLM_SERVER_DEV_MODE=1")
+        res.capabilities["reset_prefix_cache"] = Capability(None, False, detail, pr.kind.reset_fix)
 
 
 def _reset_check(pr: _Probing, res: ProbeResult, cold_mode: str, resend: Any) -> None:
+    what = pr.kind.reset or "a prefix-cache reset"
     try:
         res.reset_prefix_cache = with_retries(pr.client.reset_prefix_cache, pr.policy).result()
-        detail = "POST /reset_prefix_cache " + (
-            "works" if res.reset_prefix_cache else "answered success false"
-        )
+        detail = f"{what} " + ("works" if res.reset_prefix_cache else "answered success false")
     except RequestFailed as exc:
         res.reset_prefix_cache = False
-        detail = f"POST /reset_prefix_cache failed ({exc.message})"
+        detail = f"{what} failed ({exc.message})"
     if res.reset_prefix_cache and cold_mode == "reset" and res.cache_hit_seen and (resend() or 0) > 0:
         res.reset_prefix_cache = False
-        detail = "POST /reset_prefix_cache said success but the cache still hit"
+        detail = f"{what} said success but the cache still hit"
     required = cold_mode == "reset"
     res.capabilities["reset_prefix_cache"] = Capability(
-        res.reset_prefix_cache, required, detail, "VLLM_SERVER_DEV_MODE=1"
+        res.reset_prefix_cache, required, detail, pr.kind.reset_fix
     )
 
 
@@ -252,12 +326,13 @@ def _tokenize_check(pr: _Probing, res: ProbeResult) -> None:
     def tokenize() -> list[int]:
         return pr.client.tokenize(res.model, prompt="lbeval tokenize probe")
 
+    path = pr.kind.tokenize_path or "/tokenize"
     try:
         res.tokenize = len(with_retries(tokenize, pr.policy).result()) > 0
-        detail = "POST /tokenize works"
+        detail = f"POST {path} works"
     except (RequestFailed, KeyError, TypeError, ValueError) as exc:
-        detail = f"POST /tokenize unavailable ({exc})"
-        res.warnings.append("no /tokenize: the sibling-prefix control is checked as 'any hit'")
+        detail = f"POST {path} unavailable ({exc})"
+        res.warnings.append(f"no {path}: the sibling-prefix control is checked as 'any hit'")
     res.capabilities["tokenize"] = Capability(res.tokenize, False, detail)
 
 
@@ -275,18 +350,70 @@ def probe_server(
 
     `check_reset=False` skips trying POST /reset_prefix_cache in salt mode (a resume must keep the cache).
     `policy`: the run's retry policy (default RetryPolicy()), applied to every probe call."""
-    pr = _Probing(client, settings, policy or RetryPolicy())
-    name, ids, mml = _models(client, model, pr.policy)
-    res = ProbeResult(model=name, model_ids=ids, max_model_len=mml, top_logprobs=settings.top_logprobs)
+    policy = policy or RetryPolicy()
+    name, ids, mml, owned_by = _models(client, model, policy)
+    ident = identify(client, owned_by, policy)
+    kind = KINDS[ident.kind]
+    client.dialect, client.model_name = kind.dialect(ident.info), name
+    if kind.request_fields:
+        settings = replace(settings, server_fields={**kind.request_fields, **(settings.server_fields or {})})
+    pr = _Probing(client, settings, policy, kind)
+    cold_mode = kind.default_cold if cold_mode == "auto" else cold_mode
+    res = ProbeResult(
+        model=name, model_ids=ids, max_model_len=mml, top_logprobs=settings.top_logprobs,
+        server_kind=kind.name, server_label=kind.label, server_evidence=ident.evidence,
+        server_info=dict(ident.info), cold_mode=cold_mode, request_fields=dict(settings.server_fields or {}),
+    )  # fmt: skip
     res.capabilities["models"] = Capability(True, True, f"serves {name}")
-    try:
-        res.version = with_retries(client.version, pr.policy).result()
-    except RequestFailed:
+    res.version = ident.version
+    if res.version is None and kind.name in (VLLM, UNKNOWN):
         res.warnings.append("no /version: the server version is not recorded")
-    _metrics(client, res, pr.policy)
+    if kind.metrics == "vllm:":
+        _metrics(client, res, pr.policy)
+    else:
+        _other_metrics(client, res, kind, pr.policy)
+    _kind_facts(res, ident.info)
+    if cold_mode == COLD_EVICT and kind.default_cold != COLD_EVICT:
+        res.capabilities["cold_evict"] = Capability(
+            False, True, f"--cold evict suits a server that caches one sequence (llama-cpp-python), not {kind.label}",
+            "--cold salt or --cold reset (or --cold auto)",
+        )  # fmt: skip
     ordered = [m for m in ("chat", "raw") if m in modes] or ["chat"]
     _cache_checks(pr, res, _probe_row(ordered[0]), cold_mode, check_reset)
     for mode in ordered[1:]:
         _send_probe(pr, res, _probe_row(mode), _probe_salt())
     _tokenize_check(pr, res)
+    res.warnings += [n for n in kind.notes if n not in res.warnings]
+    res.cache_verification = "verified" if res.cached_tokens_reported else "unverified"
+    res.cold_method = cold_method(res, kind)
     return res
+
+
+def _kind_facts(res: ProbeResult, info: dict[str, Any]) -> None:
+    """What a kind's own endpoints said about its cache (SGLang's server args)."""
+    page = info.get("page_size")
+    if res.block_size is None and isinstance(page, int) and page > 0:
+        res.block_size = page
+    if info.get("disable_radix_cache") is True:
+        res.prefix_caching = False
+    elif "disable_radix_cache" in info and res.prefix_caching is None:
+        res.prefix_caching = True
+
+
+def cold_method(res: ProbeResult, kind: ServerKind) -> str:
+    """How cold requests miss the cache, in words, and whether the server's count verifies it."""
+    checked = (
+        f"verified by {kind.cached_tokens} (0 cached tokens)"
+        if res.cached_tokens_reported
+        else f"NOT verified ({kind.label} reports no cached-token count)"
+    )
+    if res.cold_mode == COLD_SALT:
+        return f"a fresh cache_salt per cold request; {checked}"
+    if res.cold_mode == COLD_RESET:
+        return f"a cache reset ({kind.reset or 'none offered'}) before each cold request; {checked}"
+    if kind.name == LLAMA_CPP_PYTHON:
+        return (
+            "an unrelated prompt (another first token) before each cold request, evicting the one sequence "
+            f"{kind.label} keeps cached; {checked}"
+        )
+    return f"an unrelated prompt before each cold request; {checked}"

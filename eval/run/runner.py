@@ -61,7 +61,6 @@ from eval.run.passes import (
     validate_passes,
 )
 from eval.run.probe import ProbeResult, probe_server
-from eval.serve.process import sigterm_as_interrupt
 from eval.run.scenarios.execute import run_scenario_unit, scenario_warnings
 from eval.run.scenarios.plan import (
     fetch_token_ids,
@@ -75,10 +74,12 @@ from eval.run.scenarios.settings import (
     scenario_settings,
     validate_scenarios,
 )
-from eval.terminal import printable
+from eval.serve.process import sigterm_as_interrupt
+from eval.terminal import echo_err, printable
 
 EXIT_INCOMPLETE = 3  # `lbeval run`: the run is not complete (interrupted, errors left, a file not written)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+COLD_MODES = ("auto", "salt", "reset", "evict")
 DEFAULT_PASSES = tuple(PASS_CHOICES)
 CLIENT_PACKAGES = ("openai", "httpx", "httpx2", "msgspec", "numpy", "tqdm")
 
@@ -100,7 +101,9 @@ class RunConfig:
     passes: tuple[str, ...] = DEFAULT_PASSES
     timing_reps: int = 5
     concurrency: int = 1
-    cold_mode: str = "salt"  # "salt": a fresh cache_salt per cold request; "reset": POST /reset_prefix_cache
+    # "salt": a fresh cache_salt per cold request; "reset": the server's cache reset before each; "evict": an
+    # unrelated prompt before each (llama-cpp-python, unverified); "auto": the server kind's (probe.cold_mode)
+    cold_mode: str = "salt"
     request: RequestSettings = field(default_factory=RequestSettings)
     stream_all: bool = False  # stream cold/warm/repeat too (TTFT everywhere; costs more client CPU)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -128,13 +131,32 @@ def _validate(config: RunConfig) -> None:
         raise ConfigError("--concurrency must be at least 1")
     if "timing" in config.passes and config.timing_reps < 1:
         raise ConfigError("--timing-reps must be at least 1 with the timing pass")
-    if config.cold_mode not in ("salt", "reset"):
-        raise ConfigError("--cold must be 'salt' or 'reset'")
-    if config.cold_mode == "reset" and config.concurrency != 1:
-        raise ConfigError("--cold reset needs --concurrency 1 (a reset would empty other requests' cache)")
+    if config.cold_mode not in COLD_MODES:
+        raise ConfigError(f"--cold must be one of {', '.join(COLD_MODES)}")
+    _validate_cold(config)
     if not 0 <= config.request.top_logprobs <= 20:
         raise ConfigError("--top-logprobs must be between 0 and 20")
-    validate_scenarios(config.scenarios, cold_mode=config.cold_mode)
+    validate_scenarios(config.scenarios, cold_mode="salt" if config.cold_mode == "auto" else config.cold_mode)
+
+
+def _validate_cold(config: RunConfig) -> None:
+    if config.cold_mode == "reset" and config.concurrency != 1:
+        raise ConfigError("--cold reset needs --concurrency 1 (a reset would empty other requests' cache)")
+    if config.cold_mode == "evict" and config.concurrency != 1:
+        raise ConfigError(
+            "--cold evict needs --concurrency 1 (the eviction prompt must come just before its cold)"
+        )
+
+
+def resolved_for_server(config: RunConfig, probe: ProbeResult) -> RunConfig:
+    """The run's configuration for the server the probe found: `--cold auto` resolved for its kind and the
+    request fields its kind needs (llama.cpp: repeat_penalty 1.0), both recorded in the manifest's settings."""
+    fields = dict(probe.request_fields) or None
+    out = replace(config, cold_mode=probe.cold_mode, request=replace(config.request, server_fields=fields))
+    if config.cold_mode == "auto":
+        _validate_cold(out)
+        validate_scenarios(out.scenarios, cold_mode=out.cold_mode)
+    return out
 
 
 def _api_key(config: RunConfig) -> str | None:
@@ -166,6 +188,8 @@ def run_settings(config: RunConfig) -> dict[str, Any]:
         "endpoints": {"chat": "/v1/chat/completions", "raw": "/v1/completions"},
         **scenario_settings(config.scenarios),  # {} without scenarios beyond cache
     }
+    if req.server_fields:  # what the server kind needs (eval/run/server_kinds.py); absent for vLLM
+        settings["server_fields"] = dict(req.server_fields)
     normalized: dict[str, Any] = json.loads(json.dumps(settings))  # as it reads back from the manifest
     return normalized
 
@@ -358,6 +382,8 @@ def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> tuple[Session
         check_reset=not resuming,
     )  # fmt: skip
     probe.require()
+    config = resolved_for_server(config, probe)
+    announce_server(probe)
     config = replace(config, scenarios=resolve_budget(config.scenarios, client))
     cot_rows = frozenset(i for i, r in enumerate(rows) if r.answer_template is not None)  # LongBench v2 CoT
     units = (
@@ -378,6 +404,19 @@ def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> tuple[Session
     todo = _todo(units, rows, records, same_server)
     session = Session(config, run_dir, manifest, rows, units, todo, records, torn)
     return session, probe
+
+
+def announce_server(probe: ProbeResult) -> None:
+    """One stderr line, before any pass, when the server is not vLLM or its cache state cannot be verified
+    (the manifest's warnings say it again at the end)."""
+    if probe.server_kind == "vllm" and probe.cache_verification == "verified":
+        return
+    version = f" {probe.version}" if probe.version else ""
+    state = "verified" if probe.cache_verification == "verified" else "UNVERIFIED (no cached-token count)"
+    echo_err(
+        f"lbeval run: server: {probe.server_label}{version} ({probe.server_evidence}); cache state {state}; "
+        f"cold: {probe.cold_method}"
+    )
 
 
 def _stats(session: Session, counters: dict[str, int]) -> dict[str, Any]:
@@ -520,7 +559,7 @@ def _context(
         run_id=session.manifest.run_id,
         variant=config.variant,
         cold_mode=config.cold_mode,
-        facts=CacheFacts(probe.prefix_caching, probe.block_size),
+        facts=CacheFacts(probe.prefix_caching, probe.block_size, reported=probe.cached_tokens_reported),
         policy=config.retry,
         per_request_metrics=probe.metrics and config.concurrency == 1,
         tokenize=probe.tokenize,
