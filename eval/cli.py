@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "datasets": "datasets",
     "prepare": "prepare",
     "run": "run",
+    "ab": "ab",
     "serve": "serve",
     "score": "score",
     "compare": "compare",

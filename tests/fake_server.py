@@ -234,6 +234,7 @@ class FakeServer:
         self.version = version
         self.output_prefix = output_prefix  # put before every generated text (hostile-output tests)
         self.faults: list[Fault] = []
+        self.slowdown = 1.0  # multiplies the prefill time /metrics reports (drift tests)
         self.batch_effect: BatchEffect | None = None
         self.prefix_effect: PrefixEffect | None = None
         self.stop_effect: StopEffect | None = None
@@ -471,7 +472,7 @@ class FakeServer:
                 st.prompt_tokens += prompt_tokens
                 st.generation_tokens += completion
                 st.success += 1
-                prefill = 1e-4 + (prompt_tokens - cached) * 1e-5
+                prefill = (1e-4 + (prompt_tokens - cached) * 1e-5) * self.slowdown
                 values = (prefill, 2e-4, prefill + 3e-4, prefill + 3e-4 + completion * 1e-4)
                 for name, value in zip(HISTOGRAMS, values, strict=True):
                     st.hist.setdefault(name, Histogram()).observe(value)

@@ -5,6 +5,7 @@ Layout (the only place these names are defined):
     runs/<variant>/<run_id>/records.jsonl   one record per line (eval.records.codec), appended, flushed and
                                             fsync'd per record
     runs/<variant>/<run_id>/servers.jsonl   one line per session whose server lbeval started (redacted)
+    runs/<variant>/<run_id>/ab_pairs.jsonl  `lbeval ab` only: one line per interleaved pair (eval.records.pairing)
     runs/<variant>/<run_id>/.lock           the writer's lock (fcntl.flock, held for a whole `lbeval run`
                                             session; holds the writer's pid, host and start time)
     runs/<variant>/LATEST                   the run id of the variant's last run (written after each run)
@@ -45,6 +46,7 @@ from eval.redact import redact_data
 
 MANIFEST_NAME = "manifest.json"
 RECORDS_NAME = "records.jsonl"
+PAIRS_NAME = "ab_pairs.jsonl"  # lbeval ab: the pairing of two runs (eval/records/pairing.py)
 LATEST_NAME = "LATEST"
 SERVERS_LOG = "servers.jsonl"  # one line per session whose server lbeval started
 LOCK_NAME = ".lock"  # the writer's lock (see run_lock)
