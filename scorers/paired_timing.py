@@ -340,6 +340,14 @@ def mann_kendall(x: ArrayLike, y: ArrayLike) -> MannKendall:
     return MannKendall(n, s, var_s, z, min(1.0, 2.0 * _normal_sf(abs(z))), s / denominator)
 
 
+def _pct_over(slope: float, seconds: float) -> float:
+    """100 (exp(slope * seconds) - 1); inf when that overflows (a steep slope over a short session)."""
+    try:
+        return 100.0 * math.expm1(slope * seconds)
+    except OverflowError:
+        return math.inf
+
+
 def log_trend(
     times_s: ArrayLike, log_values: ArrayLike, *, alpha: float = 0.01, min_pct_per_hour: float = 5.0
 ) -> Trend:
@@ -350,12 +358,12 @@ def log_trend(
         raise ValueError("min_pct_per_hour must be >= 0")
     slope = theil_sen_slope(times_s, log_values)
     test = mann_kendall(times_s, log_values)
-    per_hour = 100.0 * math.expm1(slope * 3600.0)
+    per_hour = _pct_over(slope, 3600.0)
     drift = test.p_value < alpha and abs(per_hour) >= min_pct_per_hour
     return Trend(
         n=test.n,
         slope_log_per_second=slope,
-        pct_per_minute=100.0 * math.expm1(slope * 60.0),
+        pct_per_minute=_pct_over(slope, 60.0),
         pct_per_hour=per_hour,
         test=test,
         verdict="drift" if drift else "no_drift",

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from eval.analyze.paired import PairedTiming, interleaved_timing
 from eval.analyze.pairs import Divergence, Pair, PairStats, as_generation, collect_pairs, pair_stats
 from eval.analyze.score import ScoredRun
 from eval.analyze.timing import TIMING_MEASURES, timing_values
@@ -220,10 +221,13 @@ class Comparison:
     cross: list[CrossCold]
     warm_changes: dict[str, Change | None]  # dataset -> warm score change (points)
     timing_changes: dict[str, Change | None]  # measure -> relative change (%)
-    execution: str  # "sequential" | "overlapping" | "unknown"
+    execution: str  # "sequential" | "overlapping" | "unknown" | "interleaved" (lbeval ab)
     warnings: list[str] = field(default_factory=list)
     cross_agreement: dict[str, PairStats | None] = field(default_factory=dict)  # see CROSS_KINDS
     start_gap_s: float | None = None  # seconds between the two runs' starts (None: a start time unknown)
+    # both runs from one `lbeval ab` session (execution "interleaved"): timing_changes are then the paired-in-time
+    # figures (eval/analyze/paired.py) and this holds them with the sequential-style figure and the drift check
+    paired: PairedTiming | None = None
 
     @property
     def name(self) -> str:
@@ -259,6 +263,29 @@ def comparison_warnings(
     return warnings
 
 
+def paired_warnings(paired: PairedTiming) -> list[str]:
+    """The interleaved session's left-out pairs and drift, in words."""
+    out = []
+    if paired.incomplete:
+        out.append(
+            f"interleaved A/B: {paired.incomplete} of {paired.pairs} pairs incomplete (left out of the paired timing)"
+        )
+    if paired.rerun:
+        out.append(
+            f"interleaved A/B: {paired.rerun} pair(s) re-run on one side only after a resume (not adjacent, left out)"
+        )
+    for m in paired.drifting:
+        out.append(f"interleaved A/B: timing drift in {m}: {paired.measures[m].reading}")
+    return out
+
+
+def _paired_change(paired: PairedTiming, measure: str) -> Change | None:
+    ch = paired.measures[measure].paired
+    if ch is None:
+        return None
+    return Change(ch.estimate, ch.ci_low, ch.ci_high, ch.n_inputs, ch.resamples, ch.seed)
+
+
 def compare(
     base: ScoredRun, variant: ScoredRun, *, allow_mismatch: bool = False, seed: int = BOOTSTRAP_SEED
 ) -> Comparison:
@@ -267,6 +294,13 @@ def compare(
     if mismatches and not allow_mismatch:
         raise MismatchError(mismatches)
     execution = execution_order(base, variant)
+    paired = interleaved_timing(base, variant, seed, BOOTSTRAP_RESAMPLES)
+    timing_changes = {m: timing_change(base, variant, m, seed) for m in TIMING_MEASURES}
+    warnings = comparison_warnings(base, variant, mismatches, "interleaved" if paired else execution)
+    if paired is not None:  # one lbeval ab session: the per-pair figures of adjacent requests
+        execution = "interleaved"
+        timing_changes = {m: _paired_change(paired, m) for m in TIMING_MEASURES}
+        warnings += paired_warnings(paired)
     return Comparison(
         base=base,
         variant=variant,
@@ -275,11 +309,12 @@ def compare(
         seed=seed,
         cross=cross_cold(base, variant),
         warm_changes={ds: warm_score_change(base, variant, ds, seed) for ds in base.scores.datasets},
-        timing_changes={m: timing_change(base, variant, m, seed) for m in TIMING_MEASURES},
+        timing_changes=timing_changes,
         execution=execution,
-        warnings=comparison_warnings(base, variant, mismatches, execution),
+        warnings=warnings,
         cross_agreement=cross_agreement(base, variant),
         start_gap_s=start_gap_seconds(base, variant),
+        paired=paired,
     )
 
 

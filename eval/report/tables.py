@@ -16,6 +16,7 @@ from eval.analyze.score import RunScores
 from eval.analyze.verification import CacheVerification
 from eval.report.attribution import attribution_table
 from eval.report.cells import Cell, Flag, Frac, Interval, Ints, Num, Row, Sci, Table, Text
+from eval.report.paired import paired_timing_table
 from eval.report.v2 import v2_compare_table
 
 MAX_POSITIONS_SHOWN = 12
@@ -24,6 +25,9 @@ MAX_POSITIONS_SHOWN = 12
 def build_tables(c: Comparison) -> list[Table]:
     tables = [accuracy_table(c), agreement_table(c), cross_table(c), timing_table(c), cache_table(c)]
     v2 = v2_compare_table(c)  # LongBench v2 inputs: both denominators, by difficulty and length
+    paired = paired_timing_table(c)  # lbeval ab: the interleaved figures beside the sequential-style ones
+    if paired is not None:
+        tables.insert(tables.index(next(t for t in tables if t.id == "timing")) + 1, paired)
     return [*tables[:1], *([v2] if v2 is not None else []), *tables[1:], attribution_table(c)]
 
 
@@ -395,6 +399,12 @@ def timing_reading(c: Comparison) -> str:
     if ch is None:
         return "No paired timing data: the timing change cannot be estimated."
     measured = f"{ch.estimate:+.1f}%, 95% CI {ch.low:+.1f}% to {ch.high:+.1f}%, over {ch.n_inputs} inputs"
+    if c.execution == "interleaved":
+        drift = " Drift was flagged: see the warnings." if c.paired and c.paired.drifting else ""
+        return (
+            f"{_attributed_reading(c, ch, what)} Interleaved A/B (one lbeval ab session): the figure is paired "
+            f"in time (adjacent requests), so it is free of machine drift up to the pairing.{drift}"
+        )
     if c.execution == "overlapping":
         return (
             f"Base and variant ran at the same time and competed for the machine: the {what} change below "
@@ -443,7 +453,12 @@ def timing_note(c: Comparison) -> str:
         "all repetitions of an input kept together): it covers how much the change varies from input to "
         "input, not machine drift. "
     )
-    if c.execution == "sequential":
+    if c.execution == "interleaved":
+        note += (
+            "The runs come from one interleaved lbeval ab session: the change is the paired-in-time figure of "
+            "adjacent requests (see the interleaved A/B table), so slow machine drift cancels in each pair. "
+        )
+    elif c.execution == "sequential":
         note += (
             f"The runs were executed sequentially (base {a.started_at} to {a.ended_at}, variant "
             f"{b.started_at} to {b.ended_at}), so anything that made the machine slower or busier during "

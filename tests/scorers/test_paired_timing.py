@@ -253,3 +253,11 @@ def test_log_trend_rejects_bad_parameters(alpha: float, minimum: float) -> None:
 def test_drift_check_rejects_bad_timings() -> None:
     with pytest.raises(ValueError, match=r"b\[1\]"):
         drift_check([0, 1], [1.0, 1.0], [1.0, math.nan])
+
+
+def test_log_trend_steep_slope_over_short_session_is_inf_not_overflow() -> None:
+    # a slowdown of x1.25 every 0.1 s: the hourly change exp(slope * 3600) - 1 overflows a float
+    times = [0.1 * k for k in range(12)]
+    trend = log_trend(times, [k * math.log(1.25) for k in range(12)])
+    assert trend.pct_per_hour == math.inf and trend.verdict == "drift"
+    assert math.isclose(trend.pct_per_minute, 100 * math.expm1(math.log(1.25) * 600), rel_tol=1e-9)

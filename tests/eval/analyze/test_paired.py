@@ -1,0 +1,120 @@
+"""Paired-in-time timing of an `lbeval ab` session (eval/analyze/paired.py) in compare and the report, against
+values computed here from the records and the pairing, with fake servers whose speed drifts during the session."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+from eval.analyze.compare import compare
+from eval.analyze.score import score_run
+from eval.records.pairing import last_pairs, read_pairs
+from eval.records.run_folder import RECORDS_NAME, scan_records
+from eval.report.tables import build_tables
+from eval.report.write import write_reports
+from eval.run.ab import AbConfig, execute_ab
+from eval.run.runner import execute_run
+from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.fake_server import FakeServer, Fault
+
+GROWTH = 1.25  # both servers slow down by this factor after every pair (or every unit, sequentially)
+
+
+def _config(a: FakeServer, b: FakeServer, tmp_path: Path) -> AbConfig:
+    rows = [make_row(i, words=60 + 20 * i) for i in range(6)]
+    inputs = write_rows(tmp_path / "inputs.jsonl", rows)
+    ca = config_for(a, inputs, tmp_path / "runs", variant="base", passes=("timing",), timing_reps=2)
+    return AbConfig(ca, replace(ca, variant="var", base_url=b.base_url), seed=11)
+
+
+def _prefill_by_hand(da: Path, db: Path) -> tuple[list[str], list[float], list[float]]:
+    """cold prefill (ms) of each adjacent timing pair, read straight from the records by the pair's seqs."""
+    recs = {d: {r.seq: r for r in scan_records(d / RECORDS_NAME).records} for d in (da, db)}
+    ids, a, b = [], [], []
+    for p in last_pairs(read_pairs(da)).values():
+        if not p.adjacent:
+            continue
+        ra = next(recs[da][s] for s in p.a.seqs if recs[da][s].pass_name == "timing_cold")
+        rb = next(recs[db][s] for s in p.b.seqs if recs[db][s].pass_name == "timing_cold")
+        ids.append(p.example_id)
+        a.append(1000.0 * (ra.server_metrics or {})["prefill_time_s"])
+        b.append(1000.0 * (rb.server_metrics or {})["prefill_time_s"])
+    return ids, a, b
+
+
+def test_drifting_machine_paired_ci_covers_zero_sequential_does_not(tmp_path: Path) -> None:
+    with FakeServer() as a, FakeServer() as b:
+
+        def slow_down(side: str, _unit: tuple[int, str, int]) -> None:
+            count[side] = count.get(side, 0) + 1
+            if sum(count.values()) % 2 == 0:  # after each pair: the machine gets slower for both
+                a.slowdown *= GROWTH
+                b.slowdown *= GROWTH
+
+        count: dict[str, int] = {}
+        config = _config(a, b, tmp_path)
+        da, db = execute_ab(config, between=slow_down)
+
+        # the same drift with sequential runs: all of base, then all of variant
+        a.slowdown = b.slowdown = 1.0
+
+        def grow(rec: object) -> None:
+            if getattr(rec, "pass_name", "") == "timing_warm":
+                a.slowdown *= GROWTH
+                b.slowdown *= GROWTH
+
+        sa = execute_run(replace(config.a, run_id="seq"), on_record=grow)
+        sb = execute_run(replace(config.b, run_id="seq"), on_record=grow)
+
+    c = compare(score_run(da), score_run(db))
+    assert c.execution == "interleaved" and c.paired is not None
+    pm = c.paired.measures["cold_prefill_ms"]
+    assert pm.paired is not None and pm.sequential_style is not None and pm.drift is not None
+    # independently: the geometric mean of the per-pair ratios, the medians' ratio, the pairs counted
+    ids, va, vb = _prefill_by_hand(da, db)
+    assert pm.n_pairs == len(ids) == 12 and pm.left_out == 0
+    mean_log = statistics.fmean(math.log(y / x) for x, y in zip(va, vb, strict=True))
+    assert math.isclose(pm.paired.estimate, 100 * math.expm1(mean_log), abs_tol=1e-9)
+    assert math.isclose(
+        pm.sequential_style.estimate, 100 * (statistics.median(vb) / statistics.median(va) - 1), abs_tol=1e-9
+    )
+    assert pm.paired.ci_low <= 0.0 <= pm.paired.ci_high and abs(pm.paired.estimate) < 1.0
+    assert c.timing_changes["cold_prefill_ms"] is not None
+    assert (
+        c.timing_changes["cold_prefill_ms"].estimate == pm.paired.estimate
+    )  # compare's figure is the paired one
+    # each server's own times drift (the machine), the paired ratio does not; the session is flagged
+    assert (
+        pm.drift.a.verdict == "drift"
+        and pm.drift.b.verdict == "drift"
+        and pm.drift.paired.verdict == "no_drift"
+    )
+    assert "pairing cancels it" in pm.reading
+    assert any("timing drift in cold_prefill_ms" in w for w in c.warnings)
+    assert not any("overlapped in time" in w for w in c.warnings)
+    tables = {t.id: t for t in build_tables(c)}
+    assert (
+        "Interleaved A/B" in tables["timing"].reading and "free of machine drift" in tables["timing"].reading
+    )
+    assert "paired_timing" in tables and "drift flagged" in tables["paired_timing"].reading
+    md, summary, html = write_reports(c, tmp_path / "report")
+    assert "Interleaved A/B timing" in md.read_text() and "Interleaved A/B timing" in html.read_text()
+    assert "paired_timing" in summary.read_text()
+
+    seq = compare(score_run(sa), score_run(sb))
+    ch = seq.timing_changes["cold_prefill_ms"]
+    assert seq.execution == "sequential" and seq.paired is None and ch is not None
+    assert ch.low > 0.0  # the sequential figure's CI excludes 0: drift taken for a regression
+
+
+def test_incomplete_pairs_are_left_out_and_counted(tmp_path: Path) -> None:
+    with FakeServer() as a, FakeServer() as b:
+        b.add_fault(Fault("5xx", match="Example ex2:", times=-1))
+        da, db = execute_ab(_config(a, b, tmp_path))
+    c = compare(score_run(da), score_run(db))
+    assert c.paired is not None and c.paired.incomplete == 2 and c.paired.pairs == 12
+    assert c.paired.measures["cold_prefill_ms"].n_pairs == 10
+    assert c.paired.measures["cold_prefill_ms"].left_out == 2
+    assert any("2 of 12 pairs incomplete" in w for w in c.warnings)
