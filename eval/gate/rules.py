@@ -168,6 +168,10 @@ def rule_warm_prefill_change(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
         )
     if not (c.base.scores.timing.valid and c.variant.scores.timing.valid):
         return RuleResult(name, NO_DATA, "timing flagged invalid (concurrency or invalid samples)", threshold)
+    paired = c.paired.measures.get("warm_prefill_ms") if c.paired is not None else None  # lbeval ab runs
+    if paired is not None and paired.drift is not None and paired.drift.paired.verdict == "drift":
+        why = f"the paired change drifted during the interleaved session ({paired.reading})"
+        return RuleResult(name, NO_DATA, why, threshold)
     measured = f"{ch.estimate:+.1f}% [95% CI {ch.low:+.1f}%, {ch.high:+.1f}%] over {ch.n_inputs} inputs"
     ok = ch.high <= limit
     rows = (RowRef(TIMING, "warm_prefill_ms", not ok),)

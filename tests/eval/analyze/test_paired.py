@@ -10,6 +10,7 @@ from pathlib import Path
 
 from eval.analyze.compare import compare
 from eval.analyze.score import score_run
+from eval.gate.rules import NO_DATA, rule_warm_prefill_change
 from eval.records.pairing import last_pairs, read_pairs
 from eval.records.run_folder import RECORDS_NAME, scan_records
 from eval.report.tables import build_tables
@@ -118,3 +119,23 @@ def test_incomplete_pairs_are_left_out_and_counted(tmp_path: Path) -> None:
     assert c.paired.measures["cold_prefill_ms"].n_pairs == 10
     assert c.paired.measures["cold_prefill_ms"].left_out == 2
     assert any("2 of 12 pairs incomplete" in w for w in c.warnings)
+
+
+def test_paired_drift_flags_the_session_and_the_timing_rule_gives_no_verdict(tmp_path: Path) -> None:
+    with FakeServer() as a, FakeServer() as b:
+        calls: list[str] = []
+
+        def variant_slows(side: str, _unit: tuple[int, str, int]) -> None:
+            calls.append(side)
+            if len(calls) % 2 == 0:  # after each pair only the variant gets slower: the change itself moves
+                b.slowdown *= GROWTH
+
+        da, db = execute_ab(_config(a, b, tmp_path), between=variant_slows)
+    c = compare(score_run(da), score_run(db))
+    assert c.paired is not None
+    pm = c.paired.measures["warm_prefill_ms"]
+    assert pm.drift is not None and pm.drift.paired.verdict == "drift" and pm.drift.a.verdict == "no_drift"
+    assert "the change itself moved during the session" in pm.reading
+    assert any("timing drift in warm_prefill_ms" in w for w in c.warnings)
+    result = rule_warm_prefill_change(c, {"max_change_pct": 5.0})
+    assert result.status == NO_DATA and "drifted during the interleaved session" in result.measured
