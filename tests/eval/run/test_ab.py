@@ -120,3 +120,7 @@ def test_aa_one_server_both_sides_via_cli(tmp_path: Path, capsys: pytest.Capture
     da, db = (Path(line) for line in capsys.readouterr().out.split())
     assert da.parent == db.parent and da.name.endswith("-a") and db.name.endswith("-b")
     assert all(p.adjacent for p in read_pairs(da)) and len(read_pairs(db)) == 4
+    # compare reads the two A/A runs unchanged, with the paired-in-time figures
+    assert main(["compare", str(da), str(db), "--out", str(tmp_path / "cmp")]) == 0
+    report = (tmp_path / "cmp" / "report.md").read_text()
+    assert "Interleaved A/B timing" in report and "Interleaved A/B (one lbeval ab session)" in report
