@@ -74,11 +74,16 @@ class PairedTiming:
 
 
 def session_pairs(base: ScoredRun, variant: ScoredRun) -> list[PairRecord] | None:
-    """The session's pairs when both runs carry the same pairing (same ab id, same lines), else None."""
+    """The session's pairs when both runs carry the same pairing (same ab id, same lines), else None; side a
+    is the base run (the pairs are turned round when the session's side a is the variant)."""
     pa, pb = read_pairs(base.loaded.run_dir), read_pairs(variant.loaded.run_dir)
     if not pa or pa != pb:
         return None
-    return list(last_pairs(pa).values())
+    pairs = list(last_pairs(pa).values())
+    names = tuple(f"{r.loaded.manifest.variant}/{r.loaded.manifest.run_id}" for r in (base, variant))
+    if pairs[0].runs == (names[1], names[0]):  # compared the other way round: the variant was side a
+        pairs = [p.swapped() for p in pairs]
+    return pairs
 
 
 def paired_values(base: ScoredRun, variant: ScoredRun, pairs: list[PairRecord], measure: str) -> PairedValues:

@@ -11,7 +11,8 @@ One JSON line per pair, appended and fsync'd after the pair ran (a torn last lin
                                          from an earlier session and was not sent again)
      "rerun": null | "a" | "b",          a resume re-ran only this side (the other's records are older):
                                          the pair is not adjacent in time
-     "complete": bool}                  both sides complete in this pair
+     "complete": bool,                  both sides complete in this pair
+     "runs": ["<variant>/<run_id>" of side a, of side b]}
 
 A unit can have several lines (a pair re-run after a fault or an interrupt); the last one counts (`last_pairs`).
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +53,19 @@ class PairRecord:
     b: PairSide
     rerun: str | None
     complete: bool
+    runs: tuple[str, str] = ("", "")  # "<variant>/<run_id>" of side a and of side b
 
     @property
     def unit(self) -> tuple[str, str, str, int]:
         return (self.dataset, self.example_id, self.kind, self.repetition)
+
+    def swapped(self) -> PairRecord:
+        """The same pair seen from the other side (b as a): for a comparison given the runs the other way round."""
+        order = "BA" if self.order == "AB" else "AB"
+        runs = (self.runs[1], self.runs[0])
+        return replace(
+            self, a=self.b, b=self.a, order=order, runs=runs, rerun={"a": "b", "b": "a"}.get(self.rerun or "")
+        )
 
     @property
     def adjacent(self) -> bool:
@@ -110,6 +120,7 @@ def pair_from_dict(obj: dict[str, Any]) -> PairRecord:
         b=_side(obj["b"]),
         rerun=obj.get("rerun"),
         complete=bool(obj["complete"]),
+        runs=(str(obj.get("runs", ["", ""])[0]), str(obj.get("runs", ["", ""])[1])),
     )
 
 

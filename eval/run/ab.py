@@ -165,6 +165,10 @@ def _done(session: Session) -> Counter[str]:
     return Counter(choice_of(r.pass_name) for r in select_final(session.slim).final.values())
 
 
+def _run_name(session: Session) -> str:
+    return f"{session.manifest.variant}/{session.manifest.run_id}"
+
+
 def _ab_id(run_dir: Path) -> str:
     pairs = read_pairs(run_dir)
     return pairs[0].ab_id if pairs else secrets.token_hex(6)
@@ -227,8 +231,10 @@ def _pairs(
         row = rows[unit.row_index]
         rerun = pending[0].name if len(pending) == 1 else None
         complete = result["a"].complete and result["b"].complete
+        runs = (_run_name(a.session), _run_name(b.session))
         pair = PairRecord(
-            ab_id, row.dataset, row.id, unit.kind, unit.repetition, order, result["a"], result["b"], rerun, complete
+            ab_id, row.dataset, row.id, unit.kind, unit.repetition, order, result["a"], result["b"], rerun, complete,
+            runs,
         )  # fmt: skip
         for side in (a, b):
             append_pair(side.session.run_dir, pair)

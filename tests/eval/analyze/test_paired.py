@@ -82,6 +82,12 @@ def test_drifting_machine_paired_ci_covers_zero_sequential_does_not(tmp_path: Pa
         pm.sequential_style.estimate, 100 * (statistics.median(vb) / statistics.median(va) - 1), abs_tol=1e-9
     )
     assert pm.paired.ci_low <= 0.0 <= pm.paired.ci_high and abs(pm.paired.estimate) < 1.0
+    # compared the other way round, the pairs are turned round too (side a is always the base given)
+    back = compare(score_run(db), score_run(da))
+    assert back.paired is not None and back.execution == "interleaved"
+    assert back.paired.measures["cold_prefill_ms"].n_pairs == 12
+    pm_back = back.paired.measures["cold_prefill_ms"].paired
+    assert pm_back is not None and math.isclose(pm_back.estimate, 100 * math.expm1(-mean_log), abs_tol=1e-9)
     assert c.timing_changes["cold_prefill_ms"] is not None
     assert (
         c.timing_changes["cold_prefill_ms"].estimate == pm.paired.estimate
