@@ -103,3 +103,11 @@ def run(args: argparse.Namespace) -> int:
     for run_dir in dirs:
         echo(run_dir)
     return 0 if complete else EXIT_INCOMPLETE
+
+
+def interrupted(args: argparse.Namespace) -> list[str]:
+    """After Ctrl-C or SIGTERM (eval.cli prints these lines): how to resume both runs."""
+    return [
+        f"re-run the same lbeval ab command to resume both runs under {args.out}/ (complete pairs are kept; "
+        "a pair left with one side done is re-run on the other side and marked rerun)"
+    ]

@@ -326,9 +326,7 @@ def test_cross_variant_logprob_drift_with_same_tokens(tmp_path: Path) -> None:
     rows = {r["key"]: r["cells"] for r in summary["tables"]["cross"]["rows"]}
     assert rows["cross_cold_max_delta"]["base vs variant"] == 1e-05  # as shown: 3 significant digits
     assert rows["cross_cold_text"]["base vs variant"] == {"k": 6, "n": 6}
-    assert (
-        "| base cold vs variant cold: max \\|top-k logprob delta\\| | 1e-05 |" in md_path.read_text()
-    )
+    assert "| base cold vs variant cold: max \\|top-k logprob delta\\| | 1e-05 |" in md_path.read_text()
 
 
 def test_cross_variant_token_divergence_positions(tmp_path: Path) -> None:

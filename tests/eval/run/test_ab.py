@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main
+from eval.commands.ab import interrupted
 from eval.records.final import select_final
 from eval.records.pairing import last_pairs, read_pairs
 from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
@@ -124,3 +126,8 @@ def test_aa_one_server_both_sides_via_cli(tmp_path: Path, capsys: pytest.Capture
     assert main(["compare", str(da), str(db), "--out", str(tmp_path / "cmp")]) == 0
     report = (tmp_path / "cmp" / "report.md").read_text()
     assert "Interleaved A/B timing" in report and "Interleaved A/B (one lbeval ab session)" in report
+
+
+def test_interrupt_lines_say_how_to_resume() -> None:
+    lines = interrupted(argparse.Namespace(out=Path("runs")))
+    assert len(lines) == 1 and "re-run the same lbeval ab command to resume both runs under runs/" in lines[0]
