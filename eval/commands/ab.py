@@ -46,7 +46,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=int, help="replace every example's output limit (smoke runs)")
     p.add_argument("--model", help="served model id (default: the first one /v1/models lists)")
     p.add_argument("--run-id", help="run directory name of both sides (default ab-<inputs hash>[-a|-b])")
-    p.add_argument("--quiet", action="store_true", help="accepted for symmetry with lbeval run")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (CI logs)")
 
 
 def _side_config(args: argparse.Namespace, variant: str, url: str, model: str | None) -> RunConfig:
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
             same = args.base == args.variant
             a = replace(a, run_id=args.run_id + ("-a" if same else ""))
             b = replace(b, run_id=args.run_id + ("-b" if same else ""))
-        dirs = execute_ab(AbConfig(a, b, args.seed), servers=(servers[0], servers[1]))
+        dirs = execute_ab(AbConfig(a, b, args.seed, args.quiet), servers=(servers[0], servers[1]))
     complete = True
     for side, run_dir in zip("AB", dirs, strict=True):
         manifest = read_manifest(run_dir)

@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import random
 import secrets
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+from tqdm import tqdm
 
 from eval.atomic import WriteFailed
 from eval.errors import ConfigError, LbevalError
@@ -62,6 +65,7 @@ class AbConfig:
     a: RunConfig
     b: RunConfig
     seed: int = 0
+    quiet: bool = False  # no progress bar over the pairs
 
 
 def ab_run_ids(config: AbConfig, sha: str) -> tuple[str, str]:
@@ -205,37 +209,63 @@ def _pairs(
 ) -> dict[str, bool]:
     orders = pair_orders(a.session.units, config.seed)
     ab_id = _ab_id(a.session.run_dir)
-    rows = a.session.rows
     ok = {"a": True, "b": True}
-    for unit in a.session.units:
-        uid = (unit.row_index, unit.kind, unit.repetition)
-        pending = [s for s in (a, b) if uid in s.todo]
-        if not pending:
-            continue
-        order = orders[uid]
-        result: dict[str, PairSide] = {}
-        for side in (a, b) if order == "AB" else (b, a):
-            if side not in pending:
-                result[side.name] = PairSide(ran=False, complete=True)
-                continue
-            _, gs, index = side.todo[uid]
-            side.seqs.clear()
-            start = time.time()
-            done = run_unit(side.ctx, rows[unit.row_index], unit, gs, index)
-            result[side.name] = PairSide(True, done, list(side.seqs), start, time.time())
-            ok[side.name] = ok[side.name] and done
-            if side.ctx.stop.is_set():
+    left = sum(
+        1 for u in a.session.units if any((u.row_index, u.kind, u.repetition) in s.todo for s in (a, b))
+    )
+    bar = tqdm(
+        total=len(a.session.units), initial=len(a.session.units) - left, desc="pairs   ", disable=config.quiet,
+        file=sys.stderr, dynamic_ncols=True,
+    )  # fmt: skip
+    with bar:
+        for unit in a.session.units:
+            if not any((unit.row_index, unit.kind, unit.repetition) in s.todo for s in (a, b)):
+                continue  # complete on both sides (an earlier session)
+            if not _pair(a, b, unit, orders, ab_id, ok, between):
                 return {"a": False, "b": False}
-            if between is not None:
-                between(side.name, uid)
-        row = rows[unit.row_index]
-        rerun = pending[0].name if len(pending) == 1 else None
-        complete = result["a"].complete and result["b"].complete
-        runs = (_run_name(a.session), _run_name(b.session))
-        pair = PairRecord(
-            ab_id, row.dataset, row.id, unit.kind, unit.repetition, order, result["a"], result["b"], rerun, complete,
-            runs,
-        )  # fmt: skip
-        for side in (a, b):
-            append_pair(side.session.run_dir, pair)
+            bar.update(1)
     return ok
+
+
+def _pair(
+    a: _Side,
+    b: _Side,
+    unit: Unit,
+    orders: dict[UnitId, str],
+    ab_id: str,
+    ok: dict[str, bool],
+    between: Callable[[str, UnitId], None] | None,
+) -> bool:
+    """Run one unit's pair (the pending sides, in the pair's order) and append its line; False on a stop."""
+    rows = a.session.rows
+    uid = (unit.row_index, unit.kind, unit.repetition)
+    pending = [s for s in (a, b) if uid in s.todo]
+    if not pending:
+        return True
+    order = orders[uid]
+    result: dict[str, PairSide] = {}
+    for side in (a, b) if order == "AB" else (b, a):
+        if side not in pending:
+            result[side.name] = PairSide(ran=False, complete=True)
+            continue
+        _, gs, index = side.todo[uid]
+        side.seqs.clear()
+        start = time.time()
+        done = run_unit(side.ctx, rows[unit.row_index], unit, gs, index)
+        result[side.name] = PairSide(True, done, list(side.seqs), start, time.time())
+        ok[side.name] = ok[side.name] and done
+        if side.ctx.stop.is_set():
+            return False
+        if between is not None:
+            between(side.name, uid)
+    row = rows[unit.row_index]
+    rerun = pending[0].name if len(pending) == 1 else None
+    complete = result["a"].complete and result["b"].complete
+    runs = (_run_name(a.session), _run_name(b.session))
+    pair = PairRecord(
+        ab_id, row.dataset, row.id, unit.kind, unit.repetition, order, result["a"], result["b"], rerun, complete,
+        runs,
+    )  # fmt: skip
+    for side in (a, b):
+        append_pair(side.session.run_dir, pair)
+    return True
