@@ -6,8 +6,9 @@ Every unit of the plan (eval/run/passes.plan_units: main cold -> warm -> repeat 
 timing_cold r -> timing_warm r) is a pair: the unit on one side, then the same unit on the other, the two
 adjacent in time; a unit is never split (each server's own cold -> warm stays back to back). The order of a
 pair is drawn per input in blocks of two by a local generator seeded with `seed`: pair 2j of an input is AB or
-BA at random, pair 2j+1 the opposite (randomized ABBA), so each input's pairs are balanced up to one. The order
-depends only on the seed and the plan, never on what is left to run.
+BA at random, pair 2j+1 the opposite (randomized ABBA), so each input's pairs are balanced up to one; the inputs
+run in a seeded random order (`session_order`), each input's units in plan order. Both depend only on the seed
+and the plan, never on what is left to run.
 
 Both runs are written exactly as `lbeval run` writes them (the runner's probe, manifest, sessions, record
 writer and resume), under both run locks; each run folder also gets the pairing (eval/records/pairing.py).
@@ -89,6 +90,16 @@ def pair_orders(units: list[Unit], seed: int) -> dict[UnitId, str]:
         last[unit.row_index] = k
         out[(unit.row_index, unit.kind, unit.repetition)] = ORDERS[k]
     return out
+
+
+def session_order(units: list[Unit], seed: int) -> list[Unit]:
+    """The units in the session's send order: the inputs in an order shuffled by a generator seeded with
+    `seed + 1` (so input length is not confounded with session time in the drift check), each input's units in
+    plan order (main, then timing 0..R-1)."""
+    rows = sorted({u.row_index for u in units})
+    random.Random(seed + 1).shuffle(rows)
+    rank = {row: k for k, row in enumerate(rows)}
+    return sorted(units, key=lambda u: rank[u.row_index])  # stable: plan order within an input
 
 
 def _validate(config: AbConfig) -> None:
@@ -218,7 +229,7 @@ def _pairs(
         file=sys.stderr, dynamic_ncols=True,
     )  # fmt: skip
     with bar:
-        for unit in a.session.units:
+        for unit in session_order(a.session.units, config.seed):
             if not any((unit.row_index, unit.kind, unit.repetition) in s.todo for s in (a, b)):
                 continue  # complete on both sides (an earlier session)
             if not _pair(a, b, unit, orders, ab_id, ok, between):

@@ -15,7 +15,7 @@ from eval.records.final import select_final
 from eval.records.pairing import last_pairs, read_pairs
 from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
 from eval.records.types import RequestRecord
-from eval.run.ab import AbConfig, execute_ab, pair_orders
+from eval.run.ab import AbConfig, execute_ab, pair_orders, session_order
 from eval.run.passes import plan_units
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.fake_server import FakeServer, Fault
@@ -41,6 +41,16 @@ def test_pair_orders_seeded_and_balanced() -> None:
         orders = [first[(u.row_index, u.kind, u.repetition)] for u in units if u.row_index == row]
         assert len(orders) == 4 and Counter(orders) == {"AB": 2, "BA": 2}
         assert orders[0] != orders[1] and orders[2] != orders[3]  # blocks of two: ABBA or BAAB
+
+
+def test_session_order_shuffles_inputs_keeps_each_inputs_units_in_plan_order() -> None:
+    units = plan_units(8, ("cold", "warm", "timing"), 2)
+    order = session_order(units, 5)
+    assert order == session_order(units, 5) and sorted(order, key=units.index) == units
+    rows = [u.row_index for u in order]
+    assert rows != sorted(rows) and all(rows[k] == rows[k - k % 3] for k in range(len(rows)))  # inputs whole
+    for row in range(8):
+        assert [u for u in order if u.row_index == row] == [u for u in units if u.row_index == row]
 
 
 def test_interleaved_pairs_adjacent_and_units_intact(tmp_path: Path) -> None:
