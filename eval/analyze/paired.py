@@ -74,12 +74,15 @@ class PairedTiming:
 
 
 def session_pairs(base: ScoredRun, variant: ScoredRun) -> list[PairRecord] | None:
-    """The session's pairs when both runs carry the same pairing (same ab id, same lines), else None; side a
+    """The session's pairs when both runs carry the same pairing (same lines, one more in one file after a kill
+    between the two appends), else None; side a
     is the base run (the pairs are turned round when the session's side a is the variant)."""
     pa, pb = read_pairs(base.loaded.run_dir), read_pairs(variant.loaded.run_dir)
-    if not pa or pa != pb:
+    longer, shorter = (pa, pb) if len(pa) >= len(pb) else (pb, pa)
+    # a line is appended to side a's file, then to side b's: a kill in between leaves one line more in one file
+    if not shorter or longer[: len(shorter)] != shorter or len(longer) - len(shorter) > 1:
         return None
-    pairs = list(last_pairs(pa).values())
+    pairs = list(last_pairs(longer).values())
     names = tuple(f"{r.loaded.manifest.variant}/{r.loaded.manifest.run_id}" for r in (base, variant))
     if pairs[0].runs == (names[1], names[0]):  # compared the other way round: the variant was side a
         pairs = [p.swapped() for p in pairs]

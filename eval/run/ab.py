@@ -184,6 +184,14 @@ def _run_name(session: Session) -> str:
     return f"{session.manifest.variant}/{session.manifest.run_id}"
 
 
+def _repair_pairing(a: Path, b: Path) -> None:
+    """A kill between the two appends of a pair line left one file a line short: append it there."""
+    pa, pb = read_pairs(a), read_pairs(b)
+    longer, shorter, short_dir = (pa, pb, b) if len(pa) >= len(pb) else (pb, pa, a)
+    if len(longer) == len(shorter) + 1 and longer[: len(shorter)] == shorter:
+        append_pair(short_dir, longer[-1])
+
+
 def _ab_id(run_dir: Path) -> str:
     pairs = read_pairs(run_dir)
     return pairs[0].ab_id if pairs else secrets.token_hex(6)
@@ -219,6 +227,7 @@ def _pairs(
     config: AbConfig, a: _Side, b: _Side, between: Callable[[str, UnitId], None] | None
 ) -> dict[str, bool]:
     orders = pair_orders(a.session.units, config.seed)
+    _repair_pairing(a.session.run_dir, b.session.run_dir)
     ab_id = _ab_id(a.session.run_dir)
     ok = {"a": True, "b": True}
     left = sum(

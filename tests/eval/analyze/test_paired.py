@@ -12,7 +12,7 @@ from eval.analyze.compare import compare
 from eval.analyze.score import score_run
 from eval.gate.rules import NO_DATA, rule_warm_prefill_change
 from eval.records.pairing import last_pairs, read_pairs
-from eval.records.run_folder import RECORDS_NAME, scan_records
+from eval.records.run_folder import PAIRS_NAME, RECORDS_NAME, scan_records
 from eval.report.tables import build_tables
 from eval.report.write import write_reports
 from eval.run.ab import AbConfig, execute_ab
@@ -125,6 +125,15 @@ def test_incomplete_pairs_are_left_out_and_counted(tmp_path: Path) -> None:
     assert c.paired.measures["cold_prefill_ms"].n_pairs == 10
     assert c.paired.measures["cold_prefill_ms"].left_out == 2
     assert any("2 of 12 pairs incomplete" in w for w in c.warnings)
+    # a kill between the two appends of a pair line: one line more in base's file, still one session
+    pairs_b = db / PAIRS_NAME
+    pairs_b.write_text("".join(pairs_b.read_text().splitlines(keepends=True)[:-1]))
+    again = compare(score_run(da), score_run(db))
+    assert again.paired is not None and again.paired.pairs == 12
+    pairs_b.write_text(
+        "".join(pairs_b.read_text().splitlines(keepends=True)[:-1])
+    )  # two lines apart: not one
+    assert compare(score_run(da), score_run(db)).paired is None
 
 
 def test_paired_drift_flags_the_session_and_the_timing_rule_gives_no_verdict(tmp_path: Path) -> None:

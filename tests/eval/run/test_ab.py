@@ -13,7 +13,7 @@ from eval.cli import main
 from eval.commands.ab import interrupted
 from eval.records.final import select_final
 from eval.records.pairing import last_pairs, read_pairs
-from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
+from eval.records.run_folder import PAIRS_NAME, RECORDS_NAME, read_manifest, scan_records
 from eval.records.types import RequestRecord
 from eval.run.ab import AbConfig, execute_ab, pair_orders, session_order
 from eval.run.passes import plan_units
@@ -107,6 +107,17 @@ def test_resume_after_interrupt_reruns_missing_side_and_marks_it(tmp_path: Path)
     for d in (da, db):
         sel = select_final(_records(d))
         assert not sel.duplicates and len(sel.final) == read_manifest(d).expected_records
+
+
+def test_resume_after_a_kill_between_the_two_pair_appends_repairs_the_pairing(tmp_path: Path) -> None:
+    with FakeServer() as a, FakeServer() as b:
+        config = _ab(a, b, tmp_path)
+        da, db = execute_ab(config)
+        pairs_b = db / PAIRS_NAME
+        pairs_b.write_text("".join(pairs_b.read_text().splitlines(keepends=True)[:-1]))
+        assert len(read_pairs(db)) == len(read_pairs(da)) - 1
+        execute_ab(config)  # nothing left to send; the missing line is appended to b's file
+    assert read_pairs(da) == read_pairs(db) and len(read_pairs(db)) == 9
 
 
 def test_fault_on_one_side_is_recorded_and_the_pair_incomplete(tmp_path: Path) -> None:
