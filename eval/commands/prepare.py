@@ -11,7 +11,7 @@ from eval.prepare.dataset_specs_v2 import DEFAULT_V2_MODE, V2_DATASET, V2_MODES
 from eval.prepare.prompting import LocalTokenizer, ServerTokenizer, Tokenizer
 from eval.prepare.select import parse_n
 from eval.prepare.sources import HUB_REPO, HUB_REVISION, DataSource
-from eval.serve.launch_specs import get_launch_spec
+from eval.serve.launch_specs import get_launch_spec, spec_context_length
 from eval.serve.process import serving, sigterm_as_interrupt
 from eval.terminal import echo, echo_err
 
@@ -89,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     if args.spec and not (args.base_url or args.tokenizer or args.no_truncate):
         spec = get_launch_spec(args.spec, args.specs)
         args.model = args.model or spec.model
+        if args.max_model_len is None and args.max_input_tokens is None:
+            args.max_model_len = spec_context_length(spec)  # llama-cpp-python reports none (its --n_ctx)
         with (
             sigterm_as_interrupt(),
             serving(spec, echo=echo_err) as url,

@@ -345,6 +345,23 @@ def get_launch_spec(
     return specs[name]
 
 
+def flag_int(server_args: Sequence[str], flag: str) -> int | None:
+    """The integer after `flag` (or in `flag=N`) in a launch spec's server arguments, else None."""
+    for i, arg in enumerate(server_args):
+        value = server_args[i + 1] if arg == flag and i + 1 < len(server_args) else None
+        if arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+        if value is not None and value.isdigit():
+            return int(value)
+    return None
+
+
+def spec_context_length(spec: LaunchSpec) -> int | None:
+    """The context length a spec starts a server that does not report one with: llama-cpp-python's --n_ctx
+    (vLLM reports its own max_model_len in /v1/models, so its flag is not read here)."""
+    return flag_int(spec.args, "--n_ctx")
+
+
 def spec_for_run(
     variant: str, spec_name: str | None, files: Sequence[Path], base_url: str | None
 ) -> LaunchSpec | None:

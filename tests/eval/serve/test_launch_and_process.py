@@ -22,8 +22,10 @@ from eval.serve.launch_specs import (
     VLLM_MODULE,
     LaunchSpec,
     default_cache_dir,
+    flag_int,
     get_launch_spec,
     load_launch_specs,
+    spec_context_length,
 )
 from eval.serve.process import launch, serving, start
 
@@ -212,6 +214,10 @@ def test_shipped_llamacpp_spec_is_the_second_engine() -> None:
     assert spec.model == spec.args[spec.args.index("--model_alias") + 1] == "smollm2-q4_1-gguf"
     assert spec.args[spec.args.index("--n_ctx") + 1] == "4096"
     assert "make server-llamacpp" in spec.hint
+    # it reports no context length: `lbeval prepare --spec` takes its --n_ctx (vLLM's is read from the server)
+    assert spec_context_length(spec) == 4096
+    assert spec_context_length(load_launch_specs(environ={"LBEVAL_CACHE": "/c"})["cpu-smollm2"]) is None
+    assert flag_int(["--n_ctx=2048"], "--n_ctx") == 2048 and flag_int(["--n_ctx"], "--n_ctx") is None
 
 
 # ------------------------------------------------------------------------------------------------ running
