@@ -379,7 +379,7 @@ def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> tuple[Session
     modes = {r.mode for r in rows}
     probe = probe_server(
         client, model=config.model, settings=config.request, modes=modes, cold_mode=config.cold_mode,
-        check_reset=not resuming,
+        check_reset=not resuming, policy=config.retry,
     )  # fmt: skip
     probe.require()
     config = resolved_for_server(config, probe)
