@@ -5,7 +5,8 @@
 Steps (each printed with the command a user would type, and timed):
 1. start the base variant's server (eval/serve/variants.toml) and, with its tokenizer, `lbeval prepare --source mini`;
 2. `lbeval run` the base variant on that server (cold, warm, repeat, timing and control passes, then the batch,
-   hitlen and repeats scenarios on 2 of the inputs with 8-token outputs: the attribution table); stop it;
+   hitlen (hit lengths around one and two blocks) and repeats scenarios on 2 of the inputs with 8-token
+   outputs: the attribution table); stop it;
 3. `lbeval run --spec VARIANT`: lbeval starts the second variant's server, runs (with the hitlen scenario on the
    same 2 inputs, so that the gate's hitlen_cache_honoured has both runs), and stops it;
 4. `lbeval score` both runs, `lbeval compare` them, `lbeval gate` (its verdict is printed, not enforced);
@@ -63,6 +64,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--batch-sizes", default="1,4", help="batch scenario (default %(default)s)")
     p.add_argument("--repeats", default="4", help="repeats scenario (default %(default)s)")
+    p.add_argument(
+        "--hit-lengths",
+        default="127,128,129,255,256,257",
+        help="hitlen scenario: the lengths around one and two blocks (default %(default)s; the full set of "
+        "`lbeval run` adds 3 blocks, the last block and n-1, about twice the cost)",
+    )
     p.add_argument("--scenario-inputs", default="2", help="inputs the scenarios run on (default %(default)s)")
     p.add_argument("--scenario-max-tokens", default="8", help="scenario output limit (default %(default)s)")
     p.add_argument("--quiet", action="store_true", help="no progress bars (default when not on a terminal)")
@@ -119,6 +126,7 @@ def run_argv(args: argparse.Namespace, variant: str, inputs: Path) -> list[str]:
     argv += ["--timing-reps", args.timing_reps, *(f"--specs={f}" for f in args.specs)]
     scenarios = args.scenarios if variant == args.base else args.variant_scenarios
     argv += ["--scenarios", scenarios, "--batch-sizes", args.batch_sizes, "--repeats", args.repeats]
+    argv += ["--hit-lengths", args.hit_lengths]
     argv += ["--scenario-inputs", args.scenario_inputs, "--scenario-max-tokens", args.scenario_max_tokens]
     return argv + (["--quiet"] if args.quiet or not sys.stderr.isatty() else [])
 

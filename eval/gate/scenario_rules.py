@@ -51,7 +51,8 @@ def rule_hitlen_cache_honoured(c: Comparison, p: Mapping[str, Any]) -> RuleResul
         return RuleResult(name, NO_DATA, f"the {' and '.join(lacking)} run has no hitlen scenario", threshold)
     measured, failing, details = [], [], []
     for side in listed:
-        hits = have[side].hits if have[side] is not None else None  # type: ignore[union-attr]
+        row = have[side]
+        hits = row.hits if row is not None else None
         if hits is None:
             return RuleResult(name, NO_DATA, f"the {side} run's hitlen rows hold no hits", threshold)
         misses = hits.total - hits.honoured
