@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from eval.analyze.compare import Comparison
-from eval.gate.verdict import NO_DATA, RuleResult
+from eval.gate.verdict import NO_DATA, SKIPPED, RuleResult
 
 NEEDS_VERIFIED_CACHE = frozenset(
     {
@@ -45,7 +45,8 @@ def unverified_runs(c: Comparison, sides: Sequence[str]) -> list[str]:
         run = c.base if side == "base" else c.variant
         v = run.scores.cache_verification
         if v is not None and not v.verified:
-            out.append(f"{side} run {run.scores.run.run_id}: {v.describe()}")
+            counted = f"{v.unverified_records}/{v.records} records"
+            out.append(f"{side} run {run.scores.run.run_id}: {v.server_label}, {counted} unverified")
     return out
 
 
@@ -56,10 +57,14 @@ def guarded(
     params: Mapping[str, Any],
     accept_unverified: bool,
 ) -> RuleResult:
-    """The rule's result, or no data when it needs a verified cache state that a run it reads lacks."""
+    """The rule's result, or no data when it needs a verified cache state that a run it reads lacks (a rule
+    that skips itself, e.g. hitlen_cache_honoured without the hitlen scenario, stays skipped)."""
     unverified = unverified_runs(c, rule_runs(name, params)) if name in NEEDS_VERIFIED_CACHE else []
     if not unverified:
         return rule(c, params)
+    result = rule(c, params)
+    if result.status == SKIPPED:
+        return result
     listed = "; ".join(unverified)
     if not accept_unverified:
         return RuleResult(
@@ -68,6 +73,5 @@ def guarded(
             f"cache state unverified ({listed})",
             "a verified cache state (or data.accept_unverified_cache = true in the policy)",
         )
-    result = rule(c, params)
     note = "cache state UNVERIFIED, accepted by data.accept_unverified_cache"
     return replace(result, detail=f"{result.detail}; {note}" if result.detail else note)

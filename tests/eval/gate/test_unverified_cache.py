@@ -19,7 +19,7 @@ from eval.errors import ConfigError
 from eval.gate.cache_state import NEEDS_VERIFIED_CACHE
 from eval.gate.policy import load_policy, parse_policy
 from eval.gate.rules import evaluate
-from eval.gate.verdict import EXIT_NO_VERDICT, NO_DATA, PASS
+from eval.gate.verdict import EXIT_NO_VERDICT, NO_DATA, PASS, SKIPPED
 from eval.report.console import score_summary
 from eval.report.json_out import summary_json
 from eval.report.markdown import scores_markdown
@@ -74,6 +74,7 @@ def test_rules_on_cache_states_give_no_verdict(comparison: Comparison) -> None:
         )
         assert "data.accept_unverified_cache" in by_rule[name].threshold
     assert by_rule["cold_scores"].status != NO_DATA  # cold outputs' scores do not need a cache state
+    assert by_rule["hitlen_cache_honoured"].status == SKIPPED  # nothing to judge: skipped, not "no data"
     assert any("cold_warm_equality has no data: cache state unverified" in r for r in verdict.reasons)
     assert "no_invalid_warm" in NEEDS_VERIFIED_CACHE
 
