@@ -60,11 +60,13 @@ def run_with(tmp_path: Path, name: str, knobs: dict[str, Any], **kw: Any) -> Sco
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ScoredRun]:
     tmp = tmp_path_factory.mktemp("attribution")
-    window = BatchEffect(window_s=0.05, jitter=0.0)  # every run waits the same window: batches overlap
+    window = BatchEffect(
+        window_s=0.25, jitter=0.0
+    )  # every run waits the same window: batches overlap (0.25 s: wide enough for a loaded 2-core CI machine)
     return {
         "clean": run_with(tmp, "clean", {"batch_effect": window}),
         "batch": run_with(
-            tmp, "batch", {"batch_effect": BatchEffect(window_s=0.05, jitter=JITTER, flip_at=FLIP_AT)}
+            tmp, "batch", {"batch_effect": BatchEffect(window_s=0.25, jitter=JITTER, flip_at=FLIP_AT)}
         ),
         "hitlen": run_with(
             tmp, "hitlen", {"prefix_effect": PrefixEffect(modulus=16, residue=1, drop_hit_at=frozenset({32}))}
