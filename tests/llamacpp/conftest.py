@@ -10,82 +10,42 @@ test) skips them, and the test run then says so loudly at its start and its end 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from eval.serve.launch_specs import get_launch_spec
 from eval.serve.process import ManagedServer, start
+from tests.server_switch import ROOT, ServerSuite, make
 
-ROOT = Path(__file__).resolve().parents[2]
-SKIP_ENV = "LBEVAL_SKIP_LLAMACPP"
-REAL_SKIP_ENV = "LBEVAL_SKIP_REAL_SERVER"
 SPEC = "cpu-smollm2-llamacpp"
-_SKIPPED = pytest.StashKey[int]()
-
-
-def _set(name: str) -> bool:
-    return os.environ.get(name, "").strip() not in ("", "0")
-
-
-def skip_reason() -> str | None:
-    """Why the llamacpp tests are skipped (None: they run). LBEVAL_SKIP_REAL_SERVER=1 skips them too."""
-    for name in (SKIP_ENV, REAL_SKIP_ENV):
-        if _set(name):
-            return f"{name}={os.environ[name]}"
-    return None
-
-
-def skipping() -> bool:
-    return skip_reason() is not None
+SUITE = ServerSuite(
+    marker="llamacpp",
+    label="llama-cpp-python",
+    on_header=f"`{SPEC}`, built by make server-llamacpp, started once for the session",
+    skip_envs=("LBEVAL_SKIP_LLAMACPP", "LBEVAL_SKIP_REAL_SERVER"),  # skipping every real server skips it too
+    skipped_what="end-to-end tests against llama-cpp-python",
+    key=pytest.StashKey[int](),
+    hint=" (README: 'Servers other than vLLM' says how to run them)",
+)
+__all__ = ["ROOT", "SPEC"]
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    if skipping():
-        return f"llama-cpp-python tests: SKIPPED ({skip_reason()})"
-    return (
-        f"llama-cpp-python tests: on (`{SPEC}`, built by make server-llamacpp, started once for the session)"
-    )
+    return SUITE.report_header()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not skipping():
-        return
-    marker = pytest.mark.skip(reason=f"{skip_reason()}: end-to-end tests against llama-cpp-python skipped")
-    chosen = [item for item in items if "llamacpp" in item.keywords]
-    for item in chosen:
-        item.add_marker(marker)
-    config.stash[_SKIPPED] = len(chosen)
+    SUITE.modify_items(config, items)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    skipped = config.stash.get(_SKIPPED, None)
-    if skipped is not None:
-        terminalreporter.write_sep(
-            "!",
-            f"LLAMA-CPP-PYTHON TESTS SKIPPED ({skip_reason()}): {skipped} end-to-end tests against a second "
-            "server did not run (README: 'Servers other than vLLM' says how to run them)",
-            red=True,
-            bold=True,
-        )
+    SUITE.terminal_summary(terminalreporter, config)
 
 
 def build_server() -> float:
     """`make server-llamacpp` (skipped by its stamp when built); the seconds it took."""
-    t0 = time.monotonic()
-    proc = subprocess.run(
-        ["make", "-C", str(ROOT), "--no-print-directory", "server-llamacpp"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"make server-llamacpp failed ({proc.returncode}):\n{proc.stdout[-4000:]}")
-    return time.monotonic() - t0
+    return make("server-llamacpp")
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,54 +17,36 @@ import pytest
 
 from eval.serve.launch_specs import LaunchSpec, get_launch_spec
 from eval.serve.process import ManagedServer, start
+from tests.server_switch import ROOT, ServerSuite, make
 
-ROOT = Path(__file__).resolve().parents[2]
 SKIP_ENV = "LBEVAL_SKIP_REAL_SERVER"
 SPEC = "cpu-smollm2"
-_SKIPPED = pytest.StashKey[int]()
-
-
-def skipping() -> bool:
-    return os.environ.get(SKIP_ENV, "").strip() not in ("", "0")
+SUITE = ServerSuite(
+    marker="real_server",
+    label="real-server",
+    on_header=f"vLLM CPU server `{SPEC}`, started once for the session",
+    skip_envs=(SKIP_ENV,),
+    skipped_what="end-to-end tests against vLLM",
+    key=pytest.StashKey[int](),
+)
+__all__ = ["ROOT", "SKIP_ENV", "SPEC", "RealServer"]
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    if skipping():
-        return f"real-server tests: SKIPPED ({SKIP_ENV}={os.environ[SKIP_ENV]})"
-    return f"real-server tests: on (vLLM CPU server `{SPEC}`, started once for the session)"
+    return SUITE.report_header()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not skipping():
-        return
-    marker = pytest.mark.skip(reason=f"{SKIP_ENV}=1: end-to-end tests against vLLM skipped")
-    chosen = [item for item in items if "real_server" in item.keywords]
-    for item in chosen:
-        item.add_marker(marker)
-    config.stash[_SKIPPED] = len(chosen)
+    SUITE.modify_items(config, items)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    skipped = config.stash.get(_SKIPPED, None)
-    if skipped is not None:
-        terminalreporter.write_sep(
-            "!",
-            f"REAL-SERVER TESTS SKIPPED ({SKIP_ENV}=1): {skipped} end-to-end tests against vLLM did not run",
-            red=True,
-            bold=True,
-        )
+    SUITE.terminal_summary(terminalreporter, config)
 
 
 def build_server() -> None:
     """`make server-venv server-model`: skipped by their stamps when the venv and the model exist."""
-    proc = subprocess.run(
-        ["make", "-C", str(ROOT), "--no-print-directory", "server-venv", "server-model"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"make server-venv server-model failed ({proc.returncode}):\n{proc.stdout[-4000:]}")
+    make("server-venv", "server-model")
 
 
 class RealServer:
