@@ -4,7 +4,8 @@
 
 One JSON line per pair, appended and fsync'd after the pair ran (a torn last line is dropped on read):
     {"ab_id": "...",                    the session pairing's id (the same in both runs' files)
-     "dataset": ..., "example_id": ..., "kind": "main" | "timing", "repetition": r,
+     "dataset": ..., "example_id": ..., "kind": "main" | "timing" | a scenario
+                                        ("batch", "hitlen", "repeats", "traffic"), "repetition": r,
      "order": "AB" | "BA",               which side was sent first
      "a": Side, "b": Side,               per side: {"ran": bool, "complete": bool, "seqs": [record seqs],
                                          "start": unix s, "end": unix s} (ran false: the side was complete

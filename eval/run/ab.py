@@ -3,18 +3,28 @@
     execute_ab(AbConfig(a=RunConfig(...), b=RunConfig(...), seed=0)) -> (run_dir_a, run_dir_b)
 
 Every unit of the plan (eval/run/passes.plan_units: main cold -> warm -> repeat -> controls, timing r:
-timing_cold r -> timing_warm r) is a pair: the unit on one side, then the same unit on the other, the two
-adjacent in time; a unit is never split (each server's own cold -> warm stays back to back). The order of a
-pair is drawn per input in blocks of two by a local generator seeded with `seed`: pair 2j of an input is AB or
-BA at random, pair 2j+1 the opposite (randomized ABBA), so each input's pairs are balanced up to one; the inputs
-run in a seeded random order (`session_order`), each input's units in plan order. Both depend only on the seed
-and the plan, never on what is left to run.
+timing_cold r -> timing_warm r; then the scenario units of eval/run/scenarios/plan.py: one per input and
+scenario, batch, hitlen, repeats, traffic) is a pair: the unit on one side, then the same unit on the other, the
+two adjacent in time; a unit is never split (each server's own cold -> warm stays back to back, a batch's
+concurrent requests all go to one server, a hitlen prime and its primed request stay adjacent on one server;
+only a batch's own requests run at once, everything else one at a time). Both sides must plan the very same
+units, steps included. The order of a pair is drawn per input in blocks of two by a local generator seeded
+with `seed`: pair 2j of an input is AB or BA at random, pair 2j+1 the opposite (randomized ABBA), so each input's
+pairs are balanced up to one; the inputs run in a seeded random order (`session_order`), each input's units in
+plan order (its cache units, then its scenario units). Both depend only on the seed and the plan, never on
+what is left to run.
 
 Both runs are written exactly as `lbeval run` writes them (the runner's probe, manifest, sessions, record
 writer and resume), under both run locks; each run folder also gets the pairing (eval/records/pairing.py).
 Resume: a unit complete on both sides is skipped; complete on one side only, the other side is re-run alone
 and its pair line says `rerun` (not adjacent in time: left out of the paired statistics and counted).
 A fault on one side is that side's error record; the pair is incomplete. A/A: both sides may be one server.
+
+Time to verdict (`AbConfig.stop_check`, `lbeval ab --stop-when-settled`): after each input whose every unit has
+been sent on both sides (complete or not: a failure counts), the check is asked (eval/gate/settle.py, passed in
+by the command layer); when it answers settled before the last input, the stop record (eval/records/stop.py)
+is written into both run folders and the session ends with the outcome "stopped early: ...". A session starts
+by removing an earlier stop record: re-running without the check continues to the full run.
 """
 
 from __future__ import annotations
@@ -33,9 +43,11 @@ from tqdm import tqdm
 
 from eval.atomic import WriteFailed
 from eval.errors import ConfigError, LbevalError
+from eval.prepare.inputs import InputRow
 from eval.records.final import select_final
 from eval.records.pairing import ORDERS, PairRecord, PairSide, append_pair, read_pairs
 from eval.records.run_folder import RECORDS_NAME, RecordWriter, append_server_record, run_lock
+from eval.records.stop import STOP_SCHEMA_VERSION, Settlement, StopRecord, remove_stop, write_stop
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import choice_of
 from eval.run.client import Client
@@ -55,10 +67,24 @@ from eval.run.runner import (
     _start_session,
     default_run_id,
 )
+from eval.run.scenarios.execute import run_scenario_unit
+from eval.run.scenarios.plan import is_scenario_unit
 from eval.serve.process import sigterm_as_interrupt
 
 SIDES = ("a", "b")
 UnitId = tuple[int, str, int]  # (row index, unit kind, repetition)
+
+
+@dataclass(frozen=True)
+class StopQuery:
+    """What the stop check is asked after an input: both run folders and the inputs sent so far."""
+
+    run_dirs: tuple[Path, Path]
+    inputs_run: tuple[tuple[str, str], ...]  # (dataset, example_id), in session order
+    inputs_planned: int
+
+
+StopCheck = Callable[[StopQuery], Settlement]
 
 
 @dataclass(frozen=True)
@@ -67,6 +93,7 @@ class AbConfig:
     b: RunConfig
     seed: int = 0
     quiet: bool = False  # no progress bar over the pairs
+    stop_check: StopCheck | None = None  # --stop-when-settled (module docstring)
 
 
 def ab_run_ids(config: AbConfig, sha: str) -> tuple[str, str]:
@@ -106,10 +133,25 @@ def _validate(config: AbConfig) -> None:
     for side in (config.a, config.b):
         if side.concurrency != 1:
             raise ConfigError("lbeval ab sends one request at a time (--concurrency 1)")
-        if set(side.scenarios.scenarios) != {"cache"}:
-            raise ConfigError("lbeval ab interleaves the cache scenario's passes only (no --scenarios yet)")
     if config.a.passes != config.b.passes or config.a.timing_reps != config.b.timing_reps:
         raise ConfigError("both sides of lbeval ab need the same passes and timing repetitions")
+    if config.a.scenarios != config.b.scenarios:
+        raise ConfigError("both sides of lbeval ab need the same scenarios and scenario options")
+
+
+def _same_plans(a: list[Unit], b: list[Unit], rows: list[InputRow]) -> None:
+    """Both sides must plan the very same units, steps included (a hitlen unit's lengths follow each server's
+    block size and chunked-prefill budget): the first difference is named."""
+    for ua, ub in zip(a, b, strict=False):
+        if ua != ub:
+            row = rows[ua.row_index]
+            hint = " (hitlen: give both the same --hit-lengths)" if ua.kind == "hitlen" else ""
+            raise ConfigError(
+                f"the two servers' plans differ at {row.dataset}/{row.id} {ua.kind} {ua.repetition}{hint}; "
+                "cannot pair them"
+            )
+    if len(a) != len(b):
+        raise ConfigError(f"the two servers' plans differ: {len(a)} vs {len(b)} units; cannot pair them")
 
 
 @dataclass
@@ -147,10 +189,7 @@ def execute_ab(
             stack.enter_context(run_lock(in_b.run_dir))
             sa, pa = _prepare(cfg_a, ca, in_a)
             sb, pb = _prepare(cfg_b, cb, in_b)
-            if [(u.row_index, u.kind, u.repetition) for u in sa.units] != [
-                (u.row_index, u.kind, u.repetition) for u in sb.units
-            ]:
-                raise ConfigError("the two servers' plans differ (CoT inputs or passes); cannot pair them")
+            _same_plans(sa.units, sb.units, sa.rows)
             for session, probe, server in ((sa, pa, servers[0]), (sb, pb, servers[1])):
                 _start_session(session, probe)
                 if server is not None:
@@ -212,7 +251,8 @@ def _interleave(
     try:
         sides.append(_side("a", sa, pa, ca, stack))
         sides.append(_side("b", sb, pb, cb, stack))
-        ok = _pairs(config, sides[0], sides[1], between)  # side name -> all its units complete
+        stopped: list[StopRecord] = []
+        ok = _pairs(config, sides[0], sides[1], between, stopped)  # side name -> all its units complete
     except BaseException as exc:
         outcome = f"stopped: {exc}" if isinstance(exc, LbevalError) else "interrupted"
         for s, p in ((sa, pa), (sb, pb)):
@@ -220,14 +260,24 @@ def _interleave(
             _end(s, p, ctx, outcome, exc)
         raise
     for side in sides:
-        _end(side.session, side.probe, [side.ctx], "complete" if ok[side.name] else "incomplete", None)
+        outcome = "complete" if ok[side.name] else "incomplete"
+        if stopped:  # the manifest's session says so: stopped early, by a settled decision, after k of N
+            outcome = f"stopped early by a settled decision: {stopped[0].headline()}"
+        _end(side.session, side.probe, [side.ctx], outcome, None)
 
 
 def _pairs(
-    config: AbConfig, a: _Side, b: _Side, between: Callable[[str, UnitId], None] | None
+    config: AbConfig,
+    a: _Side,
+    b: _Side,
+    between: Callable[[str, UnitId], None] | None,
+    stopped: list[StopRecord],
 ) -> dict[str, bool]:
     orders = pair_orders(a.session.units, config.seed)
     _repair_pairing(a.session.run_dir, b.session.run_dir)
+    for side in (a, b):
+        remove_stop(side.session.run_dir)  # this session supersedes an earlier stop (resume: the full run)
+    ends = _input_ends(session_order(a.session.units, config.seed))
     ab_id = _ab_id(a.session.run_dir)
     ok = {"a": True, "b": True}
     left = sum(
@@ -239,12 +289,60 @@ def _pairs(
     )  # fmt: skip
     with bar:
         for unit in session_order(a.session.units, config.seed):
-            if not any((unit.row_index, unit.kind, unit.repetition) in s.todo for s in (a, b)):
-                continue  # complete on both sides (an earlier session)
-            if not _pair(a, b, unit, orders, ab_id, ok, between):
-                return {"a": False, "b": False}
-            bar.update(1)
+            uid = (unit.row_index, unit.kind, unit.repetition)
+            if any(uid in s.todo for s in (a, b)):  # else complete on both sides (an earlier session)
+                if not _pair(a, b, unit, orders, ab_id, ok, between):
+                    return {"a": False, "b": False}
+                bar.update(1)
+            if uid in ends and config.stop_check is not None:
+                stop = _ask(config, config.stop_check, a, b, ends[uid], ab_id)
+                if stop is not None:
+                    stopped.append(stop)
+                    return {"a": False, "b": False}
     return ok
+
+
+def _input_ends(order: list[Unit]) -> dict[UnitId, int]:
+    """The last unit of each input in send order -> how many inputs have been sent after it."""
+    ends: dict[UnitId, int] = {}
+    for k, unit in enumerate(order):
+        if k + 1 == len(order) or order[k + 1].row_index != unit.row_index:
+            ends[(unit.row_index, unit.kind, unit.repetition)] = len(ends) + 1
+    return ends
+
+
+def _busy_seconds(run_dir: Path) -> float:
+    """Both servers' busy seconds in every pair line of the session's pairing (re-runs included)."""
+    return sum(
+        s.end - s.start
+        for p in read_pairs(run_dir)
+        for s in (p.a, p.b)
+        if s.ran and s.start is not None and s.end is not None
+    )
+
+
+def _ask(
+    config: AbConfig, check: StopCheck, a: _Side, b: _Side, k: int, ab_id: str
+) -> StopRecord | None:
+    """Ask the stop check after the k-th input; the stop record (written to both runs) when it stops."""
+    order = list(dict.fromkeys(u.row_index for u in session_order(a.session.units, config.seed)))
+    rows = a.session.rows
+    run = tuple((rows[i].dataset, rows[i].id) for i in order[:k])
+    settlement = check(StopQuery((a.session.run_dir, b.session.run_dir), run, len(order)))
+    if not settlement.settled or k >= len(order):
+        return None  # not settled, or settled at the last input: that is the full run
+    done = set(order[:k])
+    expected = [sum(len(u.steps) for u in s.session.units if u.row_index in done) for s in (a, b)]
+    spent = _busy_seconds(a.session.run_dir)
+    stop = StopRecord(
+        STOP_SCHEMA_VERSION, ab_id, (_run_name(a.session), _run_name(b.session)), config.seed,
+        settlement.policy, settlement.decision, settlement.reason, k, len(order), run,
+        (expected[0], expected[1]), settlement.rules, spent, spent / k * len(order),
+        time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )  # fmt: skip
+    for side in (a, b):
+        write_stop(side.session.run_dir, stop)
+    return stop
 
 
 def _pair(
@@ -271,7 +369,10 @@ def _pair(
         _, gs, index = side.todo[uid]
         side.seqs.clear()
         start = time.time()
-        done = run_unit(side.ctx, rows[unit.row_index], unit, gs, index)
+        if is_scenario_unit(unit):  # its batches and primes all on this server, back to back
+            done = run_scenario_unit(side.ctx, rows, unit, gs)
+        else:
+            done = run_unit(side.ctx, rows[unit.row_index], unit, gs, index)
         result[side.name] = PairSide(True, done, list(side.seqs), start, time.time())
         ok[side.name] = ok[side.name] and done
         if side.ctx.stop.is_set():
