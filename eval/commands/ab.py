@@ -15,7 +15,8 @@ from pathlib import Path
 from eval.commands import run as run_command
 from eval.errors import ConfigError
 from eval.records.run_folder import read_manifest
-from eval.run.ab import AbConfig, execute_ab
+from eval.records.stop import read_stop
+from eval.run.ab import AbConfig, StopCheck, execute_ab
 from eval.run.runner import EXIT_INCOMPLETE, RunConfig
 from eval.serve.launch_specs import spec_for_run
 from eval.serve.process import sigterm_as_interrupt, start
@@ -55,6 +56,15 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="served model id (default: the first one /v1/models lists)")
     p.add_argument("--run-id", help="run directory name of both sides (default ab-<inputs hash>[-a|-b])")
     p.add_argument("--quiet", action="store_true", help="no progress bar (CI logs)")
+    p.add_argument(
+        "--stop-when-settled",
+        action="store_true",
+        help="stop after the input where every enabled rule of the policy is settled (or one settled FAIL); "
+        "re-running without it continues to the full run",
+    )
+    p.add_argument(
+        "--policy", type=Path, help="the gate policy --stop-when-settled settles (default: the shipped one)"
+    )
     scn = p.add_argument_group(
         "scenarios (as `lbeval run`; each scenario unit is a pair like the cache units)"
     )
@@ -82,6 +92,7 @@ def _side_config(args: argparse.Namespace, variant: str, url: str, model: str | 
 
 
 def run(args: argparse.Namespace) -> int:
+    check = _stop_check(args)
     with sigterm_as_interrupt(), ExitStack() as stack:
         urls: list[str] = []
         models: list[str | None] = []
@@ -114,7 +125,13 @@ def run(args: argparse.Namespace) -> int:
             same = args.base == args.variant
             a = replace(a, run_id=args.run_id + ("-a" if same else ""))
             b = replace(b, run_id=args.run_id + ("-b" if same else ""))
-        dirs = execute_ab(AbConfig(a, b, args.seed, args.quiet), servers=(servers[0], servers[1]))
+        dirs = execute_ab(AbConfig(a, b, args.seed, args.quiet, check), servers=(servers[0], servers[1]))
+    stop = read_stop(dirs[0])
+    if stop is not None:  # stopped early by a settled decision: one line saying why
+        echo_err(f"lbeval ab: {stop.headline()}")
+        for run_dir in dirs:
+            echo(run_dir)
+        return 0
     complete = True
     for side, run_dir in zip("AB", dirs, strict=True):
         manifest = read_manifest(run_dir)
@@ -126,6 +143,17 @@ def run(args: argparse.Namespace) -> int:
     for run_dir in dirs:
         echo(run_dir)
     return 0 if complete else EXIT_INCOMPLETE
+
+
+def _stop_check(args: argparse.Namespace) -> StopCheck | None:
+    if not args.stop_when_settled:
+        if args.policy is not None:
+            raise ConfigError("--policy is for --stop-when-settled (the gate takes its own --policy)")
+        return None
+    from eval.gate.policy import load_policy  # heavy (analysis, scorers): imported when used
+    from eval.gate.settle import stop_check
+
+    return stop_check(load_policy(args.policy))  # a bad policy stops here, before any server starts
 
 
 def interrupted(args: argparse.Namespace) -> list[str]:

@@ -45,6 +45,8 @@ class Verdict:
     results: list[RuleResult]
     reasons: list[str] = field(default_factory=list)  # why there is no verdict
     policy: str = ""  # the policy's source (file path, or the shipped default)
+    # a stopped `lbeval ab --stop-when-settled` session (eval/gate/settle.py): "stopped after k of N inputs: ..."
+    stopped: str = ""
 
     @property
     def outcome(self) -> str:

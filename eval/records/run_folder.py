@@ -6,6 +6,8 @@ Layout (the only place these names are defined):
                                             fsync'd per record
     runs/<variant>/<run_id>/servers.jsonl   one line per session whose server lbeval started (redacted)
     runs/<variant>/<run_id>/ab_pairs.jsonl  `lbeval ab` only: one line per interleaved pair (eval.records.pairing)
+    runs/<variant>/<run_id>/ab_stop.json    `lbeval ab --stop-when-settled` only: why the session stopped early
+                                            (eval.records.stop), the same in both runs, replaced atomically
     runs/<variant>/<run_id>/.lock           the writer's lock (fcntl.flock, held for a whole `lbeval run`
                                             session; holds the writer's pid, host and start time)
     runs/<variant>/LATEST                   the run id of the variant's last run (written after each run)
@@ -47,6 +49,7 @@ from eval.redact import redact_data
 MANIFEST_NAME = "manifest.json"
 RECORDS_NAME = "records.jsonl"
 PAIRS_NAME = "ab_pairs.jsonl"  # lbeval ab: the pairing of two runs (eval/records/pairing.py)
+STOP_NAME = "ab_stop.json"  # lbeval ab --stop-when-settled: the stop record (eval/records/stop.py)
 LATEST_NAME = "LATEST"
 SERVERS_LOG = "servers.jsonl"  # one line per session whose server lbeval started
 LOCK_NAME = ".lock"  # the writer's lock (see run_lock)

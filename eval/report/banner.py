@@ -41,6 +41,8 @@ def banner(verdict: Verdict | None) -> Banner:
     else:
         assert verdict.exit_code == EXIT_PASS
         headline = f"PASS: all {len(judged)} checked rules hold ({exits})."
+    if verdict.stopped:  # a stopped lbeval ab session: how far it ran, why, and what it cost
+        headline = f"{headline} The session {verdict.stopped}."
     return Banner(verdict.outcome, headline, checked, skipped, list(verdict.reasons), verdict.policy)
 
 

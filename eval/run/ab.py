@@ -321,9 +321,7 @@ def _busy_seconds(run_dir: Path) -> float:
     )
 
 
-def _ask(
-    config: AbConfig, check: StopCheck, a: _Side, b: _Side, k: int, ab_id: str
-) -> StopRecord | None:
+def _ask(config: AbConfig, check: StopCheck, a: _Side, b: _Side, k: int, ab_id: str) -> StopRecord | None:
     """Ask the stop check after the k-th input; the stop record (written to both runs) when it stops."""
     order = list(dict.fromkeys(u.row_index for u in session_order(a.session.units, config.seed)))
     rows = a.session.rows

@@ -1,0 +1,389 @@
+"""Time to verdict: is the gate's verdict already settled after k of N inputs? (`lbeval ab --stop-when-settled`)
+
+`stop_check(policy)` is the callback eval/commands/ab.py gives eval/run/ab.execute_ab: after each input it scores
+the two partial runs on the inputs sent so far (the same analysis the gate reads) and settles every enabled rule
+with an error control that stays valid when looking after every input:
+
+- count rules, exact (how "count"): the records already sent are final records the full run's gate counts too,
+  so a rule whose count can no longer come back whatever the remaining N - k inputs give is settled, with no
+  error at all against the full run. warm_repeat_equality and cross_variant_cold (k/N >= min_fraction: N/N by
+  default) settle FAIL at the first counted mismatch that leaves fewer equal pairs than min_fraction x N even if
+  every remaining input agrees; that mismatch is "reproducible" in the sense that it is a final record (after
+  the runner's bounded retries and re-primes of a warm miss), which the full run cannot undo; lbeval does not
+  re-send it to confirm it. cold_warm_equality (variant >= base - allowed_drop) settles FAIL when the variant
+  cannot catch up even if it agrees on every remaining input and the base on none, PASS when it stays ahead
+  even if the reverse happens. no_errors and no_invalid_warm settle FAIL as soon as a listed run's count
+  exceeds max. None of them settles PASS before the last input: the next input could be the mismatch.
+- warm_prefill_change (how "cs"): the asymptotic confidence sequence (scorers/sequential.asymptotic_cs,
+  alpha 0.05, rho2 tuned for t* = N, no bounds before min_n = 10 inputs) on the per-input mean paired log
+  ratio (variant / base warm server prefill time, adjacent pairs of the interleaved session): PASS when its
+  upper end is <= max_change_pct, FAIL when its lower end is above it. Stopping at the first settled look keeps
+  the error rate <= 5 % (asymptotically). The full run's gate reads the paired bootstrap CI instead; a stopped
+  session's gate reads the CS (the decision the session stopped on).
+- cold_scores and the scenario rules (how "full run") settle only when every input has run; a scenario rule
+  that skips itself on this plan (no such scenario in either run) is "skipped", as the full run's gate would.
+
+The session stops when one rule settled FAIL (a FAIL verdict cannot turn into a PASS; the rules still open are
+shown as not settled), or when every enabled rule settled PASS (or skips itself). It never stops while the
+partial data gives the gate a no-verdict reason (a rule with no data, no cold/warm passes, too few valid
+pairs, an incomplete input): the full run would then most likely give no verdict either, and a stop must not
+turn that into a verdict.
+
+The gate on a stopped session (`compare_and_gate`) scores both runs on the inputs run only (the denominators
+are k, stated), recomputes these decisions from the records and gives no verdict when they do not reproduce
+the stop record, or when a short run's stop record is missing or damaged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from eval.analyze.compare import Comparison, compare
+from eval.analyze.paired import paired_values, session_pairs
+from eval.analyze.score import ScoredRun, load_inputs, score_loaded
+from eval.errors import DataError
+from eval.gate.policy import Policy
+from eval.gate.rules import data_reasons, evaluate
+from eval.gate.verdict import (
+    EXIT_FAIL,
+    EXIT_NO_VERDICT,
+    EXIT_PASS,
+    FAIL,
+    NO_DATA,
+    PASS,
+    SKIPPED,
+    RuleResult,
+    Verdict,
+)
+from eval.records.final import ExampleKey
+from eval.records.run_folder import load_run
+from eval.records.stop import (
+    NOT_CHECKED,
+    OPEN,
+    SETTLED_FAIL,
+    SETTLED_PASS,
+    RuleSettlement,
+    Settlement,
+    StopRecord,
+    read_stop,
+)  # fmt: skip
+from eval.run.ab import StopQuery
+from scorers.sequential import asymptotic_cs, asymptotic_rho2
+
+CS_ALPHA = 0.05
+CS_MIN_N = 10  # scorers/sequential.asymptotic_cs: no bounds before this many inputs
+STOPPED_OUTCOME = "stopped early"  # the start of a stopped session's outcome in the manifest (eval/run/ab.py)
+FULL_RUN_ONLY = ("cold_scores", "hitlen_cache_honoured", "batch_invariant", "hitlen_equality",
+                 "repeats_single_output", "traffic_invariant")  # fmt: skip
+
+
+# ---------------------------------------------------------------- the partial runs
+
+
+def restrict(run: ScoredRun, keys: Sequence[ExampleKey], expected: int | None) -> ScoredRun:
+    """The run scored on `keys` only (their records, their rows): the denominators are these inputs.
+    `expected`: the planned slots of these inputs (None: the slots recorded, during a session)."""
+    wanted = set(keys)
+    records = [r for r in run.loaded.records if (r.dataset, r.example_id) in wanted]
+    rows = [row for row in run.rows if row.key in wanted]
+    m = run.loaded.manifest
+    slots = {(r.dataset, r.example_id, r.pass_name, r.repetition) for r in records}
+    manifest = replace(
+        m,
+        expected_records=len(slots) if expected is None else expected,
+        complete=not run.scores.run.damage,
+    )
+    return score_loaded(replace(run.loaded, manifest=manifest, records=records), rows)
+
+
+def _partial(query: StopQuery) -> tuple[ScoredRun, ScoredRun]:
+    from_dirs = []
+    for run_dir in query.run_dirs:
+        loaded = load_run(run_dir)
+        from_dirs.append(score_loaded(loaded, load_inputs(loaded.manifest, run_dir)))
+    keys = list(query.inputs_run)
+    return restrict(from_dirs[0], keys, None), restrict(from_dirs[1], keys, None)
+
+
+# ---------------------------------------------------------------- the rules
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look at the session: the comparison on the inputs run, k of N, the gate's result per rule there."""
+
+    c: Comparison
+    k: int
+    n: int
+    results: Mapping[str, RuleResult]
+
+
+def _count_share(rule: str, equal: int, total: int, look: Look, fraction: float) -> RuleSettlement:
+    need = fraction * look.n - 1e-9
+    detail = f"{equal}/{total} equal after {look.k} of {look.n} inputs; needs {fraction:g} of N"
+    if equal + (look.n - look.k) < need:
+        return RuleSettlement(rule, SETTLED_FAIL, "count", detail + ": cannot be reached any more")
+    state = SETTLED_PASS if look.k == look.n and equal >= need else OPEN
+    return RuleSettlement(rule, state, "count", detail)
+
+
+def _warm_repeat(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
+    s = look.c.variant.scores.agreement.get("warm_repeat")
+    equal, total = (s.text_equal, s.n_total) if s is not None else (0, 0)
+    return _count_share("warm_repeat_equality", equal, total, look, p["min_fraction"])
+
+
+def _cross_cold(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
+    s = look.c.cross_agreement.get("cold")
+    equal, total = (s.text_equal, s.n_total) if s is not None else (0, 0)
+    return _count_share("cross_variant_cold", equal, total, look, p["min_fraction"])
+
+
+def _cold_warm(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
+    b, v = look.c.base.scores.agreement.get("cold_warm"), look.c.variant.scores.agreement.get("cold_warm")
+    name, left, drop = "cold_warm_equality", look.n - look.k, p["allowed_drop"]
+    if b is None or v is None:
+        return RuleSettlement(name, OPEN, "count", "no cold/warm pairs")
+    detail = f"variant {v.text_equal}, base {b.text_equal} equal after {look.k} of {look.n} inputs"
+    if v.text_equal + left < b.text_equal - drop:
+        return RuleSettlement(name, SETTLED_FAIL, "count", detail + ": the variant cannot catch up")
+    if v.text_equal >= b.text_equal + left - drop:
+        return RuleSettlement(name, SETTLED_PASS, "count", detail)
+    return RuleSettlement(name, OPEN, "count", detail)
+
+
+def _count_max(rule: str, counts: list[tuple[str, int]], look: Look, p: Mapping[str, Any]) -> RuleSettlement:
+    detail = ", ".join(f"{side} {n}" for side, n in counts) + f" after {look.k} of {look.n} inputs"
+    if any(n > p["max"] for _, n in counts):
+        return RuleSettlement(rule, SETTLED_FAIL, "count", f"{detail}: over max {p['max']}")
+    return RuleSettlement(rule, SETTLED_PASS if look.k == look.n else OPEN, "count", detail)
+
+
+def _runs(look: Look, names: Sequence[str]) -> list[tuple[str, ScoredRun]]:
+    return [(n, look.c.base if n == "base" else look.c.variant) for n in names]
+
+
+def _no_errors(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
+    counts = [(side, run.scores.errors) for side, run in _runs(look, p["runs"])]
+    return _count_max("no_errors", counts, look, p)
+
+
+def _no_invalid_warm(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
+    counts = [
+        (side, r.scores.invalid.warm_attempts if p["count_recovered"] else r.scores.invalid.warm_final)
+        for side, r in _runs(look, p["runs"])
+    ]
+    return _count_max("no_invalid_warm", counts, look, p)
+
+
+def input_log_ratios(c: Comparison) -> list[float]:
+    """Per input, in session order: the mean log(variant / base) warm server prefill over its adjacent pairs."""
+    pairs = session_pairs(c.base, c.variant)
+    if pairs is None:
+        return []
+    values = paired_values(c.base, c.variant, pairs, "warm_prefill_ms")
+    by_input: dict[str, list[float]] = {}
+    for key, _t, a, b in sorted(
+        zip(values.input_ids, values.times_s, values.a, values.b, strict=True), key=lambda x: x[1]
+    ):
+        by_input.setdefault(key, []).append(math.log(b / a))
+    return [sum(v) / len(v) for v in by_input.values()]
+
+
+def _timing(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
+    name, limit = "warm_prefill_change", p["max_change_pct"]
+    ratios = input_log_ratios(look.c)
+    if len(ratios) < CS_MIN_N:
+        return RuleSettlement(
+            name, OPEN, "cs", f"{len(ratios)} inputs with paired times; the CS needs {CS_MIN_N}"
+        )
+    cs = asymptotic_cs(ratios, rho2=asymptotic_rho2(look.n, alpha=CS_ALPHA), alpha=CS_ALPHA, min_n=CS_MIN_N)
+    low, high = 100.0 * math.expm1(cs.lows[-1]), 100.0 * math.expm1(cs.highs[-1])
+    mean = 100.0 * math.expm1(cs.means[-1])
+    detail = f"{mean:+.1f}% [95% CS {low:+.1f}%, {high:+.1f}%] over {len(ratios)} inputs"
+    state = SETTLED_PASS if high <= limit else SETTLED_FAIL if low > limit else OPEN
+    return RuleSettlement(name, state, "cs", detail, low, high)
+
+
+SETTLERS: dict[str, Callable[[Look, Mapping[str, Any]], RuleSettlement]] = {
+    "cold_warm_equality": _cold_warm,
+    "warm_repeat_equality": _warm_repeat,
+    "cross_variant_cold": _cross_cold,
+    "no_errors": _no_errors,
+    "no_invalid_warm": _no_invalid_warm,
+    "warm_prefill_change": _timing,
+}
+
+
+def _one_rule(look: Look, name: str, params: Mapping[str, Any]) -> RuleSettlement:
+    result = look.results.get(name)
+    # a rule that skips itself on this plan (no such scenario) is skipped by the full run's gate too
+    if result is not None and result.status == SKIPPED:
+        return RuleSettlement(name, NOT_CHECKED, "skipped", result.threshold)
+    if result is not None and result.status == NO_DATA:
+        return RuleSettlement(name, OPEN, "no data", result.measured)
+    settler = SETTLERS.get(name)
+    if settler is None:  # FULL_RUN_ONLY
+        state = (result.status if result is not None else OPEN) if look.k == look.n else OPEN
+        state = state if state in (SETTLED_PASS, SETTLED_FAIL) else OPEN
+        return RuleSettlement(name, state, "full run", "settles only when every input has run")
+    return settler(look, params)
+
+
+def settle(c: Comparison, policy: Policy, k: int, n: int) -> Settlement:
+    """Every enabled rule's state after k of N inputs, and whether the verdict is settled (module docstring)."""
+    verdict = evaluate(c, policy)
+    look = Look(c, k, n, {r.rule: r for r in verdict.results})
+    rules = tuple(_one_rule(look, name, p) for name, p in policy.rules.items() if p["enabled"])
+    failed = [r.rule for r in rules if r.state == SETTLED_FAIL]
+    open_ = [r.rule for r in rules if r.state == OPEN]
+    blocked = data_reasons(c, policy)
+    if blocked:
+        why = f"not settled: the data gives no verdict yet ({blocked[0]})"
+        return Settlement(False, OPEN, why, rules, k, n, policy.source)
+    if failed:
+        why = (
+            f"settled FAIL: {', '.join(failed)} ({next(r.detail for r in rules if r.state == SETTLED_FAIL)})"
+        )
+        return Settlement(True, SETTLED_FAIL, why, rules, k, n, policy.source)
+    if not open_ and any(r.state == SETTLED_PASS for r in rules):
+        passed = "; ".join(f"{r.rule} {r.detail}" for r in rules if r.state == SETTLED_PASS)
+        return Settlement(True, SETTLED_PASS, f"settled PASS: {passed}", rules, k, n, policy.source)
+    return Settlement(
+        False, OPEN, f"not settled: {', '.join(open_) or 'no rule checked'}", rules, k, n, policy.source
+    )
+
+
+def stop_check(policy: Policy) -> Callable[[StopQuery], Settlement]:
+    """The callback of `lbeval ab --stop-when-settled` (eval/run/ab.StopCheck)."""
+
+    def check(query: StopQuery) -> Settlement:
+        base, variant = _partial(query)
+        c = compare(base, variant, allow_mismatch=True)
+        return settle(c, policy, len(query.inputs_run), query.inputs_planned)
+
+    return check
+
+
+# ---------------------------------------------------------------- the gate on a stopped session
+
+
+@dataclass(frozen=True)
+class GateResult:
+    comparison: Comparison
+    verdict: Verdict
+
+
+def _stopped_outcome(run: ScoredRun) -> bool:
+    sessions = run.loaded.manifest.sessions
+    return bool(sessions) and str(sessions[-1].get("outcome", "")).startswith(STOPPED_OUTCOME)
+
+
+def _stop_of(base: ScoredRun, variant: ScoredRun) -> tuple[StopRecord | None, list[str]]:
+    """The session's stop record (the same in both runs) and why it cannot be used ([]: it can)."""
+    stops = []
+    for side, run in (("base", base), ("variant", variant)):
+        try:
+            stops.append(read_stop(run.loaded.run_dir))
+        except DataError as exc:
+            return None, [f"{side} run {run.scores.run.run_id}: {exc}"]
+    if stops[0] is None and stops[1] is None:
+        short = [f"{s} run {r.scores.run.run_id}" for s, r in (("base", base), ("variant", variant))
+                 if _stopped_outcome(r)]  # fmt: skip
+        why = "stopped early by lbeval ab but its stop record (ab_stop.json) is missing"
+        return None, [f"{name} {why}" for name in short]
+    a, b = stops
+    names = tuple(f"{r.loaded.manifest.variant}/{r.loaded.manifest.run_id}" for r in (base, variant))
+    if a is None or b is None or replace(a, runs=b.runs, expected_records=b.expected_records) != b:
+        return None, ["the two runs' stop records differ (or one is missing)"]
+    if set(a.runs) != set(names):
+        return None, [f"the stop record names the runs {a.runs[0]} and {a.runs[1]}, not these two"]
+    return a, []
+
+
+def _view(run: ScoredRun, stop: StopRecord, side: int) -> tuple[ScoredRun, list[str]]:
+    keys = list(stop.inputs)
+    held = {(r.dataset, r.example_id) for r in run.loaded.records}
+    beyond = sorted(held - set(keys))
+    problems = [f"run {run.scores.run.run_id} holds records of {len(beyond)} input(s) the stop record does not "
+                f"list (first {beyond[0][0]}/{beyond[0][1]})"] if beyond else []  # fmt: skip
+    if len(keys) != stop.inputs_run or len(set(keys)) != len(keys):
+        problems.append("the stop record's inputs do not match its count")
+    return restrict(run, keys, stop.expected_records[side]), problems
+
+
+def _stopped_results(verdict: Verdict, settlement: Settlement) -> list[RuleResult]:
+    """The gate's rule results on the inputs run, each settled rule's replaced by its settled decision."""
+    by_rule = {r.rule: r for r in settlement.rules}
+    out = []
+    for r in verdict.results:
+        s = by_rule.get(r.rule)
+        if s is None or s.state == NOT_CHECKED:
+            out.append(r)
+            continue
+        where = f"settled after {settlement.inputs_run} of {settlement.inputs_planned} inputs ({s.how})"
+        if s.state == OPEN:
+            out.append(
+                RuleResult(r.rule, SKIPPED, "not checked", f"not settled when the session stopped: {where}")
+            )
+        else:
+            status = PASS if s.state == SETTLED_PASS else FAIL
+            out.append(RuleResult(r.rule, status, s.detail, f"{r.threshold}; {where}", r.detail, r.rows))
+    return out
+
+
+def _reproduces(stop: StopRecord, again: Settlement) -> list[str]:
+    if not again.settled or again.decision != stop.decision:
+        return [f"the stop record says {stop.decision}, the records give: {again.reason}"]
+    recorded = {r.rule: r for r in stop.rules}
+    for r in again.rules:
+        old = recorded.get(r.rule)
+        same = (
+            old is not None
+            and old.state == r.state
+            and all(
+                (x is None and y is None) or (x is not None and y is not None and abs(x - y) <= 1e-6)
+                for x, y in ((old.low_pct, r.low_pct), (old.high_pct, r.high_pct))
+            )
+        )
+        if not same:
+            return [
+                f"rule {r.rule}: the stop record's decision does not reproduce from the records ({r.detail})"
+            ]
+    if set(recorded) != {r.rule for r in again.rules}:
+        return ["the stop record settled other rules than this policy enables"]
+    return []
+
+
+def compare_and_gate(
+    base: ScoredRun,
+    variant: ScoredRun,
+    policy: Policy,
+    *,
+    allow_mismatch: bool,
+    seed: int,
+    adjust: Callable[[Comparison], Comparison] | None = None,
+) -> GateResult:
+    """The comparison (passed through `adjust`, e.g. the A/A floor) and the gate's verdict; for a stopped
+    `lbeval ab` session, on the inputs run, following the decisions recomputed from the records (docstring)."""
+    fix = adjust or (lambda c: c)
+    stop, problems = _stop_of(base, variant)
+    if stop is None:
+        c = fix(compare(base, variant, allow_mismatch=allow_mismatch, seed=seed))
+        verdict = evaluate(c, policy)
+        if problems:
+            verdict = Verdict(EXIT_NO_VERDICT, verdict.results, [*problems, *verdict.reasons], verdict.policy)
+        return GateResult(c, verdict)
+    side_a = 0 if stop.runs[0] == f"{base.loaded.manifest.variant}/{base.loaded.manifest.run_id}" else 1
+    vb, pb = _view(base, stop, side_a)
+    vv, pv = _view(variant, stop, 1 - side_a)
+    c = fix(compare(vb, vv, allow_mismatch=allow_mismatch, seed=seed))
+    again = settle(c, policy, stop.inputs_run, stop.inputs_planned)
+    results = _stopped_results(evaluate(c, policy), again)
+    reasons = [*pb, *pv, *_reproduces(stop, again), *data_reasons(c, policy)]
+    reasons += [f"rule {r.rule} has no data: {r.measured}" for r in results if r.status == NO_DATA]
+    code = EXIT_NO_VERDICT if reasons else EXIT_FAIL if any(r.status == FAIL for r in results) else EXIT_PASS
+    return GateResult(c, Verdict(code, results, reasons, policy.source, stopped=stop.headline()))
