@@ -121,19 +121,22 @@ eval: setup
 	$(LBEVAL) score "$$run_dir"
 
 # JUNIT=file.xml: a relative path is written into the comparison's folder (never the repo root), an absolute one as is.
+# AA="RUN_A RUN_B": the two run folders of an A/A session (lbeval ab X X): the report's A/A floor, and the
+# timing rule's max_change_aa_multiple (README "A/A floor").
+AA_FLOOR = $(if $(AA),--aa-floor $(AA))
 GATE_JUNIT = $(if $(JUNIT),--junit $(if $(filter /%,$(JUNIT)),$(JUNIT),$(RUNS)/compare/$(BASE)__$(VARIANT)/$(JUNIT)))
 
 # Compare the latest runs of two variants (newest manifest under $(RUNS)/<variant>/), writing
 # $(RUNS)/compare/$(BASE)__$(VARIANT)/report.md, summary.json, report.html; then the gate decides the exit code.
 compare: setup
-	$(LBEVAL) compare $(BASE) $(VARIANT) --runs $(RUNS) $(if $(POLICY),--policy $(POLICY))
-	$(LBEVAL) gate $(BASE) $(VARIANT) --runs $(RUNS) $(if $(POLICY),--policy $(POLICY)) $(GATE_JUNIT)
+	$(LBEVAL) compare $(BASE) $(VARIANT) --runs $(RUNS) $(if $(POLICY),--policy $(POLICY)) $(AA_FLOOR)
+	$(LBEVAL) gate $(BASE) $(VARIANT) --runs $(RUNS) $(if $(POLICY),--policy $(POLICY)) $(AA_FLOOR) $(GATE_JUNIT)
 
 # Release gate on the same two runs: exit 0 pass, 1 a rule fails, 2 no verdict.
 # POLICY=file.toml overrides the shipped eval/gate/policy_default.toml; JUNIT=file.xml also writes JUnit XML
 # (a relative path under $(RUNS)/compare/$(BASE)__$(VARIANT)/).
 gate: setup
-	$(LBEVAL) gate $(BASE) $(VARIANT) --runs $(RUNS) $(if $(POLICY),--policy $(POLICY)) $(GATE_JUNIT)
+	$(LBEVAL) gate $(BASE) $(VARIANT) --runs $(RUNS) $(if $(POLICY),--policy $(POLICY)) $(AA_FLOOR) $(GATE_JUNIT)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

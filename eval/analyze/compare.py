@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from eval.analyze.aa_floor import AaFloor
 from eval.analyze.paired import PairedTiming, interleaved_timing
 from eval.analyze.pairs import Divergence, Pair, PairStats, as_generation, collect_pairs, pair_stats
 from eval.analyze.score import ScoredRun
@@ -228,6 +229,9 @@ class Comparison:
     # both runs from one `lbeval ab` session (execution "interleaved"): timing_changes are then the paired-in-time
     # figures (eval/analyze/paired.py) and this holds them with the sequential-style figure and the drift check
     paired: PairedTiming | None = None
+    # `--aa-floor RUN_A RUN_B`: the A/A floor of an `lbeval ab X X` session (eval/analyze/aa_floor.py), set by
+    # the command layer; the report shows it beside each timing change and the timing rule may use it
+    aa_floor: AaFloor | None = None
 
     @property
     def name(self) -> str:

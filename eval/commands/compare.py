@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eval.terminal import echo
 
 if TYPE_CHECKING:
+    from eval.analyze.compare import Comparison
     from eval.analyze.score import ScoredRun
 
 HELP = "Compare two runs (base vs variant): accuracy, agreement, timing and cache tables; Markdown, JSON and HTML reports."
@@ -32,6 +34,33 @@ def add_policy_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_aa_floor_argument(p: argparse.ArgumentParser) -> None:
+    """--aa-floor RUN_A RUN_B: shared by `lbeval compare` and `lbeval gate`."""
+    p.add_argument(
+        "--aa-floor",
+        nargs=2,
+        metavar=("RUN_A", "RUN_B"),
+        help="the two run folders of an A/A session (lbeval ab X X, same inputs): the report shows their noise "
+        "floor beside each timing change; the policy's max_change_aa_multiple needs it",
+    )
+
+
+def with_aa_floor(args: argparse.Namespace, comparison: Comparison) -> Comparison:
+    """The comparison with the A/A floor of --aa-floor's runs (unchanged without the flag); AaFloorError (exit 2)
+    when they are not one A/A session or asked other inputs than the compared runs."""
+    if not args.aa_floor:
+        return comparison
+    from eval.analyze.aa_floor import aa_floor, check_against  # heavy (scorers): imported when used
+    from eval.analyze.compare import BOOTSTRAP_RESAMPLES
+    from eval.analyze.score import score_run
+    from eval.records.run_folder import resolve_run
+
+    a, b = (score_run(resolve_run(name, args.runs)) for name in args.aa_floor)
+    floor = aa_floor(a, b, seed=comparison.seed, resamples=BOOTSTRAP_RESAMPLES)
+    check_against(floor, comparison.base, comparison.variant)
+    return replace(comparison, aa_floor=floor)
+
+
 def score_pair(args: argparse.Namespace) -> tuple[ScoredRun, ScoredRun]:
     """Score the BASE and VARIANT runs named on the command line."""
     from eval.analyze.score import score_run  # heavy (scorers): imported when used
@@ -50,6 +79,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, help="bootstrap seed (default 20260909)")
     add_policy_argument(p)
+    add_aa_floor_argument(p)
     add_full_argument(p, "report.md")
 
 
@@ -76,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         allow_mismatch=args.allow_mismatch,
         seed=BOOTSTRAP_SEED if args.seed is None else args.seed,
     )
+    comparison = with_aa_floor(args, comparison)
     out = args.out or args.runs / "compare" / comparison.name
     # the report's banner shows the gate's verdict: the one evaluation `lbeval gate` also uses
     verdict, tables = evaluate(comparison, policy), build_tables(comparison)

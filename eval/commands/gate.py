@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval.commands.compare import add_policy_argument, add_run_pair_arguments, score_pair
+from eval.commands.compare import (
+    add_aa_floor_argument,
+    add_policy_argument,
+    add_run_pair_arguments,
+    score_pair,
+    with_aa_floor,
+)
 from eval.errors import ConfigError, LbevalError, UsageError
 from eval.gate.junit import write_junit
 from eval.gate.policy import load_policy
@@ -20,6 +26,7 @@ HELP = "Release gate: check a policy (TOML) on base vs variant; exit 0 pass, 1 a
 def configure(p: argparse.ArgumentParser) -> None:
     add_run_pair_arguments(p)
     add_policy_argument(p)
+    add_aa_floor_argument(p)
     p.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML, one test case per rule")
 
 
@@ -32,6 +39,7 @@ def verdict_for(args: argparse.Namespace) -> Verdict:
         base, variant = score_pair(args)
         # mismatches are not an error here: they make the verdict's data reasons (exit 2, each one named)
         comparison = compare(base, variant, allow_mismatch=True)
+        comparison = with_aa_floor(args, comparison)  # A/A runs that cannot calibrate: no verdict, named
     except (UsageError, ConfigError):
         raise  # a mistyped variant or a bad option is not the data's verdict: exit 64 / 78
     except LbevalError as exc:

@@ -45,6 +45,8 @@ COUNT = Number(int, "a count >= 0")
 FRACTION = Number(float, "a fraction in [0, 1]", high=1.0)
 POINTS = Number(float, "score points >= 0")
 PERCENT = Number(float, "a percentage >= 0")
+# a limit below the A/A floor could not be told from what two identical configurations show
+AA_MULTIPLE = Number(float, "a multiple of the A/A floor in [1, 1000]", low=1.0, high=1000.0)
 Kind = type | Number
 # rule -> parameter -> (type, default); `enabled` is implicit
 RULE_PARAMS: dict[str, dict[str, tuple[Kind, Any]]] = {
@@ -57,7 +59,9 @@ RULE_PARAMS: dict[str, dict[str, tuple[Kind, Any]]] = {
         "runs": (list, ["base", "variant"]),
     },
     "no_errors": {"max": (COUNT, 0), "runs": (list, ["base", "variant"])},
-    "warm_prefill_change": {"max_change_pct": (PERCENT, 5.0)},
+    # max_change_pct's default applies unless the table states only max_change_aa_multiple (then there is no
+    # absolute limit); both stated: the smaller limit (each must hold). eval/gate/rules.warm_prefill_limit
+    "warm_prefill_change": {"max_change_pct": (PERCENT, 5.0), "max_change_aa_multiple": (AA_MULTIPLE, None)},
     "cross_variant_cold": {"min_fraction": (FRACTION, 1.0)},
     "hitlen_cache_honoured": {"max_misses": (COUNT, 0), "runs": (list, ["base", "variant"])},
     "batch_invariant": {
@@ -138,6 +142,12 @@ def parse_policy(text: str, source: str) -> Policy:
             raise ConfigError(f"{source}: rules.{name}: unknown rule (known: {', '.join(RULE_PARAMS)})")
         params = _params(f"{source}: rules.{name}", table, RULE_PARAMS[name], ["enabled"])
         params["enabled"] = _typed(f"{source}: rules.{name}.enabled", table.get("enabled", True), bool)
+        if (
+            name == "warm_prefill_change"
+            and "max_change_pct" not in table
+            and "max_change_aa_multiple" in table
+        ):
+            params["max_change_pct"] = None  # only the A/A-relative limit stated: no absolute one
         rules[name] = params
     return Policy(source, data, rules)
 

@@ -11,6 +11,7 @@ The rules and their parameters are documented in the shipped default policy, eva
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from eval.analyze.compare import Comparison
@@ -158,10 +159,48 @@ def rule_no_errors(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     return RuleResult("no_errors", PASS if ok else FAIL, measured, f"<= {p['max']} per run", rows=rows)
 
 
+@dataclass(frozen=True)
+class WarmPrefillLimit:
+    """The timing rule's limit (%) from the policy and the A/A floor; `missing`: why there is none."""
+
+    pct: float | None
+    threshold: str
+    missing: str = ""
+
+
+def warm_prefill_limit(c: Comparison, p: Mapping[str, Any]) -> WarmPrefillLimit:
+    """max_change_pct (absolute) and/or max_change_aa_multiple x the A/A floor of warm prefill; with both, the
+    smaller (each stated limit must hold)."""
+    absolute, multiple = p.get("max_change_pct"), p.get("max_change_aa_multiple")
+    limits = [] if absolute is None else [float(absolute)]
+    parts = [] if absolute is None else [f"{absolute:+g}%"]
+    if multiple is not None:
+        parts.append(f"{multiple:g} x the A/A floor of warm prefill")
+        aa, threshold = c.aa_floor, "upper end of the 95% CI <= " + " and <= ".join(parts)
+        if aa is None:
+            why = 'max_change_aa_multiple needs the A/A floor: give --aa-floor RUN_A RUN_B (make: AA="RUN_A RUN_B")'
+            return WarmPrefillLimit(None, threshold, why)
+        m = aa.measures.get("warm_prefill_ms")
+        if m is None or m.floor_pct is None:
+            why = f"the A/A session {aa.runs[0]} and {aa.runs[1]} has no warm prefill interval (too few pairs or no /metrics)"
+            return WarmPrefillLimit(None, threshold, why)
+        if m.paired_drift:
+            return WarmPrefillLimit(
+                None, threshold, f"the A/A floor drifted during its session ({m.reading})"
+            )
+        limits.append(multiple * m.floor_pct)
+        parts[-1] = f"{multiple:g} x A/A floor {m.floor_pct:.1f}% = {multiple * m.floor_pct:+.1f}%"
+    limit = min(limits)
+    threshold = "upper end of the 95% CI <= " + " and <= ".join(parts)
+    return WarmPrefillLimit(limit, threshold + (f" (the smaller: {limit:+.1f}%)" if len(limits) > 1 else ""))
+
+
 def rule_warm_prefill_change(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     ch = c.timing_changes.get("warm_prefill_ms")
-    name, limit = "warm_prefill_change", p["max_change_pct"]
-    threshold = f"upper end of the 95% CI <= {limit:+g}%"
+    name, lim = "warm_prefill_change", warm_prefill_limit(c, p)
+    threshold, limit = lim.threshold, lim.pct
+    if limit is None:
+        return RuleResult(name, NO_DATA, lim.missing, threshold)
     if ch is None:
         return RuleResult(
             name, NO_DATA, "no paired server prefill times (needs /metrics and timing passes)", threshold

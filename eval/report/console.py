@@ -177,6 +177,8 @@ def compare_summary(
     lines += accuracy_lines(by_id["accuracy"], verdict)
     lines += wrap("agreement", by_id["agreement"].reading)
     lines += wrap("timing", by_id["timing"].reading)
+    if "aa_floor" in by_id:  # --aa-floor
+        lines += wrap("A/A floor", by_id["aa_floor"].reading)
     lines += wrap("cache", by_id["cache"].reading)
     if c.warnings:
         lines += wrap("warnings", f"{len(c.warnings)} (listed in the report)")

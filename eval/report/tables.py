@@ -14,6 +14,7 @@ from eval.analyze.compare import BOOTSTRAP_RESAMPLES, Change, Comparison
 from eval.analyze.pairs import NEAR_TIE_MARGIN, PairStats
 from eval.analyze.score import RunScores
 from eval.analyze.verification import CacheVerification
+from eval.report.aa_floor import aa_floor_table
 from eval.report.attribution import attribution_table
 from eval.report.cells import Cell, Flag, Frac, Interval, Ints, Num, Row, Sci, Table, Text
 from eval.report.paired import paired_timing_table
@@ -28,6 +29,9 @@ def build_tables(c: Comparison) -> list[Table]:
     paired = paired_timing_table(c)  # lbeval ab: the interleaved figures beside the sequential-style ones
     if paired is not None:
         tables.insert(tables.index(next(t for t in tables if t.id == "timing")) + 1, paired)
+    aa = aa_floor_table(c)  # --aa-floor: the A/A floor beside each timing change
+    if aa is not None:
+        tables.insert(tables.index(next(t for t in tables if t.id == "timing")) + 1, aa)
     return [*tables[:1], *([v2] if v2 is not None else []), *tables[1:], attribution_table(c)]
 
 
