@@ -32,10 +32,10 @@ SERVER_REQS := eval/serve/server_requirements.txt
 SERVER_MODEL := $(LBEVAL_CACHE)/models/smollm2-135m-instruct
 SPEC ?=
 
-.PHONY: setup test check lint typecheck bench eval compare gate demo server-venv server-model serve clean help
+.PHONY: setup test check lint typecheck bench eval ab compare gate demo server-venv server-model serve clean help
 
 help:
-	@echo "make setup | test | check | bench | eval VARIANT=x | compare BASE=a VARIANT=b | gate | demo"
+	@echo "make setup | test | check | bench | eval VARIANT=x | ab BASE=a VARIANT=b | compare BASE=a VARIANT=b | gate | demo"
 	@echo "make server-llamacpp | cross-engine (vLLM vs llama-cpp-python on the mini inputs)"
 
 setup: $(STAMP)
@@ -81,8 +81,10 @@ server-venv:
 server-model: server-venv
 	$(SERVER_PY) -m eval.serve.model --out $(SERVER_MODEL)
 
-# The whole suite on the shipped longbench-mini sample for two variants of the embedded CPU server: prepare,
-# run (cold, warm, repeat, timing, controls), score, compare, gate; prints where the report is (README).
+# The whole suite on the shipped longbench-mini sample for two variants of the embedded CPU server: prepare, one
+# interleaved `lbeval ab` session of both (both servers live at once, ~8 GB; cold, warm, repeat, timing, controls,
+# then the batch, hitlen and repeats scenarios on 2 inputs), score, compare (paired timing), gate; prints where
+# the report is (README).
 DEMO_BASE ?= cpu-smollm2
 DEMO_VARIANT ?= cpu-smollm2-fp8kv
 demo: setup server-model
@@ -119,6 +121,30 @@ eval: setup
 	  $(if $(SCENARIOS),--scenarios $(SCENARIOS)) $(RUN_ARGS) | tail -n 1); \
 	echo "make eval: run $$run_dir"; \
 	$(LBEVAL) score "$$run_dir"
+
+# Interleaved A/B of two variants (README "Interleaved A/B"): both servers live at once, every unit of work sent
+# to both in a seeded, balanced, paired order, so machine drift cancels out of the paired timing figures:
+#   make ab BASE=x VARIANT=y [SOURCE=mini | DATA_DIR=path/to/LongBench/data] [DATASETS=...] [N=...] [SEED=...]
+#           [SPECS=file.toml ...] [MAX_TOKENS=16] [TIMING_REPS=2] [SCENARIOS=cache,hitlen] [MODEL=id]
+#           [AB_PASSES=cold,warm,repeat,controls,timing] [AB_ARGS='--seed 3 --hit-lengths 127,128,129']
+# The inputs are prepared once per DATASETS/N/SEED/SOURCE into the same $(RUNS)/inputs/ file as `make eval` (with
+# BASE's launch spec's tokenizer; delete the file to prepare it again). `lbeval ab` then starts both launch specs
+# (BASE and VARIANT, or --spec-a/--spec-b/--base-url-a/--base-url-b in AB_ARGS; two CPU servers take ~8 GB),
+# runs the session (resumable: the same command again), stops them and prints both run directories; both are
+# scored, and the next command is printed: make compare BASE=x VARIANT=y (the paired timing table and the gate).
+AB_PASSES ?= cold,warm,repeat,controls,timing
+ab: setup
+	@set -eo pipefail; \
+	inputs=$(EVAL_INPUTS); \
+	if [ -f $$inputs ]; then echo "make ab: reusing $$inputs (delete it to prepare again)"; else \
+	  $(LBEVAL) prepare $(EVAL_SOURCE) --datasets $(DATASETS) --n $(N) --seed $(SEED) --spec $(BASE) $(EVAL_SPECS) \
+	    $(if $(MODEL),--model $(MODEL)) --out $$inputs; fi; \
+	dirs=$$($(LBEVAL) ab $(BASE) $(VARIANT) --inputs $$inputs --out $(RUNS) $(EVAL_SPECS) --passes $(AB_PASSES) \
+	  $(if $(MODEL),--model $(MODEL)) $(if $(MAX_TOKENS),--max-tokens $(MAX_TOKENS)) \
+	  $(if $(TIMING_REPS),--timing-reps $(TIMING_REPS)) $(if $(SCENARIOS),--scenarios $(SCENARIOS)) $(AB_ARGS) \
+	  | tail -n 2); \
+	for run_dir in $$dirs; do echo "make ab: run $$run_dir"; $(LBEVAL) score "$$run_dir"; done; \
+	echo "make ab: next: make compare BASE=$(BASE) VARIANT=$(VARIANT)"
 
 # JUNIT=file.xml: a relative path is written into the comparison's folder (never the repo root), an absolute one as is.
 # AA="RUN_A RUN_B": the two run folders of an A/A session (lbeval ab X X): the report's A/A floor, and the

@@ -4,14 +4,17 @@
 
 Steps (each printed with the command a user would type, and timed):
 1. start the base variant's server (eval/serve/variants.toml) and, with its tokenizer, `lbeval prepare --source mini`;
-2. `lbeval run` the base variant on that server (cold, warm, repeat, timing and control passes, then the batch,
-   hitlen (hit lengths around one and two blocks) and repeats scenarios on 2 of the inputs with 8-token
-   outputs: the attribution table); stop it;
-3. `lbeval run --spec VARIANT`: lbeval starts the second variant's server, runs (with the hitlen scenario on the
-   same 2 inputs, so that the gate's hitlen_cache_honoured has both runs), and stops it;
-4. `lbeval score` both runs, `lbeval compare` them, `lbeval gate` (its verdict is printed, not enforced);
-5. print where the report is.
-Re-running reuses complete runs in the output folder (the run ids follow the inputs); delete it to start over.
+2. `lbeval ab BASE VARIANT --base-url-a URL`: lbeval starts the second variant's server, both live at once (about
+   8 GB together), and every unit goes to both in a seeded, balanced, paired order (README "Interleaved A/B"):
+   the cold, warm, repeat, timing and control passes, then the batch, hitlen (hit lengths around one and two
+   blocks) and repeats scenarios on 2 of the inputs with 8-token outputs. Both sides must run the very same plan,
+   so both run every scenario: the attribution table has both columns, and the gate's hitlen_cache_honoured
+   both runs. The second server is stopped after the session, the first one then;
+3. `lbeval score` both runs, `lbeval compare` them (with the paired-in-time timing table: the paired change, the
+   sequential-style figure beside it, the drift reading), `lbeval gate` (its verdict is printed, not enforced);
+4. print where the report is.
+Re-running resumes the session, or reuses its complete runs (the run ids follow the inputs); delete the output
+folder to start over.
 `make demo` builds the server venv and the model first (`make server-venv server-model`).
 """
 
@@ -27,6 +30,7 @@ from pathlib import Path
 
 from eval.cli import main as lbeval
 from eval.errors import EXIT_INTERRUPTED, LbevalError
+from eval.prepare.inputs import inputs_digest
 from eval.records.run_folder import append_server_record
 from eval.run.resume import records_kept, run_dir_for
 from eval.serve.launch_specs import get_launch_spec
@@ -55,13 +59,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--scenarios",
         default="cache,batch,hitlen,repeats",
-        help="the base run's scenarios (default %(default)s)",
+        help="both runs' scenarios (default %(default)s)",
     )
-    p.add_argument(
-        "--variant-scenarios",
-        default="cache,hitlen",
-        help="the variant run's scenarios (default %(default)s)",
-    )
+    p.add_argument("--seed", default="0", help="lbeval ab's seed of the pairs' order (default %(default)s)")
     p.add_argument("--batch-sizes", default="1,4", help="batch scenario (default %(default)s)")
     p.add_argument("--repeats", default="4", help="repeats scenario (default %(default)s)")
     p.add_argument(
@@ -121,11 +121,15 @@ class Steps:
             thread.join()
 
 
-def run_argv(args: argparse.Namespace, variant: str, inputs: Path) -> list[str]:
-    argv = ["run", "--variant", variant, "--inputs", str(inputs), "--out", str(args.out / "runs")]
+PASSES = "cold,warm,repeat,controls,timing"  # every pass of the cache scenario (lbeval ab's default: timing)
+
+
+def ab_argv(args: argparse.Namespace, inputs: Path, base_url: str) -> list[str]:
+    """`lbeval ab` of both variants: side A on the demo's server, side B's launch spec started by lbeval."""
+    argv = ["ab", args.base, args.variant, "--inputs", str(inputs), "--out", str(args.out / "runs")]
+    argv += ["--base-url-a", base_url, "--seed", args.seed, "--passes", PASSES]
     argv += ["--timing-reps", args.timing_reps, *(f"--specs={f}" for f in args.specs)]
-    scenarios = args.scenarios if variant == args.base else args.variant_scenarios
-    argv += ["--scenarios", scenarios, "--batch-sizes", args.batch_sizes, "--repeats", args.repeats]
+    argv += ["--scenarios", args.scenarios, "--batch-sizes", args.batch_sizes, "--repeats", args.repeats]
     argv += ["--hit-lengths", args.hit_lengths]
     argv += ["--scenario-inputs", args.scenario_inputs, "--scenario-max-tokens", args.scenario_max_tokens]
     return argv + (["--quiet"] if args.quiet or not sys.stderr.isatty() else [])
@@ -143,21 +147,17 @@ def demo(args: argparse.Namespace) -> Path:
         prepare = ["prepare", "--source", "mini", "--datasets", args.datasets, "--n", args.n]
         prepare += ["--base-url", server.base_url, "--max-tokens", args.max_tokens, "--out", str(inputs)]
         steps.lbeval("1. prepare the inputs with the server's tokenizer", prepare)
-        run_base = [*run_argv(args, args.base, inputs), "--base-url", server.base_url]
-        steps.lbeval(f"2. run {args.base} on that server", run_base, watch=_run_dir(args, args.base))
-        latest = args.out / "runs" / args.base / "LATEST"
-        append_server_record(latest.parent / latest.read_text(encoding="utf-8").strip(), server.describe())
-    steps.lbeval(
-        f"3. run {args.variant} (lbeval starts and stops its server)",
-        run_argv(args, args.variant, inputs),
-        watch=_run_dir(args, args.variant),
-    )
+        title = f"2. interleaved A/B: {args.base} on that server, {args.variant} on one lbeval starts"
+        base_dir = _run_dir(args, "a")
+        steps.lbeval(title, ab_argv(args, inputs, server.base_url), watch=base_dir)
+        if base_dir is not None:  # lbeval ab notes the servers it started; this one the demo started
+            append_server_record(base_dir, server.describe())
     runs = str(args.out / "runs")
     for name in (args.base, args.variant):
-        steps.lbeval(f"4. score {name}", ["score", name, "--runs", runs])
-    steps.lbeval("5. compare", ["compare", args.base, args.variant, "--runs", runs])
+        steps.lbeval(f"3. score {name}", ["score", name, "--runs", runs])
+    steps.lbeval("4. compare", ["compare", args.base, args.variant, "--runs", runs])
     verdict = steps.lbeval(
-        "6. release gate (verdict shown, not enforced here)",
+        "5. release gate (verdict shown, not enforced here)",
         ["gate", args.base, args.variant, "--runs", runs],
         ok=(0, 1, 2),
     )
@@ -170,15 +170,29 @@ def demo(args: argparse.Namespace) -> Path:
     return report
 
 
-def _run_dir(args: argparse.Namespace, variant: str) -> Path | None:
-    return run_dir_for(args.out / "runs", variant, args.out / "inputs.jsonl")
+def _run_dir(args: argparse.Namespace, side: str) -> Path | None:
+    """Where the demo's `lbeval ab` session writes side a's (the base's) or b's run: lbeval ab's default run id,
+    ab-<inputs hash>, with -a/-b when both sides are one variant (eval/run/ab.ab_run_ids); None before the
+    inputs exist."""
+    inputs = args.out / "inputs.jsonl"
+    try:
+        run_id = f"ab-{inputs_digest(inputs)[:12]}"
+    except (OSError, LbevalError):
+        return None
+    same = args.base == args.variant
+    return run_dir_for(
+        args.out / "runs",
+        args.base if side == "a" else args.variant,
+        inputs,
+        run_id + (f"-{side}" if same else ""),
+    )
 
 
 def interrupted_lines(args: argparse.Namespace) -> list[str]:
     """The records each run kept, and how to resume."""
     lines = []
-    for variant in (args.base, args.variant):
-        run_dir = _run_dir(args, variant)
+    for variant, side in ((args.base, "a"), (args.variant, "b")):
+        run_dir = _run_dir(args, side)
         if run_dir is not None and run_dir.is_dir():
             lines.append(f"demo: {variant}: {records_kept(run_dir)} records kept in {run_dir}")
     return lines + ["demo: `make demo` (or the same python -m eval.demo command) again resumes"]

@@ -11,7 +11,8 @@ import pytest
 import eval.commands.run as run_command
 from eval.cli import main
 from eval.demo import interrupted_lines
-from eval.run.resume import resume_command, run_dir_for
+from eval.prepare.inputs import inputs_digest
+from eval.run.resume import resume_command
 from tests.eval.fake_fixtures import make_row, write_rows
 from tests.eval.runfactory import base_and_variant, write_run
 from tests.fake_server import FakeServer
@@ -84,8 +85,8 @@ def test_an_interrupted_demo_counts_each_runs_records(tmp_path: Path) -> None:
     args = argparse.Namespace(out=tmp_path / "demo", base="b", variant="v")
     resume = "demo: `make demo` (or the same python -m eval.demo command) again resumes"
     assert interrupted_lines(args) == [resume]
-    folder = run_dir_for(tmp_path / "demo" / "runs", "b", inputs)  # where the demo's run of b writes
-    assert folder is not None
+    # where the demo's lbeval ab session writes the run of b (lbeval ab's default run id)
+    folder = tmp_path / "demo" / "runs" / "b" / f"ab-{inputs_digest(inputs)[:12]}"
     folder.mkdir(parents=True)
     (folder / "records.jsonl").write_text("")
     assert interrupted_lines(args) == [f"demo: b: 0 records kept in {folder}", resume]

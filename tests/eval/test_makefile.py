@@ -45,3 +45,25 @@ def test_a_relative_junit_path_goes_under_the_comparison_folder() -> None:
     assert "lbeval gate a b --runs runs --junit runs/compare/a__b/gate.xml" in out
     assert "--junit /tmp/g.xml" in dry("gate", "BASE=a", "VARIANT=b", "JUNIT=/tmp/g.xml")
     assert "--junit" not in dry("gate", "BASE=a", "VARIANT=b")
+
+
+def test_ab_prepares_once_then_one_interleaved_session_scores_both_and_names_the_next_step() -> None:
+    out = dry(
+        "ab", "BASE=cpu-smollm2", "VARIANT=cpu-smollm2-fp8kv", "SOURCE=mini", "N=3", "MAX_TOKENS=16",
+        "TIMING_REPS=2", "SCENARIOS=cache,hitlen", "AB_ARGS=--seed 3",
+    )  # fmt: skip
+    assert "inputs=runs/inputs/mini-qasper+gov_report-n3-seed20260909.jsonl;" in out  # make eval's file
+    assert (
+        "lbeval prepare --source mini --datasets qasper,gov_report --n 3 --seed 20260909 --spec cpu-smollm2"
+        in out
+    )
+    ab = out[out.index("lbeval ab ") : out.index("| tail -n 2")]
+    assert ab.startswith("lbeval ab cpu-smollm2 cpu-smollm2-fp8kv --inputs $inputs --out runs")
+    assert "--passes cold,warm,repeat,controls,timing" in ab and "--max-tokens 16" in ab
+    assert "--timing-reps 2" in ab and "--scenarios cache,hitlen" in ab and ab.rstrip().endswith("--seed 3")
+    assert "--base-url" not in ab  # lbeval ab starts both launch specs
+    assert (
+        'for run_dir in $dirs; do echo "make ab: run $run_dir"; .venv/bin/lbeval score "$run_dir"; done'
+        in out
+    )
+    assert "make ab: next: make compare BASE=cpu-smollm2 VARIANT=cpu-smollm2-fp8kv" in out
