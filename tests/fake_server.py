@@ -206,6 +206,7 @@ class FakeServer:
         tokenize_enabled: bool = True,
         metrics_enabled: bool = True,
         metrics_lag_s: float = 0.0,
+        metrics_first: bool = False,
         api_key: str | None = None,
         version: str = "0.0.0+fake",
         output_prefix: str = "",
@@ -230,6 +231,7 @@ class FakeServer:
         self.tokenize_enabled = tokenize_enabled
         self.metrics_enabled = metrics_enabled
         self.metrics_lag_s = metrics_lag_s
+        self.metrics_first = metrics_first  # count a request in /metrics before answering it (not after)
         self.api_key = api_key
         self.version = version
         self.output_prefix = output_prefix  # put before every generated text (hostile-output tests)
@@ -245,6 +247,9 @@ class FakeServer:
         self.requests: list[tuple[str, dict[str, Any]]] = []  # (path, body) of every generation request
         self.reset_calls = 0
         self.restarts = 0
+        self.metrics_gets = 0  # GET /metrics answered (bench_gap, test_gap: scrapes per request)
+        # what each generation request added to the metrics, in the order recorded: (prompt, cached, prefill)
+        self.observed: list[tuple[int, int, float]] = []
         self.lock = threading.RLock()
         self.state = FakeState()
         self._httpd: ThreadingHTTPServer | None = None
@@ -476,6 +481,7 @@ class FakeServer:
                 values = (prefill, 2e-4, prefill + 3e-4, prefill + 3e-4 + completion * 1e-4)
                 for name, value in zip(HISTOGRAMS, values, strict=True):
                     st.hist.setdefault(name, Histogram()).observe(value)
+                self.observed.append((prompt_tokens, cached, prefill))
 
         if self.metrics_lag_s > 0:
             threading.Timer(self.metrics_lag_s, record).start()
@@ -665,6 +671,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path == "/health":
             self._send(200, b"")
         elif self.path == "/metrics" and fake.metrics_enabled:
+            with fake.lock:
+                fake.metrics_gets += 1
             self._send(200, fake.metrics().encode(), "text/plain; version=0.0.4")
         else:
             self._json(404, {"detail": "Not Found"})
@@ -771,6 +779,8 @@ class _Handler(BaseHTTPRequestHandler):
             answer.as_ids = False  # token text only (return_tokens_as_token_ids is vLLM's)
         answer.prefix = fake.output_prefix
         answer.stop_text = None if stopped is None else stopped[1]
+        if fake.metrics_first:
+            fake.observe(len(ids), cached, len(out))
         if body.get("stream"):
             self._stream(answer, faults)
         else:
@@ -787,7 +797,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._trickle(payload, faults["slow"])
             else:
                 self._send(200, payload)
-        fake.observe(len(ids), cached, len(out))
+        if not fake.metrics_first:
+            fake.observe(len(ids), cached, len(out))
 
     def _validate(self, body: dict[str, Any], chat: bool) -> str | None:
         fake = self.fake

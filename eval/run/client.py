@@ -21,10 +21,11 @@ other transport failures. (A custom transport means environment proxy variables 
 from __future__ import annotations
 
 import ssl
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -628,6 +629,44 @@ _TRANSPORT_ERRORS = (httpx2.TransportError, httpx2.StreamError, OSError)
 # --- the client ----------------------------------------------------------------------------------------------
 
 
+class SendLedger:
+    """Requests sent by this process, through any Client to any server, that may change a server's metrics
+    (completions, chat, and every POST but tokenize/detokenize, e.g. a cache reset). ServerWatch reuses a
+    settled /metrics scrape as the next request's "before" only while `mark()` has not moved: nothing was sent
+    since, from any thread, any Client, either side of `lbeval ab`. Process-wide on purpose (two Clients can
+    name one server under two URLs)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._started = 0
+        self._finished = 0
+
+    def begin(self) -> None:
+        with self._lock:
+            self._started += 1
+
+    def end(self) -> None:
+        with self._lock:
+            self._finished += 1
+
+    def mark(self) -> int | None:
+        """The number of requests started so far; None while one is in flight."""
+        with self._lock:
+            return self._started if self._started == self._finished else None
+
+    @contextmanager
+    def sending(self) -> Iterator[None]:
+        self.begin()
+        try:
+            yield
+        finally:
+            self.end()
+
+
+SENT = SendLedger()
+_METRICS_NEUTRAL = ("/tokenize", "/detokenize")  # POST paths that send nothing to the engine
+
+
 def root_url(base_url: str) -> str:
     """http://host:8000/v1 -> http://host:8000 (where vLLM serves /metrics, /version, /tokenize...)."""
     base = base_url.rstrip("/")
@@ -712,7 +751,7 @@ class Client:
         skips the typed-parameter transform (about a millisecond per request) and returns the raw response."""
         sent_at = time.time()
         t0 = time.perf_counter()
-        with self._whole_request() as deadline:
+        with SENT.sending(), self._whole_request() as deadline:
             try:
                 if request.get("stream"):
                     resource = self._oa.chat.completions if endpoint == "chat" else self._oa.completions
@@ -735,7 +774,8 @@ class Client:
     # non-OpenAI endpoints
 
     def _call(self, method: str, url: str, body: dict[str, Any] | None = None) -> httpx2.Response:
-        with self._whole_request() as deadline:
+        neutral = method == "GET" or url.endswith(_METRICS_NEUTRAL)
+        with self._whole_request() as deadline, nullcontext() if neutral else SENT.sending():
             try:
                 resp = self._http.request(method, url, json=body)
             except httpx2.TransportError as exc:

@@ -46,6 +46,7 @@ from eval.records.final import select_final
 from eval.records.types import CACHE_UNVERIFIED, CACHE_VERIFIED, RequestRecord, Usage
 from eval.records.vocabulary import ANSWER_PASSES, PASS_CHOICES, UNIT_MAIN, UNIT_TIMING
 from eval.run.client import (
+    SENT,
     Client,
     Reply,
     RequestFailed,
@@ -71,6 +72,7 @@ SIBLING_QUESTION = "\n\nQuestion: Which topic does the text above discuss first?
 EVICT_PROMPT = "~ lbeval cache eviction: an unrelated short prompt sent before a cold request."
 V2_CONTEXT_END = "</text>\n\nWhat is the correct answer"  # what follows the document in the v2 templates
 MAX_GROUP_RESTARTS = 3
+SETTLE_POLLS_S = (0.01,)  # ServerWatch: waits between /metrics scrapes until a request is counted
 # a CoT answer call's warm reference: the answer call whose prompt it must share (what is cached under its salt)
 ANSWER_REFERENCE = {"warm": "cold", "repeat": "warm"}
 
@@ -269,9 +271,20 @@ def send_with_retries(
 # --- server watch ------------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Settled:
+    snap: Snapshot | None
+    counted: bool  # the finished-requests counter reached the target (not: no counter, or wait_s ran out)
+
+
 class ServerWatch:
     """Notices server restarts (`epoch` increases when the metrics go back or a connection is refused) and
-    waits for the server's counters to include every request sent (vLLM records them just after answering)."""
+    waits for the server's counters to include every request sent (vLLM records them just after answering).
+
+    Per-request metrics (`before` / `after` around one request at concurrency 1): a settled after-snapshot is
+    kept and serves as the next request's before, one scrape instead of two, only while client.SENT shows that
+    nothing was sent since by this process (any Client, any thread, either side of `lbeval ab`, a reset, an
+    eviction or re-prime prompt, a scenario batch); anything else gets a fresh scrape."""
 
     def __init__(
         self,
@@ -280,6 +293,7 @@ class ServerWatch:
         start_time: float | None,
         finished: float | None,
         wait_s: float = 2.0,
+        polls_s: tuple[float, ...] = SETTLE_POLLS_S,
     ) -> None:
         self.client = client
         self.metrics = metrics
@@ -287,7 +301,11 @@ class ServerWatch:
         self.start_time = start_time
         self.finished = finished  # vllm:request_success once every request sent so far is counted
         self.wait_s = wait_s
+        self.polls_s = polls_s  # waits between settle scrapes; the last one repeats
+        self.reused = 0  # after-snapshots that served as the next request's before
         self._last: Snapshot | None = None
+        self._kept: Snapshot | None = None
+        self._kept_mark: int | None = None
         self._lock = threading.Lock()
 
     def scrape(self) -> Snapshot | None:
@@ -300,18 +318,45 @@ class ServerWatch:
 
     def settled(self) -> Snapshot | None:
         """A scrape that counts every finished request sent so far (or the last one after wait_s)."""
+        return self._settle(self.finished).snap
+
+    def _settle(self, target: float | None) -> Settled:
         snap = self.scrape()
         deadline = time.monotonic() + self.wait_s
-        while snap is not None and self.finished is not None:
+        polls = iter(self.polls_s)
+        while snap is not None and target is not None:
             seen = snap.counter(FINISHED_COUNTER) or 0.0
-            if seen >= self.finished:
-                break
+            if seen >= target:
+                return Settled(snap, True)
             if time.monotonic() >= deadline:
                 self.finished = seen  # never counted (aborted?): stop waiting for it on every request
                 break
-            time.sleep(0.01)
+            time.sleep(next(polls, self.polls_s[-1]))
             snap = self.scrape() or snap
-        return snap
+        return Settled(snap, False)
+
+    def before(self) -> Snapshot | None:
+        """The snapshot a request's deltas start from: the kept after-snapshot of the request just before it
+        when nothing was sent since, else a settled scrape."""
+        kept, self._kept = self._kept, None
+        if kept is not None and self._kept_mark is not None and SENT.mark() == self._kept_mark:
+            self.reused += 1
+            return kept
+        return self.settled()
+
+    def after(self, before: Snapshot | None, answered: bool) -> Snapshot | None:
+        """The snapshot after a request: settled until the finished counter is one past `before`'s (the
+        request counted; the run's own count when `before` has none). Kept for the next `before` only when
+        it settled and nothing was sent, or in flight, while it was taken."""
+        self._kept = None
+        if not answered:
+            return self.scrape()
+        mark = SENT.mark()
+        counted = before.counter(FINISHED_COUNTER) if before is not None else None
+        got = self._settle(counted + 1 if counted is not None else self.finished)
+        if got.counted and mark is not None and SENT.mark() == mark:
+            self._kept, self._kept_mark = got.snap, mark
+        return got.snap
 
     def request_done(self) -> None:
         with self._lock:
@@ -479,16 +524,18 @@ class Observed:
 
 
 def _send_observed(ctx: Context, row: InputRow, req: dict[str, Any], what: str) -> Observed:
-    before = ctx.watch.settled() if ctx.per_request_metrics else None
+    before = ctx.watch.before() if ctx.per_request_metrics else None
     seq = ctx.next_seq()
     out = send_with_retries(ctx.client, endpoint_for(row), req, ctx.policy, what, ctx.sleep, ctx.stop)
     if out.response is not None:
         ctx.watch.request_done()
     if not ctx.per_request_metrics:
         return Observed(out, seq, ctx.watch.check(out.refused), None)
-    after = ctx.watch.settled() if out.response is not None else ctx.watch.scrape()
+    after = ctx.watch.after(before, out.response is not None)
     epoch = ctx.watch.observe(after, out.refused)
-    server = request_deltas(before, after) if before is not None and after is not None else None
+    server = None
+    if before is not None and after is not None and not went_backwards(before, after):
+        server = request_deltas(before, after)
     cached = out.response.usage.cached_tokens if out.response is not None else None
     hits = None if server is None else server.get("prefix_cache_hits")
     if server is not None and hits is not None and cached not in (None, hits):

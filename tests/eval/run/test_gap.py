@@ -1,0 +1,110 @@
+"""The harness's own gap: one /metrics scrape serves as the after of one request and the before of the next
+(ServerWatch.before/after, client.SENT), never across anything else sent to a server.
+
+The expected per-request deltas come from the fake server's own log of what each generation request added to
+its metrics (FakeServer.observed: prompt tokens, cached tokens, prefill time), not from lbeval's parsing."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from eval.records.run_folder import RECORDS_NAME, scan_records
+from eval.records.types import RequestRecord
+from eval.run.ab import AbConfig, execute_ab
+from eval.run.client import SENT, Client, RequestSettings, build_request
+from eval.run.runner import execute_run
+from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.eval.fake_fixtures import fake_fixture as fake_fixture  # the `fake` fixture
+from tests.fake_server import FakeServer
+
+
+def _records(run_dir: Path) -> list[RequestRecord]:
+    return sorted(scan_records(run_dir / RECORDS_NAME).records, key=lambda r: r.seq)
+
+
+def _expected(fake: FakeServer, last: int) -> list[dict[str, float]]:
+    """The deltas the fake's metrics went through for each of its `last` generation requests, in the order it
+    recorded them (the probe's come before them)."""
+    return [
+        {"prefix_cache_queries": p, "prefix_cache_hits": c, "prefill_time_s": round(pre, 12), "requests": 1}
+        for p, c, pre in fake.observed[-last:]
+    ]
+
+
+def _got(rec: RequestRecord) -> dict[str, float]:
+    assert rec.server_metrics is not None, f"{rec.pass_name} {rec.repetition}: no server_metrics"
+    keys = ("prefix_cache_queries", "prefix_cache_hits", "prefill_time_s", "requests")
+    # the prefill time is a difference of two histogram sums: equal to the fake's value up to rounding
+    return {k: round(rec.server_metrics[k], 12) for k in keys}
+
+
+def _timing_run(fake: FakeServer, tmp_path: Path, n: int = 3, **kw: object) -> Path:
+    inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i, words=40 + 20 * i) for i in range(n)])
+    config = config_for(fake, inputs, tmp_path / "runs", passes=("timing",), timing_reps=2, **kw)
+    return execute_run(config)
+
+
+def test_deltas_with_reuse_equal_the_fakes_own_counters_when_metrics_lag(tmp_path: Path) -> None:
+    # metrics recorded 30 ms after each answer: every after-scrape has to settle before it can be kept
+    with FakeServer(metrics_lag_s=0.03) as fake:
+        run_dir = _timing_run(fake, tmp_path)
+        expected = _expected(fake, 12)
+    records = _records(run_dir)
+    assert len(records) == 12
+    assert [_got(r) for r in records] == expected
+
+
+def test_one_scrape_per_request_instead_of_two(tmp_path: Path) -> None:
+    # the fake counts each request before answering it, so no after-scrape needs a second settle poll
+    with FakeServer(metrics_first=True) as fake:
+        seen: list[int] = []
+        inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(3)])
+        config = config_for(fake, inputs, tmp_path / "runs", passes=("timing",), timing_reps=2)
+        run_dir = execute_run(config, on_record=lambda _rec: seen.append(fake.metrics_gets))
+        assert [_got(r) for r in _records(run_dir)] == _expected(fake, 12)
+    # 12 requests: from the first record to the last, exactly one /metrics GET per request (was two)
+    assert seen[-1] - seen[0] == 11
+
+
+def test_no_reuse_across_a_request_sent_through_another_client(tmp_path: Path) -> None:
+    """After every record, another Client (another run, the other side of an A/A) sends a request to the same
+    server: each next request's deltas must still be its own (a reused before would add the stranger's). The
+    fake counts a request before answering it, so the stranger is in /metrics once its answer is back."""
+    with FakeServer(metrics_first=True) as fake, Client(fake.base_url) as other:
+        stranger = make_row(99, words=25)
+        req = build_request(stranger, RequestSettings(), model="fake-model", cache_salt=None, stream=False)
+        strangers: list[int] = []
+
+        def interfere(rec: RequestRecord) -> None:
+            strangers.append(len(fake.observed))
+            other.send("chat", req)
+
+        inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(2)])
+        config = config_for(fake, inputs, tmp_path / "runs", passes=("timing",), timing_reps=2)
+        records = _records(execute_run(config, on_record=interfere))
+        everything = _expected(fake, len(fake.observed))
+    assert len(records) == 8 and len(strangers) == 8
+    own = [e for i, e in enumerate(everything) if i not in strangers][-8:]  # the strangers' left out
+    assert [_got(r) for r in records] == own
+
+
+def test_no_reuse_across_the_two_sides_of_an_aa_session_on_one_server(tmp_path: Path) -> None:
+    with FakeServer(metrics_lag_s=0.02) as fake:
+        inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i, words=30 + 15 * i) for i in range(3)])
+        ca = config_for(fake, inputs, tmp_path / "runs", variant="x", passes=("timing",), timing_reps=2)
+        da, db = execute_ab(AbConfig(ca, replace(ca), seed=5, quiet=True))
+    both = sorted(_records(da) + _records(db), key=lambda r: r.timings.sent_at if r.timings else 0.0)
+    assert len(both) == 24
+    assert [_got(r) for r in both] == _expected(fake, 24)
+
+
+def test_the_ledger_moves_with_every_engine_request_and_not_with_tokenize(fake: FakeServer) -> None:
+    with Client(fake.base_url) as client:
+        mark = SENT.mark()
+        client.tokenize("fake-model", prompt="a b c")
+        client.metrics_text()
+        assert SENT.mark() == mark
+        client.reset_prefix_cache()
+        after_reset = SENT.mark()
+        assert after_reset is not None and mark is not None and after_reset == mark + 1
