@@ -75,6 +75,6 @@ def aa_floor_table(c: Comparison) -> Table | None:
     if aa is None:
         return None
     rows = [Row(k, label, _cells(c.timing_changes.get(k), aa.measures.get(k))) for k, label in AA_ROWS]
-    columns = ["measure", "change [95% CI]", "A/A change [95% CI]", "A/A floor", "A/A pairs", "A/A drift",
+    columns = ["measure", "change [95% CI]", "A/A change [95% CI]", "A/A floor", "A/A pairs", "A/A paired drift",
                "change vs floor"]  # fmt: skip
     return Table("aa_floor", "Timing change against the A/A floor", _reading(c, aa), columns, rows, _note(c))
