@@ -3,6 +3,7 @@ bootstrap written here from the records; what is refused as an A/A calibration; 
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -86,3 +87,15 @@ def test_refuses_aa_runs_that_asked_other_inputs_than_the_compared_runs(tmp_path
 )  # fmt: skip
 def test_position_of_a_change_against_the_floor(low: float, high: float, floor: float, where: str) -> None:
     assert position(low, high, floor) == where
+
+
+def test_refuses_sides_whose_servers_differ_in_version(tmp_path: Path) -> None:
+    da, db = session(tmp_path, "x", "x", sigma=0.05)
+    path = db / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["probe"]["version"] = "0.0.1+other"  # side b's server was another build
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(
+        AaFloorError, match=r"its servers differ in version \('0\.0\.0\+fake', '0\.0\.1\+other'\)"
+    ):
+        aa_floor(score_run(da), score_run(db), seed=1, resamples=100)
