@@ -61,6 +61,11 @@ typecheck: setup
 bench: setup
 	$(BIN)/python -m bench
 
+# The A/A drift experiment of issue 12 alone (bench/bench_aa.py): sequential vs interleaved on the real CPU
+# server with a CPU-bound load during part of the session; builds the server venv and model first.
+bench-aa: setup server-venv server-model
+	$(BIN)/python -m bench aa
+
 # Idempotent: skipped while the venv's stamp holds the sha256 of $(SERVER_REQS) (a content stamp, not an
 # mtime one, because a fresh clone's files are all new while the venv outside it is not).
 server-venv:
