@@ -91,25 +91,28 @@ def add_full_argument(p: argparse.ArgumentParser, what: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval.analyze.compare import BOOTSTRAP_SEED, compare  # heavy (scorers): imported when used
+    from eval.analyze.compare import BOOTSTRAP_SEED  # heavy (scorers): imported when used
     from eval.gate.policy import load_policy
-    from eval.gate.rules import evaluate
+    from eval.gate.settle import compare_and_gate
     from eval.report.console import compare_summary
     from eval.report.tables import build_tables
     from eval.report.write import write_reports
 
     policy = load_policy(args.policy)  # a bad policy stops here, before the scoring
     base, variant = score_pair(args)
-    comparison = compare(
+    # the report's banner shows the gate's verdict: the one evaluation `lbeval gate` also uses (a stopped
+    # lbeval ab session: both on the inputs run, eval/gate/settle.py)
+    gated = compare_and_gate(
         base,
         variant,
+        policy,
         allow_mismatch=args.allow_mismatch,
         seed=BOOTSTRAP_SEED if args.seed is None else args.seed,
+        adjust=lambda c: with_aa_floor(args, c),
     )
-    comparison = with_aa_floor(args, comparison)
+    comparison, verdict = gated.comparison, gated.verdict
     out = args.out or args.runs / "compare" / comparison.name
-    # the report's banner shows the gate's verdict: the one evaluation `lbeval gate` also uses
-    verdict, tables = evaluate(comparison, policy), build_tables(comparison)
+    tables = build_tables(comparison)
     paths = write_reports(comparison, out, verdict, tables)
     if args.full:
         echo(paths[0].read_text(encoding="utf-8"), end="")

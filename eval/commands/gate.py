@@ -15,7 +15,6 @@ from eval.commands.compare import (
 from eval.errors import ConfigError, LbevalError, UsageError
 from eval.gate.junit import write_junit
 from eval.gate.policy import load_policy
-from eval.gate.rules import evaluate
 from eval.gate.verdict import Verdict, no_verdict
 from eval.report.console import gate_lines, hang
 from eval.terminal import echo
@@ -33,13 +32,17 @@ def configure(p: argparse.ArgumentParser) -> None:
 def verdict_for(args: argparse.Namespace) -> Verdict:
     policy = load_policy(args.policy)  # a bad policy is a ConfigError: exit 78, not a verdict
     echo("\n".join(hang(f"lbeval gate: policy {policy.source}")))
-    from eval.analyze.compare import compare  # heavy (scorers): imported when used
+    from eval.analyze.compare import BOOTSTRAP_SEED  # heavy (scorers): imported when used
+    from eval.gate.settle import compare_and_gate
 
     try:
         base, variant = score_pair(args)
-        # mismatches are not an error here: they make the verdict's data reasons (exit 2, each one named)
-        comparison = compare(base, variant, allow_mismatch=True)
-        comparison = with_aa_floor(args, comparison)  # A/A runs that cannot calibrate: no verdict, named
+        # mismatches are not an error here: they make the verdict's data reasons (exit 2, each one named);
+        # a stopped lbeval ab session is judged on the inputs run (eval/gate/settle.py)
+        gated = compare_and_gate(
+            base, variant, policy, allow_mismatch=True, seed=BOOTSTRAP_SEED,
+            adjust=lambda c: with_aa_floor(args, c),  # A/A runs that cannot calibrate: no verdict, named
+        )  # fmt: skip
     except (UsageError, ConfigError):
         raise  # a mistyped variant or a bad option is not the data's verdict: exit 64 / 78
     except LbevalError as exc:
@@ -48,7 +51,7 @@ def verdict_for(args: argparse.Namespace) -> Verdict:
     echo(
         "\n".join(hang(f"lbeval gate: base {b.variant} run {b.run_id} vs variant {v.variant} run {v.run_id}"))
     )
-    return evaluate(comparison, policy)
+    return gated.verdict
 
 
 def run(args: argparse.Namespace) -> int:

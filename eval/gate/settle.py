@@ -94,7 +94,8 @@ def restrict(run: ScoredRun, keys: Sequence[ExampleKey], expected: int | None) -
     manifest = replace(
         m,
         expected_records=len(slots) if expected is None else expected,
-        complete=not run.scores.run.damage,
+        complete=not run.scores.run.damage,  # the whole run's damage: _view names it
+        stats={k: v for k, v in m.stats.items() if k != "records"},  # counted over the whole run
     )
     return score_loaded(replace(run.loaded, manifest=manifest, records=records), rows)
 
@@ -310,6 +311,7 @@ def _view(run: ScoredRun, stop: StopRecord, side: int) -> tuple[ScoredRun, list[
     beyond = sorted(held - set(keys))
     problems = [f"run {run.scores.run.run_id} holds records of {len(beyond)} input(s) the stop record does not "
                 f"list (first {beyond[0][0]}/{beyond[0][1]})"] if beyond else []  # fmt: skip
+    problems += [f"run {run.scores.run.run_id} is damaged: {d}" for d in run.scores.run.damage]
     if len(keys) != stop.inputs_run or len(set(keys)) != len(keys):
         problems.append("the stop record's inputs do not match its count")
     return restrict(run, keys, stop.expected_records[side]), problems
@@ -337,7 +339,9 @@ def _stopped_results(verdict: Verdict, settlement: Settlement) -> list[RuleResul
 
 def _reproduces(stop: StopRecord, again: Settlement) -> list[str]:
     if not again.settled or again.decision != stop.decision:
-        return [f"the stop record says {stop.decision}, the records give: {again.reason}"]
+        return [
+            f"the stop record's decision ({stop.decision}) does not reproduce from the records: {again.reason}"
+        ]
     recorded = {r.rule: r for r in stop.rules}
     for r in again.rules:
         old = recorded.get(r.rule)

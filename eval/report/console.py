@@ -191,4 +191,6 @@ def compare_summary(
 def gate_lines(verdict: Verdict) -> list[str]:
     """`lbeval gate`'s per-rule lines and its summary line, wrapped to WIDTH (continuations indented)."""
     lines = [x for result in verdict.results for x in hang("  " + result.line())]
+    if verdict.stopped:  # a stopped lbeval ab session (eval/gate/settle.py)
+        lines += hang(f"gate: the session {verdict.stopped}")
     return lines + hang(verdict.summary)
