@@ -1,7 +1,8 @@
 """The servers lbeval starts and stops itself (from a launch spec, eval.serve.launch_specs).
 
 `start(spec)` launches a managed server in its own process group (session), waits for `GET /health`,
-fails fast with the log's tail when the process dies, and returns a `ManagedServer`, a context manager whose
+fails fast with the log's tail when the process dies (and refuses a fixed port something already listens on,
+whose health check would be answered by that other server), and returns a `ManagedServer`, a context manager whose
 `stop()` ends exactly that process group (SIGTERM, then SIGKILL). The server also receives SIGTERM if
 lbeval itself dies (Linux parent-death signal).
 """
@@ -33,6 +34,13 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Something accepts connections at host:port (a server there would answer our health check)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(2.0)
+        return sock.connect_ex((host, port)) == 0
 
 
 def _fill(value: str, name: str, host: str, port: int) -> str:
@@ -172,7 +180,14 @@ def launch(spec: LaunchSpec, *, port: int | None = None, log: Path | None = None
     if not spec.managed:
         raise ConfigError(f"variant {spec.name} is a running server at {spec.url}; lbeval does not start it")
     check_requirements(spec)
-    chosen = port or spec.port or free_port(spec.host)
+    fixed = port or spec.port
+    if fixed is not None and port_in_use(spec.host, fixed):
+        raise ConfigError(
+            f"variant {spec.name}: port {fixed} on {spec.host} is already in use (another server, or the other "
+            f'side of lbeval ab with the same spec?): its health check would be answered there; set port = "auto" '
+            f"in {spec.source} or stop what listens on {fixed}"
+        )
+    chosen = fixed or free_port(spec.host)
     log_path = log or Path(_fill(spec.log, spec.name, spec.host, chosen))
     log_path.parent.mkdir(parents=True, exist_ok=True)
     argv = [*spec.command, *(_fill(a, spec.name, spec.host, chosen) for a in spec.args)]
