@@ -1,9 +1,9 @@
 """The servers lbeval starts and stops itself (from a launch spec, eval.serve.launch_specs).
 
 `start(spec)` launches a managed server in its own process group (session), waits for `GET /health`,
-fails fast with the log's tail when the process dies (and refuses a fixed port something already listens on,
-whose health check would be answered by that other server), and returns a `ManagedServer`, a context manager whose
-`stop()` ends exactly that process group (SIGTERM, then SIGKILL). The server also receives SIGTERM if
+fails fast with the log's tail when the process dies, and returns a `ManagedServer`, a context manager whose
+`stop()` ends exactly that process group (SIGTERM, then SIGKILL). A fixed port something already listens on
+is refused (that other server would answer the health check). The server also receives SIGTERM if
 lbeval itself dies (Linux parent-death signal).
 """
 
