@@ -58,6 +58,7 @@ from eval.run.client import (
 from eval.run.metrics_text import (
     FINISHED_COUNTER,
     PROCESS_START,
+    WATCHED_SAMPLES,
     Snapshot,
     parse_metrics,
     request_deltas,
@@ -72,7 +73,9 @@ SIBLING_QUESTION = "\n\nQuestion: Which topic does the text above discuss first?
 EVICT_PROMPT = "~ lbeval cache eviction: an unrelated short prompt sent before a cold request."
 V2_CONTEXT_END = "</text>\n\nWhat is the correct answer"  # what follows the document in the v2 templates
 MAX_GROUP_RESTARTS = 3
-SETTLE_POLLS_S = (0.01,)  # ServerWatch: waits between /metrics scrapes until a request is counted
+# ServerWatch: waits between /metrics scrapes until a request is counted (the last repeats). Most answers are
+# counted by the first scrape after them; the rest within a few ms (vLLM records just after answering)
+SETTLE_POLLS_S = (0.002, 0.005, 0.01)
 # a CoT answer call's warm reference: the answer call whose prompt it must share (what is cached under its salt)
 ANSWER_REFERENCE = {"warm": "cold", "repeat": "warm"}
 
@@ -312,7 +315,7 @@ class ServerWatch:
         if not self.metrics:
             return None
         try:
-            return parse_metrics(self.client.metrics_text())
+            return parse_metrics(self.client.metrics_text(), names=WATCHED_SAMPLES)
         except (RequestFailed, ValueError):
             return None
 

@@ -13,9 +13,18 @@ from eval.records.run_folder import RECORDS_NAME, scan_records
 from eval.records.types import RequestRecord
 from eval.run.ab import AbConfig, execute_ab
 from eval.run.client import SENT, Client, RequestSettings, build_request
+from eval.run.metrics_text import (
+    FINISHED_COUNTER,
+    PROCESS_START,
+    WATCHED_SAMPLES,
+    parse_metrics,
+    request_deltas,
+    went_backwards,
+)
 from eval.run.runner import execute_run
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.eval.fake_fixtures import fake_fixture as fake_fixture  # the `fake` fixture
+from tests.eval.run.test_metrics_text import BEFORE, after
 from tests.fake_server import FakeServer
 
 
@@ -90,7 +99,8 @@ def test_no_reuse_across_a_request_sent_through_another_client(tmp_path: Path) -
 
 
 def test_no_reuse_across_the_two_sides_of_an_aa_session_on_one_server(tmp_path: Path) -> None:
-    with FakeServer(metrics_lag_s=0.02) as fake:
+    # counted before answering: a side's first (fresh) before then sees the other side's probe requests too
+    with FakeServer(metrics_first=True) as fake:
         inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i, words=30 + 15 * i) for i in range(3)])
         ca = config_for(fake, inputs, tmp_path / "runs", variant="x", passes=("timing",), timing_reps=2)
         da, db = execute_ab(AbConfig(ca, replace(ca), seed=5, quiet=True))
@@ -108,3 +118,17 @@ def test_the_ledger_moves_with_every_engine_request_and_not_with_tokenize(fake: 
         client.reset_prefix_cache()
         after_reset = SENT.mark()
         assert after_reset is not None and mark is not None and after_reset == mark + 1
+
+
+def test_a_watch_scrape_parses_only_what_the_deltas_read_and_gives_the_same_deltas() -> None:
+    b_full, a_full = parse_metrics(BEFORE), parse_metrics(after(1500.0, 640.0, 6.0, 12.0))
+    b_kept = parse_metrics(BEFORE, names=WATCHED_SAMPLES)
+    a_kept = parse_metrics(after(1500.0, 640.0, 6.0, 12.0), names=WATCHED_SAMPLES)
+    assert request_deltas(b_kept, a_kept) == request_deltas(b_full, a_full)
+    assert request_deltas(b_kept, a_kept)["prefix_cache_hits"] == 384.0  # 640 - 256, by hand
+    assert request_deltas(b_kept, a_kept)["prefill_time_s"] == 1.5  # 12.0 - 10.5, one observation added
+    assert a_kept.counter(FINISHED_COUNTER) == 5.0 and a_kept.total(PROCESS_START) == 1.7e9
+    assert "vllm:request_prefill_time_seconds_bucket" not in b_kept.samples
+    assert "vllm:cache_config_info" not in b_kept.samples
+    restarted = parse_metrics(after(10.0, 0.0, 1.0, 0.5, start="1.8e9"), names=WATCHED_SAMPLES)
+    assert went_backwards(b_kept, restarted)
