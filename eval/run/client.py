@@ -640,6 +640,17 @@ class SendLedger:
         self._lock = threading.Lock()
         self._started = 0
         self._finished = 0
+        self._answered: dict[str, int] = {}  # server root URL -> completions/chat requests answered
+
+    def answer(self, root: str) -> None:
+        with self._lock:
+            self._answered[root] = self._answered.get(root, 0) + 1
+
+    def answered(self, root: str) -> int:
+        """Completions/chat requests answered by the server at `root`, through any Client of this process
+        (what its finished-requests counter will include once it has recorded them)."""
+        with self._lock:
+            return self._answered.get(root, 0)
 
     def begin(self) -> None:
         with self._lock:
@@ -749,9 +760,15 @@ class Client:
         Streamed requests go through the typed `create(..., extra_body=...)` with a streaming raw response.
         Whole ones go through the openai client's generic `post` with the wire body (extra_body merged), which
         skips the typed-parameter transform (about a millisecond per request) and returns the raw response."""
+        with SENT.sending():
+            reply = self._send(endpoint, request)
+            SENT.answer(self.root)
+        return reply
+
+    def _send(self, endpoint: str, request: dict[str, Any]) -> Reply:
         sent_at = time.time()
         t0 = time.perf_counter()
-        with SENT.sending(), self._whole_request() as deadline:
+        with self._whole_request() as deadline:
             try:
                 if request.get("stream"):
                     resource = self._oa.chat.completions if endpoint == "chat" else self._oa.completions

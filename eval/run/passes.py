@@ -280,6 +280,12 @@ class Settled:
     counted: bool  # the finished-requests counter reached the target (not: no counter, or wait_s ran out)
 
 
+@dataclass(frozen=True)
+class Seen:
+    finished: float  # the finished-requests counter of a settled after-snapshot
+    answered: int  # client.SENT.answered(server) when that request had been answered
+
+
 class ServerWatch:
     """Notices server restarts (`epoch` increases when the metrics go back or a connection is refused) and
     waits for the server's counters to include every request sent (vLLM records them just after answering).
@@ -309,6 +315,7 @@ class ServerWatch:
         self._last: Snapshot | None = None
         self._kept: Snapshot | None = None
         self._kept_mark: int | None = None
+        self._seen: Seen | None = None  # the last settled after: its finished count, SENT.answered then
         self._lock = threading.Lock()
 
     def scrape(self) -> Snapshot | None:
@@ -340,12 +347,18 @@ class ServerWatch:
 
     def before(self) -> Snapshot | None:
         """The snapshot a request's deltas start from: the kept after-snapshot of the request just before it
-        when nothing was sent since, else a settled scrape."""
+        when nothing was sent since, else a scrape settled until the server counts the requests this process
+        had answered by it since this watch's last settled after (another side's, an eviction or re-prime
+        prompt), as well as the run's own."""
         kept, self._kept = self._kept, None
         if kept is not None and self._kept_mark is not None and SENT.mark() == self._kept_mark:
             self.reused += 1
             return kept
-        return self.settled()
+        target = self.finished
+        if target is not None and self._seen is not None:
+            since = SENT.answered(self.client.root) - self._seen.answered
+            target = max(target, self._seen.finished + since)
+        return self._settle(target).snap
 
     def after(self, before: Snapshot | None, answered: bool) -> Snapshot | None:
         """The snapshot after a request: settled until the finished counter is one past `before`'s (the
@@ -354,11 +367,13 @@ class ServerWatch:
         self._kept = None
         if not answered:
             return self.scrape()
-        mark = SENT.mark()
+        mark, done = SENT.mark(), SENT.answered(self.client.root)
         counted = before.counter(FINISHED_COUNTER) if before is not None else None
         got = self._settle(counted + 1 if counted is not None else self.finished)
-        if got.counted and mark is not None and SENT.mark() == mark:
-            self._kept, self._kept_mark = got.snap, mark
+        if got.counted and got.snap is not None:
+            self._seen = Seen(got.snap.counter(FINISHED_COUNTER) or 0.0, done)
+            if mark is not None and SENT.mark() == mark:
+                self._kept, self._kept_mark = got.snap, mark
         return got.snap
 
     def request_done(self) -> None:
@@ -385,6 +400,7 @@ class ServerWatch:
             self.start_time = snap.total(PROCESS_START)
         if changed:
             self.epoch += 1
+            self._kept = self._seen = None  # a new process: nothing before it describes it
         return self.epoch
 
 

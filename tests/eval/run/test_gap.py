@@ -79,8 +79,8 @@ def test_one_scrape_per_request_instead_of_two(tmp_path: Path) -> None:
 def test_no_reuse_across_a_request_sent_through_another_client(tmp_path: Path) -> None:
     """After every record, another Client (another run, the other side of an A/A) sends a request to the same
     server: each next request's deltas must still be its own (a reused before would add the stranger's). The
-    fake counts a request before answering it, so the stranger is in /metrics once its answer is back."""
-    with FakeServer(metrics_first=True) as fake, Client(fake.base_url) as other:
+    fake counts each request 30 ms after answering it: the next before must also wait for the stranger."""
+    with FakeServer(metrics_lag_s=0.03) as fake, Client(fake.base_url) as other:
         stranger = make_row(99, words=25)
         req = build_request(stranger, RequestSettings(), model="fake-model", cache_salt=None, stream=False)
         strangers: list[int] = []
@@ -118,6 +118,11 @@ def test_the_ledger_moves_with_every_engine_request_and_not_with_tokenize(fake: 
         client.reset_prefix_cache()
         after_reset = SENT.mark()
         assert after_reset is not None and mark is not None and after_reset == mark + 1
+        answered = SENT.answered(client.root)
+        req = build_request(make_row(1), RequestSettings(), model="fake-model", cache_salt=None, stream=True)
+        client.send("chat", req)
+        assert SENT.mark() == after_reset + 1 and SENT.answered(client.root) == answered + 1
+        assert SENT.answered("http://127.0.0.1:1") == 0  # per server
 
 
 def test_a_watch_scrape_parses_only_what_the_deltas_read_and_gives_the_same_deltas() -> None:
