@@ -360,10 +360,11 @@ class ServerWatch:
             target = max(target, self._seen.finished + since)
         return self._settle(target).snap
 
-    def after(self, before: Snapshot | None, answered: bool) -> Snapshot | None:
+    def after(self, before: Snapshot | None, answered: bool, keep: bool = True) -> Snapshot | None:
         """The snapshot after a request: settled until the finished counter is one past `before`'s (the
         request counted; the run's own count when `before` has none). Kept for the next `before` only when
-        it settled and nothing was sent, or in flight, while it was taken."""
+        `keep` (the request was sent once: a retried one may be counted twice or late), it settled, and
+        nothing was sent, or in flight, while it was taken."""
         self._kept = None
         if not answered:
             return self.scrape()
@@ -372,7 +373,7 @@ class ServerWatch:
         got = self._settle(counted + 1 if counted is not None else self.finished)
         if got.counted and got.snap is not None:
             self._seen = Seen(got.snap.counter(FINISHED_COUNTER) or 0.0, done)
-            if mark is not None and SENT.mark() == mark:
+            if keep and mark is not None and SENT.mark() == mark:
                 self._kept, self._kept_mark = got.snap, mark
         return got.snap
 
@@ -550,7 +551,7 @@ def _send_observed(ctx: Context, row: InputRow, req: dict[str, Any], what: str) 
         ctx.watch.request_done()
     if not ctx.per_request_metrics:
         return Observed(out, seq, ctx.watch.check(out.refused), None)
-    after = ctx.watch.after(before, out.response is not None)
+    after = ctx.watch.after(before, out.response is not None, keep=out.retries == 0)
     epoch = ctx.watch.observe(after, out.refused)
     server = None
     if before is not None and after is not None and not went_backwards(before, after):

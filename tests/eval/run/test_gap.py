@@ -25,7 +25,7 @@ from eval.run.runner import execute_run
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.eval.fake_fixtures import fake_fixture as fake_fixture  # the `fake` fixture
 from tests.eval.run.test_metrics_text import BEFORE, after
-from tests.fake_server import FakeServer
+from tests.fake_server import FakeServer, Fault
 
 
 def _records(run_dir: Path) -> list[RequestRecord]:
@@ -137,3 +137,19 @@ def test_a_watch_scrape_parses_only_what_the_deltas_read_and_gives_the_same_delt
     assert "vllm:cache_config_info" not in b_kept.samples
     restarted = parse_metrics(after(10.0, 0.0, 1.0, 0.5, start="1.8e9"), names=WATCHED_SAMPLES)
     assert went_backwards(b_kept, restarted)
+
+
+def test_a_retried_request_s_after_is_not_reused(tmp_path: Path) -> None:
+    """A request sent twice (a 503, then the retry) may be counted twice or late by a real server: the next
+    request scrapes afresh (two GETs between its record and the one before, where every other takes one)."""
+    with FakeServer(metrics_first=True) as fake:
+        fake.add_fault(Fault("5xx", match="ex1:", salt_seen=0))  # ex1's first timing_cold, once
+        seen: list[int] = []
+        inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(3)])
+        config = config_for(fake, inputs, tmp_path / "runs", passes=("timing",), timing_reps=2)
+        records = _records(execute_run(config, on_record=lambda _rec: seen.append(fake.metrics_gets)))
+        assert [_got(r) for r in records] == _expected(fake, 12)
+    retried = [i for i, r in enumerate(records) if r.retries]
+    assert retried == [4]  # ex1 timing_cold 0: records of ex0 (2 reps x 2) come first
+    steps = [b - a for a, b in zip(seen, seen[1:], strict=False)]
+    assert steps[retried[0]] == 2 and steps.count(1) == len(steps) - 1
