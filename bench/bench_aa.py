@@ -45,6 +45,7 @@ PER_DATASET = 6
 MEASURES = {"warm_prefill_ms": "warm prefill", "cold_prefill_ms": "cold prefill"}
 LOAD_FROM, LOAD_TO = 0.25, 0.75  # the interleaved session's load: from this fraction of its pairs to that one
 GOAL_PCT = 10.0
+BUSY_LOAD = 1.0  # a 1-min load average above this before the bench starts: other jobs are running
 
 
 def _lbeval() -> list[str]:
@@ -228,6 +229,7 @@ def main() -> None:
     n_pairs = 2 * PER_DATASET * reps
     tmp = Path(tempfile.mkdtemp(prefix="lbeval-aa-"))
     t0 = time.monotonic()
+    start_load = os.getloadavg()[0]
     say(f"bench_aa: A/A on {SPEC}, {2 * PER_DATASET} mini inputs, timing x{reps}; 1-min load average at start "
         f"{_loadavg()} on {os.cpu_count()} cores (other jobs' load is not controlled); folder {tmp}")  # fmt: skip
     try:
@@ -240,6 +242,10 @@ def main() -> None:
             il = interleaved(server.base_url, inputs, tmp / "runs", reps, load, n_pairs)
         report(seq, il, n_pairs, load)
         say(f"bench_aa: {time.monotonic() - t0:.0f} s; 1-min load average at the end {_loadavg()}")
+        if start_load > BUSY_LOAD:
+            say(f"note: the machine was busy before this bench started (load average {start_load:.2f}): other "
+                "jobs' bursts last seconds and change a request's time several-fold, which pairs a few seconds "
+                "apart do not cancel; the interleaved CI is then wider than on a quiet machine")  # fmt: skip
     finally:
         if os.environ.get("LBEVAL_AA_KEEP", "") in ("", "0"):
             shutil.rmtree(tmp, ignore_errors=True)
