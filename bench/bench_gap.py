@@ -10,12 +10,15 @@ span is the first send to the last answer. Two servers:
 - the real CPU server (`cpu-smollm2`, SmolLM2-135M) when LBEVAL_CACHE has its venv and model (otherwise one
   line says it is skipped): 12 inputs x 3 repetitions x 2 = 72 requests. It is started here and stopped after.
 
-Each line also gives the /metrics scrapes per request the run made (the fake counts its GETs; on the real
-server they are counted client-side by wrapping Client.metrics_text in this process).
+Each line also gives the /metrics scrapes per request the run made (counted in this process by wrapping
+Client.metrics_text; the probe's few included) and the machine's 1-minute load average at the end: the one
+scrape left between two requests is the server's own /metrics time (5-7 ms idle on the CPU server, 8-14 ms
+right after an answer on a loaded 2-core machine), so the gap follows the load.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import tempfile
 from collections.abc import Iterator
@@ -35,6 +38,7 @@ from tests.fake_server import FakeServer
 REAL_SPEC = "cpu-smollm2"
 FAKE_REPS = 5
 REAL_REPS = 3
+GOAL_MEDIAN_MS = 10.0  # issue 12
 
 
 @dataclass(frozen=True)
@@ -113,11 +117,13 @@ def _timing_run(base_url: str, work: Path, reps: int) -> tuple[GapStats, float]:
 
 
 def _line(where: str, s: GapStats, scrapes: float) -> str:
+    goal = "met" if s.median_ms <= GOAL_MEDIAN_MS else "NOT met"
+    load = os.getloadavg()[0]
     return (
-        f"gap {where}: {s.requests} one-token timing requests at concurrency 1: gap median {s.median_ms:.1f} ms, "
-        f"p90 {s.p90_ms:.1f} ms, max {s.max_ms:.1f} ms; busy {s.busy_s:.2f} s of a {s.span_s:.2f} s span "
-        f"({100 * (s.span_s - s.busy_s) / s.span_s:.1f}% between requests); {scrapes:.2f} /metrics scrapes "
-        "per request"
+        f"gap {where}: {s.requests} one-token timing requests at concurrency 1: gap median {s.median_ms:.1f} ms "
+        f"(goal <= {GOAL_MEDIAN_MS:g} ms: {goal}), p90 {s.p90_ms:.1f} ms, max {s.max_ms:.1f} ms; busy "
+        f"{s.busy_s:.2f} s of a {s.span_s:.2f} s span ({100 * (s.span_s - s.busy_s) / s.span_s:.1f}% between "
+        f"requests); {scrapes:.2f} /metrics scrapes per request; load average {load:.1f}"
     )
 
 

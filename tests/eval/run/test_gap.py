@@ -9,8 +9,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from bench.bench_gap import gap_stats
 from eval.records.run_folder import RECORDS_NAME, scan_records
-from eval.records.types import RequestRecord
+from eval.records.types import ClientTimings, RequestRecord
 from eval.run.ab import AbConfig, execute_ab
 from eval.run.client import SENT, Client, RequestSettings, build_request
 from eval.run.metrics_text import (
@@ -153,3 +156,22 @@ def test_a_retried_request_s_after_is_not_reused(tmp_path: Path) -> None:
     assert retried == [4]  # ex1 timing_cold 0: records of ex0 (2 reps x 2) come first
     steps = [b - a for a, b in zip(seen, seen[1:], strict=False)]
     assert steps[retried[0]] == 2 and steps.count(1) == len(steps) - 1
+
+
+def test_bench_gap_figures_from_record_timings() -> None:
+    # requests at t=100.000 (10 ms), 100.030 (20 ms), 100.060 (5 ms), given out of order: gaps 20 and 10 ms
+    base = _records_for_bench()
+    stats = gap_stats(base)
+    assert stats.requests == 3
+    assert stats.median_ms == pytest.approx(15.0) and stats.max_ms == pytest.approx(20.0)
+    assert stats.p90_ms == pytest.approx(19.0)  # 10 + 0.9 * (20 - 10), numpy's linear quantile
+    assert stats.busy_s == pytest.approx(0.035) and stats.span_s == pytest.approx(0.065)
+
+
+def _records_for_bench() -> list[RequestRecord]:
+    rec = RequestRecord(
+        run_id="r", variant="v", dataset="qasper", example_id="e", pass_name="timing_cold", repetition=0,
+        attempt=0, seq=0, group=0, endpoint="chat", settings={}, cache_salt=None, prompt_sha256="", status="ok",
+    )  # fmt: skip
+    sends = ((100.060, 0.005), (100.000, 0.010), (100.030, 0.020))
+    return [replace(rec, seq=i, timings=ClientTimings(t, None, d)) for i, (t, d) in enumerate(sends)]
