@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import statistics
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,9 +87,9 @@ def _counting_scrapes() -> Iterator[list[int]]:
     count = [0]
     original = Client.metrics_text
 
-    def counted(self: Client) -> str:
+    def counted(self: Client, names: Iterable[str] | None = None) -> str:
         count[0] += 1
-        return original(self)
+        return original(self, names)
 
     Client.metrics_text = counted  # type: ignore[method-assign]
     try:

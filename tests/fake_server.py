@@ -62,6 +62,7 @@ import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 NEWLINE_ID = 198
 CHAT_PREFIX = [1, 882, 198]  # <|im_start|> user \n
@@ -207,6 +208,7 @@ class FakeServer:
         metrics_enabled: bool = True,
         metrics_lag_s: float = 0.0,
         metrics_first: bool = False,
+        metrics_filter: bool = False,
         api_key: str | None = None,
         version: str = "0.0.0+fake",
         output_prefix: str = "",
@@ -232,6 +234,7 @@ class FakeServer:
         self.metrics_enabled = metrics_enabled
         self.metrics_lag_s = metrics_lag_s
         self.metrics_first = metrics_first  # count a request in /metrics before answering it (not after)
+        self.metrics_filter = metrics_filter  # serve /metrics/?name[]=... (prometheus_client's filter)
         self.api_key = api_key
         self.version = version
         self.output_prefix = output_prefix  # put before every generated text (hostile-output tests)
@@ -248,6 +251,7 @@ class FakeServer:
         self.reset_calls = 0
         self.restarts = 0
         self.metrics_gets = 0  # GET /metrics answered (bench_gap, test_gap: scrapes per request)
+        self.metrics_filtered_gets = 0  # of which GET /metrics/?name[]=...
         # what each generation request added to the metrics, in the order recorded: (prompt, cached, prefill)
         self.observed: list[tuple[int, int, float]] = []
         self.lock = threading.RLock()
@@ -674,6 +678,17 @@ class _Handler(BaseHTTPRequestHandler):
             with fake.lock:
                 fake.metrics_gets += 1
             self._send(200, fake.metrics().encode(), "text/plain; version=0.0.4")
+        elif self.path.startswith("/metrics/?") and fake.metrics_enabled and fake.metrics_filter:
+            names = set(parse_qs(urlsplit(self.path).query).get("name[]", []))
+            with fake.lock:
+                fake.metrics_gets += 1
+                fake.metrics_filtered_gets += 1
+            kept = [
+                line
+                for line in fake.metrics().splitlines()
+                if re.split(r"[{ ]", line, maxsplit=1)[0] in names
+            ]
+            self._send(200, "".join(line + "\n" for line in kept).encode(), "text/plain; version=0.0.4")
         else:
             self._json(404, {"detail": "Not Found"})
 

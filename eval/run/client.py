@@ -29,6 +29,7 @@ from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 import httpcore2
 import httpx2
@@ -808,8 +809,13 @@ class Client:
         resp = self._call("POST", self.root + path, body)
         return resp.json() if resp.content.strip() else None
 
-    def metrics_text(self) -> str:
-        return self._call("GET", self.root + "/metrics").text
+    def metrics_text(self, names: Iterable[str] | None = None) -> str:
+        """GET /metrics; with `names`, GET /metrics/?name[]=... (prometheus_client's own filter, which vLLM's
+        mounted exposition app honours: a few samples instead of ~600 lines, a third of the server's time)."""
+        if names is None:
+            return self._call("GET", self.root + "/metrics").text
+        query = urlencode([("name[]", n) for n in sorted(names)])
+        return self._call("GET", f"{self.root}/metrics/?{query}").text
 
     def models(self) -> list[dict[str, Any]]:
         data = self.get_json("/models", v1=True)

@@ -73,6 +73,11 @@ class Snapshot:
         value = self.total(name + "_total")
         return value if value is not None else self.total(name)
 
+    def shape(self) -> dict[str, list[Labels]]:
+        """Sample name -> its label sets (sorted), without the values: what two scrapes must share to be
+        read the same way."""
+        return {name: sorted(labels for labels, _ in entries) for name, entries in self.samples.items()}
+
     def info_labels(self, name: str) -> dict[str, str] | None:
         """Labels of an info-style gauge such as vllm:cache_config_info (the first label set)."""
         entries = self.samples.get(name)

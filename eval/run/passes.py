@@ -303,6 +303,7 @@ class ServerWatch:
         finished: float | None,
         wait_s: float = 2.0,
         polls_s: tuple[float, ...] = SETTLE_POLLS_S,
+        filtered: bool | None = False,
     ) -> None:
         self.client = client
         self.metrics = metrics
@@ -316,15 +317,30 @@ class ServerWatch:
         self._kept: Snapshot | None = None
         self._kept_mark: int | None = None
         self._seen: Seen | None = None  # the last settled after: its finished count, SENT.answered then
+        self._filtered = filtered  # scrape the filtered /metrics (None: find out whether it has every sample)
         self._lock = threading.Lock()
 
     def scrape(self) -> Snapshot | None:
         if not self.metrics:
             return None
         try:
-            return parse_metrics(self.client.metrics_text(), names=WATCHED_SAMPLES)
+            if self._filtered is None:
+                self._filtered = self._filter_works()
+            text = self.client.metrics_text(WATCHED_SAMPLES) if self._filtered else self.client.metrics_text()
+            return parse_metrics(text, names=WATCHED_SAMPLES)
         except (RequestFailed, ValueError):
             return None
+
+    def _filter_works(self) -> bool:
+        """Whether the server's filtered /metrics (Client.metrics_text(names)) has every watched sample, with
+        the same label sets, that its full /metrics has (vLLM: yes; a server that 404s or drops one: the full
+        text is scraped instead, on every request)."""
+        full = parse_metrics(self.client.metrics_text(), names=WATCHED_SAMPLES)
+        try:
+            part = parse_metrics(self.client.metrics_text(WATCHED_SAMPLES), names=WATCHED_SAMPLES)
+        except (RequestFailed, ValueError):
+            return False
+        return full.shape() == part.shape()
 
     def settled(self) -> Snapshot | None:
         """A scrape that counts every finished request sent so far (or the last one after wait_s)."""

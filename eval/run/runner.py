@@ -564,7 +564,12 @@ def _context(
         per_request_metrics=probe.metrics and config.concurrency == 1,
         tokenize=probe.tokenize,
         watch=ServerWatch(
-            client, probe.metrics, probe.process_start_time, probe.finished_requests, config.metrics_wait_s
+            client,
+            probe.metrics,
+            probe.process_start_time,
+            probe.finished_requests,
+            config.metrics_wait_s,
+            filtered=None,
         ),
         emit=emit,
         seq_start=max((r.seq for r in session.slim), default=-1) + 1,

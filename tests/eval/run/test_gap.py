@@ -24,6 +24,7 @@ from eval.run.metrics_text import (
     request_deltas,
     went_backwards,
 )
+from eval.run.passes import ServerWatch
 from eval.run.runner import execute_run
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.eval.fake_fixtures import fake_fixture as fake_fixture  # the `fake` fixture
@@ -175,3 +176,43 @@ def _records_for_bench() -> list[RequestRecord]:
     )  # fmt: skip
     sends = ((100.060, 0.005), (100.000, 0.010), (100.030, 0.020))
     return [replace(rec, seq=i, timings=ClientTimings(t, None, d)) for i, (t, d) in enumerate(sends)]
+
+
+def test_the_filtered_metrics_is_scraped_when_it_has_every_watched_sample(tmp_path: Path) -> None:
+    # like vLLM's mounted prometheus app: /metrics/?name[]=... answers those samples only
+    with FakeServer(metrics_filter=True, metrics_first=True) as fake:
+        seen: list[tuple[int, int]] = []
+        inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(3)])
+        config = config_for(fake, inputs, tmp_path / "runs", passes=("timing",), timing_reps=2)
+        on = lambda _rec: seen.append((fake.metrics_gets, fake.metrics_filtered_gets))  # noqa: E731
+        records = _records(execute_run(config, on_record=on))
+        assert [_got(r) for r in records] == _expected(fake, 12)
+    # after the first record, every scrape is the filtered one: one per request
+    assert seen[-1][0] - seen[0][0] == 11 and seen[-1][1] - seen[0][1] == 11
+
+
+def test_a_server_without_the_filter_is_scraped_whole(tmp_path: Path) -> None:
+    with FakeServer(metrics_first=True) as fake:  # /metrics/?name[]=... answers 404
+        run_dir = _timing_run(fake, tmp_path)
+        assert [_got(r) for r in _records(run_dir)] == _expected(fake, 12)
+        assert fake.metrics_filtered_gets == 0 and fake.metrics_gets >= 13
+
+
+class _Filtering:
+    """Stands in for Client: the filtered /metrics lacks the process start time the full one has."""
+
+    def __init__(self) -> None:
+        self.calls: list[bool] = []  # filtered?
+
+    def metrics_text(self, names: object = None) -> str:
+        self.calls.append(names is not None)
+        full = 'vllm:request_success_total{finished_reason="stop"} 3.0\nprocess_start_time_seconds 7.0\n'
+        return full.splitlines(keepends=True)[0] if names is not None else full
+
+
+def test_a_filter_that_drops_a_watched_sample_is_not_used() -> None:
+    stub = _Filtering()
+    watch = ServerWatch(stub, metrics=True, start_time=7.0, finished=3.0, filtered=None)  # type: ignore[arg-type]
+    first, second = watch.scrape(), watch.scrape()
+    assert stub.calls == [False, True, False, False]  # the check (full, filtered), then the full text
+    assert first is not None and second is not None and second.total(PROCESS_START) == 7.0
