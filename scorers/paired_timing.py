@@ -109,6 +109,8 @@ class Trend:
     pct_per_hour: float
     test: MannKendall
     verdict: DriftVerdict
+    span_s: float = 0.0  # the series' time range, last time - first time (seconds)
+    pct_over_span: float = 0.0  # the slope's change over that range: what the session saw, not extrapolated
 
 
 @dataclass(frozen=True)
@@ -360,6 +362,8 @@ def log_trend(
     test = mann_kendall(times_s, log_values)
     per_hour = _pct_over(slope, 3600.0)
     drift = test.p_value < alpha and abs(per_hour) >= min_pct_per_hour
+    times = np.asarray(times_s, dtype=np.float64)
+    span = float(times.max() - times.min()) if times.size else 0.0
     return Trend(
         n=test.n,
         slope_log_per_second=slope,
@@ -367,6 +371,8 @@ def log_trend(
         pct_per_hour=per_hour,
         test=test,
         verdict="drift" if drift else "no_drift",
+        span_s=span,
+        pct_over_span=_pct_over(slope, span),
     )
 
 

@@ -116,7 +116,7 @@ def paired_values(base: ScoredRun, variant: ScoredRun, pairs: list[PairRecord], 
 
 def _trend_words(who: str, t: Trend) -> str:
     word = "drifts" if t.verdict == "drift" else "no drift"
-    return f"{who} {word} ({t.pct_per_hour:+.1f} %/h, p={t.test.p_value:.3g}, n={t.n})"
+    return f"{who} {word} ({t.pct_over_span:+.1f} % over {t.span_s / 60:.1f} min, p={t.test.p_value:.3g}, n={t.n})"
 
 
 def drift_reading(d: DriftCheck) -> str:

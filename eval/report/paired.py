@@ -22,7 +22,7 @@ def _cells(pm: PairedMeasure) -> list[Cell]:
         Interval(s.estimate, s.ci_low, s.ci_high, 1, "%") if s is not None else None,
         Num(pm.n_pairs, 0),
         Num(pm.left_out, 0),
-        Num(d.paired.pct_per_hour, 1, "%/h", signed=True) if d is not None else None,
+        Num(d.paired.pct_over_span, 1, "%", signed=True) if d is not None else None,
         Text(("DRIFT" if pm.drifting else "none") if d is not None else "too few pairs"),
     ]
 
@@ -43,10 +43,11 @@ def paired_timing_table(c: Comparison) -> Table | None:
         "paired: exp(mean log(b/a)) - 1 over the pairs of adjacent requests, cluster bootstrap over inputs (pairs "
         "of an input kept together); sequential-style: median(b)/median(a) - 1 of the same requests as two "
         "samples. Drift: Theil-Sen slope and Mann-Kendall test over session time of the paired log ratio and of "
-        "each server's own log times (drift: p < 0.01 and at least 5 %/h). " + " ".join(readings)
+        "each server's own log times (drift: p < 0.01 and at least 5 %/h); a trend is shown as the change its slope "
+        "makes over the session's time span (not extrapolated). " + " ".join(readings)
     )
     columns = ["measure", "paired change [95% CI]", "sequential-style [95% CI]", "pairs", "left out",
-               "paired trend", "drift"]  # fmt: skip
+               "paired trend over the session", "drift"]  # fmt: skip
     return Table(
         "paired_timing", "Interleaved A/B timing (pairs adjacent in time)", reading, columns, rows, note
     )

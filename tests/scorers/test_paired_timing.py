@@ -242,6 +242,18 @@ def test_a_significant_but_small_slope_is_not_drift() -> None:
     assert trend.pct_per_minute == pytest.approx(100 * (1.01 ** (1 / 60) - 1), abs=1e-9)
     assert trend.verdict == "no_drift"
     assert log_trend(seconds, values, min_pct_per_hour=0.5).verdict == "drift"
+    # what the session saw: 1990 s of +1 %/hour, not an hour's extrapolation
+    assert trend.span_s == 1990.0
+    assert trend.pct_over_span == pytest.approx(100 * (1.01 ** (1990 / 3600) - 1), abs=1e-9)
+
+
+def test_a_short_steep_session_reads_as_its_own_change_not_an_extrapolated_hour() -> None:
+    seconds = np.array([0.0, 60.0, 120.0, 300.0, 600.0])  # the times of a 10-minute session, out of step
+    values = np.log(1.0 + seconds / 600.0 * 0.3)  # 1.0 -> 1.3 over the session, monotone
+    trend = log_trend(seconds, values)
+    assert trend.span_s == 600.0
+    assert math.isfinite(trend.pct_over_span) and 20.0 < trend.pct_over_span < 45.0
+    assert trend.pct_per_hour > 400.0  # 13 times the change the session saw: why the hourly figure misleads
 
 
 @pytest.mark.parametrize(("alpha", "minimum"), [(0.0, 5.0), (1.0, 5.0), (0.01, -1.0)])
