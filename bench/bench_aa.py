@@ -188,6 +188,7 @@ def rows(seq: Comparison, il: Comparison, n_pairs: int) -> list[Row]:
         out.append(_row("sequential", label, seq.timing_changes.get(m), "the whole 2nd run"))
         pm = il.paired.measures.get(m) if il.paired else None
         out.append(_row("interleaved", label, pm.paired if pm else None, span))
+        out.append(_row("  median pair", label, pm.paired_median if pm else None, span))
         out.append(_row("  as unpaired", label, pm.sequential_style if pm else None, span))
     return out
 

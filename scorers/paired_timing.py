@@ -16,6 +16,10 @@ The draws are those of `scorers.stats`: `rng = numpy.random.default_rng(seed)`, 
 first appearance. Percentiles are taken on the log scale (`numpy.quantile`, linear interpolation) and
 mapped to percent (a monotone map, so it commutes with the percentiles).
 
+With `statistic="median"` the figure is exp(median of the log-ratios) - 1, the typical pair's change, with
+the same draws (the median of each resample's pairs, every pair repeated as often as its input was drawn):
+bursts from other jobs that hit one side of a few pairs move the mean of the log-ratios, not their median.
+
 `unpaired_timing_change(ids_a, a, ids_b, b)`: the figure a sequential report would show, median(b) /
 median(a) - 1 (or the ratio of means), A's and B's timings treated as two samples: the same cluster
 bootstrap over inputs (an input drawn brings all its A cells and all its B cells) but the statistic ignores
@@ -69,6 +73,7 @@ class TimingChange:
     resamples: int
     seed: int
     confidence: float
+    statistic: Statistic = "mean"  # of the log-ratios: "mean" (the geometric-mean ratio) or "median"
 
 
 @dataclass(frozen=True)
@@ -189,22 +194,28 @@ def paired_timing_change(
     b: ArrayLike,
     *,
     seed: int,
+    statistic: Statistic = "mean",
     n_resamples: int = 10000,
     confidence: float = 0.95,
 ) -> TimingChange:
-    """exp(mean log(b/a)) - 1 in percent, with a cluster bootstrap over inputs (see the module docstring)."""
+    """exp(statistic of log(b/a)) - 1 in percent, with a cluster bootstrap over inputs (module docstring).
+
+    "mean": the ratio of the geometric means. "median": the typical pair's ratio, robust to a few pairs hit by a
+    burst on one side (bootstrap: the median of each resample's expanded pairs, an input drawn twice counting
+    its pairs twice)."""
     _check(n_resamples, confidence)
     ratios = log_ratios(a, b)
     if len(input_ids) != ratios.size:
         raise ValueError(f"{len(input_ids)} input ids for {ratios.size} pairs: one id per pair")
     codes = _codes(input_ids, {})
     n = int(codes.max()) + 1
-    sums = _per_cluster(codes, ratios, n)
-    counts = _per_cluster(codes, np.ones_like(ratios), n)
-    stats = np.concatenate([(c @ sums) / (c @ counts) for c in _resample_counts(n, seed, n_resamples)])
+    stats = np.concatenate(
+        [_side_statistic(ratios, codes, c, statistic) for c in _resample_counts(n, seed, n_resamples)]
+    )
     low, high = _interval(stats, confidence)
+    point = float(np.median(ratios)) if statistic == "median" else float(ratios.mean())
     return TimingChange(
-        estimate=percent_change(float(ratios.mean())),
+        estimate=percent_change(point),
         ci_low=percent_change(low),
         ci_high=percent_change(high),
         n_inputs=n,
@@ -212,6 +223,7 @@ def paired_timing_change(
         resamples=n_resamples,
         seed=seed,
         confidence=confidence,
+        statistic=statistic,
     )
 
 

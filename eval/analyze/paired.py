@@ -5,6 +5,7 @@ For each timing measure (eval/analyze/timing.TIMING_MEASURES) and each timing pa
 (`ok_record`) must be one of that pair's records; its value enters one pair (a, b). From these pairs:
 
 - paired: scorers.paired_timing.paired_timing_change (per-pair log ratios, cluster bootstrap over inputs)
+- paired median: the same with statistic="median" (the typical pair's change, robust to a few burst-hit pairs)
 - sequential-style: scorers.paired_timing.unpaired_timing_change (median(b)/median(a) - 1, same inputs)
 - drift: scorers.paired_timing.drift_check over the pair's start time in the session (seconds since the first
   pair), with a plain-words reading.
@@ -52,6 +53,7 @@ class PairedMeasure:
     sequential_style: UnpairedTimingChange | None
     drift: DriftCheck | None
     reading: str  # the drift check in plain words ("" without one)
+    paired_median: TimingChange | None = None  # exp(median log(b/a)) - 1: the typical pair, robust to bursts
 
     @property
     def drifting(self) -> bool:
@@ -135,12 +137,15 @@ def paired_measure(values: PairedValues, measure: str, seed: int, resamples: int
     if n < 2 or len(set(values.input_ids)) < 2:
         return PairedMeasure(measure, n, values.left_out, None, None, None, "")
     paired = paired_timing_change(values.input_ids, values.a, values.b, seed=seed, n_resamples=resamples)
+    median = paired_timing_change(
+        values.input_ids, values.a, values.b, seed=seed, statistic="median", n_resamples=resamples
+    )
     seq = unpaired_timing_change(
         values.input_ids, values.a, values.input_ids, values.b, seed=seed, n_resamples=resamples
     )
     drift = drift_check(values.times_s, values.a, values.b) if n >= MIN_DRIFT_PAIRS else None
     reading = drift_reading(drift) if drift is not None else ""
-    return PairedMeasure(measure, n, values.left_out, paired, seq, drift, reading)
+    return PairedMeasure(measure, n, values.left_out, paired, seq, drift, reading, median)
 
 
 def interleaved_timing(

@@ -273,3 +273,35 @@ def test_log_trend_steep_slope_over_short_session_is_inf_not_overflow() -> None:
     trend = log_trend(times, [k * math.log(1.25) for k in range(12)])
     assert trend.pct_per_hour == math.inf and trend.verdict == "drift"
     assert math.isclose(trend.pct_per_minute, 100 * math.expm1(math.log(1.25) * 600), rel_tol=1e-9)
+
+
+def _naive_median_interval(
+    ids: list[int], ratios: np.ndarray, seed: int, n_resamples: int
+) -> tuple[float, float]:
+    """The module docstring's draws, one resample at a time: inputs drawn with replacement, all pairs of each."""
+    rng = np.random.default_rng(seed)
+    inputs = sorted(set(ids), key=ids.index)
+    by_input = {i: ratios[[k for k, j in enumerate(ids) if j == i]] for i in inputs}
+    drawn = rng.integers(0, len(inputs), size=(n_resamples, len(inputs)))
+    medians = [float(np.median(np.concatenate([by_input[inputs[d]] for d in row]))) for row in drawn]
+    low, high = np.quantile(medians, [0.025, 0.975])
+    return 100 * math.expm1(low), 100 * math.expm1(high)
+
+
+def test_the_paired_median_is_the_typical_pair_and_its_interval_follows_the_documented_draws() -> None:
+    ids = [k // 3 for k in range(36)]  # 12 inputs x 3 repetitions
+    rng = np.random.default_rng(5)
+    a = rng.uniform(50.0, 900.0, size=36)
+    noise = rng.normal(0.0, 0.03, size=36)
+    burst = np.zeros(36)
+    burst[[9, 11, 12, 18, 20]] = np.log(3.0)  # five pairs whose side b was hit by other work: 3x slower
+    b = a * np.exp(noise + burst)
+    mean = paired_timing_change(ids, a, b, seed=3, n_resamples=2000)
+    median = paired_timing_change(ids, a, b, seed=3, n_resamples=2000, statistic="median")
+    ratios = np.log(b / a)
+    assert median.statistic == "median" and mean.statistic == "mean"
+    assert median.estimate == pytest.approx(100 * math.expm1(float(np.median(ratios))), abs=1e-9)
+    low, high = _naive_median_interval(ids, ratios, seed=3, n_resamples=2000)
+    assert (median.ci_low, median.ci_high) == (pytest.approx(low, abs=1e-9), pytest.approx(high, abs=1e-9))
+    # the bursts move the mean of the log-ratios by ~15 %, not the median
+    assert mean.estimate > 10.0 and abs(median.estimate) < 3.0 and median.ci_low < 0.0 < median.ci_high

@@ -82,6 +82,9 @@ def test_drifting_machine_paired_ci_covers_zero_sequential_does_not(tmp_path: Pa
         pm.sequential_style.estimate, 100 * (statistics.median(vb) / statistics.median(va) - 1), abs_tol=1e-9
     )
     assert pm.paired.ci_low <= 0.0 <= pm.paired.ci_high and abs(pm.paired.estimate) < 1.0
+    median_log = statistics.median(math.log(y / x) for x, y in zip(va, vb, strict=True))
+    assert pm.paired_median is not None and pm.paired_median.statistic == "median"
+    assert math.isclose(pm.paired_median.estimate, 100 * math.expm1(median_log), abs_tol=1e-9)
     # compared the other way round, the pairs are turned round too (side a is always the base given)
     back = compare(score_run(db), score_run(da))
     assert back.paired is not None and back.execution == "interleaved"
