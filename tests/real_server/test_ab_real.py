@@ -152,5 +152,6 @@ def test_compare_shows_the_paired_timing_section(session: tuple[Path, Path, Path
         paired, seq = cells["paired change [95% CI]"], cells["sequential-style [95% CI]"]
         assert paired is not None and paired["low"] <= paired["estimate"] <= paired["high"], paired
         assert seq is not None and seq["low"] <= seq["estimate"] <= seq["high"], seq
-        assert cells["paired trend over the session"] is not None and cells["drift"] in ("none", "DRIFT"), cells
+        trend = cells["paired trend over the session"]
+        assert trend is not None and cells["drift"] in ("none", "DRIFT"), cells
     assert "paired ratio" in table["note"] and "warm prefill, server:" in table["note"]  # the drift reading
