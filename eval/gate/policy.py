@@ -155,7 +155,7 @@ def parse_policy(text: str, source: str) -> Policy:
 def load_policy(path: Path | None) -> Policy:
     if path is None:
         text = resources.files("eval.gate").joinpath(DEFAULT_POLICY).read_text(encoding="utf-8")
-        return parse_policy(text, f"eval/{DEFAULT_POLICY}")
+        return parse_policy(text, f"eval/gate/{DEFAULT_POLICY}")
     try:
         data = path.read_bytes()
     except OSError as exc:

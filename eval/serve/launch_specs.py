@@ -325,7 +325,7 @@ def load_launch_specs(
     tables: dict[str, tuple[str, dict[str, Any]]] = {}
     if shipped:
         text = resources.files("eval.serve").joinpath(SHIPPED_SPECS).read_text(encoding="utf-8")
-        tables.update(_read_tables(text, f"eval/{SHIPPED_SPECS}"))
+        tables.update(_read_tables(text, f"eval/serve/{SHIPPED_SPECS}"))
     for path in files:
         try:
             text = Path(path).read_text(encoding="utf-8")

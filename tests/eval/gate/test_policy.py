@@ -12,6 +12,7 @@ import pytest
 from eval.cli import main
 from eval.errors import ConfigError
 from eval.gate.policy import DATA_PARAMS, RULE_PARAMS, Number, load_policy, parse_policy
+from eval.serve.launch_specs import load_launch_specs
 from tests.eval.runfactory import base_and_variant, write_run
 
 BAD_VALUES = [
@@ -143,3 +144,12 @@ def test_aa_multiple_out_of_range_is_refused(value: str) -> None:
         ConfigError, match=r"^p\.toml: rules\.warm_prefill_change\.max_change_aa_multiple: must be"
     ):
         parse_policy(_policy("rules.warm_prefill_change", "max_change_aa_multiple", value), "p.toml")
+
+
+def test_the_shipped_policy_and_specs_are_named_by_their_real_paths() -> None:
+    """What `lbeval gate` prints as its policy, and every error about a shipped spec, names a file that exists."""
+    root = Path(__file__).resolve().parents[3]
+    source = load_policy(None).source
+    assert source == "eval/gate/policy_default.toml" and (root / source).is_file()
+    sources = {spec.source for spec in load_launch_specs().values()}
+    assert sources == {"eval/serve/variants.toml"} and (root / "eval/serve/variants.toml").is_file()
