@@ -47,7 +47,7 @@ def paired_timing_table(c: Comparison) -> Table | None:
         "above the median means a few slow pairs, not a uniform change; sequential-style: median(b)/median(a) - 1 of the same requests as two "
         "samples. Drift: Theil-Sen slope and Mann-Kendall test over session time of the paired log ratio and of "
         "each server's own log times (drift: p < 0.01 and at least 5 %/h); a trend is shown as the change its slope "
-        "makes over the session's time span (not extrapolated). " + " ".join(readings)
+        "makes over the session's time span (not extrapolated). " + " ".join(f"{r}." for r in readings)
     )
     columns = ["measure", "paired change [95% CI]", "paired median [95% CI]", "sequential-style [95% CI]",
                "pairs", "left out", "paired trend over the session", "drift"]  # fmt: skip

@@ -109,6 +109,14 @@ def test_drifting_machine_paired_ci_covers_zero_sequential_does_not(tmp_path: Pa
         "Interleaved A/B" in tables["timing"].reading and "free of machine drift" in tables["timing"].reading
     )
     assert "paired_timing" in tables and "drift flagged" in tables["paired_timing"].reading
+    note = tables["paired_timing"].note
+    # each measure's reading is its own sentence (they ran together: "... no drift seen warm TTFT, client: ...")
+    for key, label in (
+        ("cold_prefill_ms", "cold prefill, server"),
+        ("warm_prefill_ms", "warm prefill, server"),
+    ):
+        reading = c.paired.measures[key].reading
+        assert reading and f"{label}: {reading}." in note
     md, summary, html = write_reports(c, tmp_path / "report")
     assert "Interleaved A/B timing" in md.read_text() and "Interleaved A/B timing" in html.read_text()
     assert "paired_timing" in summary.read_text()
