@@ -64,7 +64,7 @@ def data_reasons(c: Comparison, policy: Policy) -> list[str]:
 # ---------------------------------------------------------------- rules
 
 
-def _runs(c: Comparison, names: Sequence[str]) -> list[tuple[str, ScoredRun]]:
+def runs_named(c: Comparison, names: Sequence[str]) -> list[tuple[str, ScoredRun]]:
     return [(n, c.base if n == "base" else c.variant) for n in names]
 
 
@@ -139,7 +139,7 @@ def rule_cold_scores(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
 
 def rule_no_invalid_warm(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     counts = []
-    for side, run in _runs(c, p["runs"]):
+    for side, run in runs_named(c, p["runs"]):
         inv = run.scores.invalid
         counts.append((side, inv.warm_attempts if p["count_recovered"] else inv.warm_final))
     measured = ", ".join(f"{side} {n}" for side, n in counts)
@@ -152,7 +152,7 @@ def rule_no_invalid_warm(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
 
 
 def rule_no_errors(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
-    counts = [(side, run.scores.errors) for side, run in _runs(c, p["runs"])]
+    counts = [(side, run.scores.errors) for side, run in runs_named(c, p["runs"])]
     ok = all(n <= p["max"] for _, n in counts)
     measured = "errored requests: " + ", ".join(f"{side} {n}" for side, n in counts)
     rows = (RowRef(CACHE, "errors", not ok),)

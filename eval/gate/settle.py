@@ -46,7 +46,7 @@ from eval.analyze.paired import paired_values, session_pairs
 from eval.analyze.score import ScoredRun, load_inputs, score_loaded
 from eval.errors import DataError
 from eval.gate.policy import Policy
-from eval.gate.rules import data_reasons, evaluate
+from eval.gate.rules import data_reasons, evaluate, runs_named, warm_prefill_limit
 from eval.gate.verdict import (
     EXIT_FAIL,
     EXIT_NO_VERDICT,
@@ -163,19 +163,15 @@ def _count_max(rule: str, counts: list[tuple[str, int]], look: Look, p: Mapping[
     return RuleSettlement(rule, SETTLED_PASS if look.k == look.n else OPEN, "count", detail)
 
 
-def _runs(look: Look, names: Sequence[str]) -> list[tuple[str, ScoredRun]]:
-    return [(n, look.c.base if n == "base" else look.c.variant) for n in names]
-
-
 def _no_errors(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
-    counts = [(side, run.scores.errors) for side, run in _runs(look, p["runs"])]
+    counts = [(side, run.scores.errors) for side, run in runs_named(look.c, p["runs"])]
     return _count_max("no_errors", counts, look, p)
 
 
 def _no_invalid_warm(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
     counts = [
         (side, r.scores.invalid.warm_attempts if p["count_recovered"] else r.scores.invalid.warm_final)
-        for side, r in _runs(look, p["runs"])
+        for side, r in runs_named(look.c, p["runs"])
     ]
     return _count_max("no_invalid_warm", counts, look, p)
 
@@ -195,7 +191,12 @@ def input_log_ratios(c: Comparison) -> list[float]:
 
 
 def _timing(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
-    name, limit = "warm_prefill_change", p["max_change_pct"]
+    name = "warm_prefill_change"
+    # the gate rule's own limit: absolute and/or relative to the A/A floor
+    lim = warm_prefill_limit(look.c, p)
+    limit = lim.pct
+    if limit is None:
+        return RuleSettlement(name, OPEN, "no data", lim.missing)
     ratios = input_log_ratios(look.c)
     if len(ratios) < CS_MIN_N:
         return RuleSettlement(

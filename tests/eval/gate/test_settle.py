@@ -9,12 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from eval.analyze.aa_floor import aa_floor
+from eval.analyze.compare import BOOTSTRAP_SEED, compare
+from eval.analyze.score import score_run
 from eval.cli import main
 from eval.gate.policy import parse_policy
-from eval.gate.settle import stop_check
+from eval.gate.settle import settle, stop_check
 from eval.records.run_folder import RECORDS_NAME, scan_records
 from eval.records.stop import SETTLED_FAIL, SETTLED_PASS, read_stop, stop_path, write_stop
 from eval.run.ab import AbConfig, execute_ab
+from tests.eval.aa_factory import inputs_file, session
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.fake_server import FakeServer
 
@@ -104,3 +108,28 @@ def test_timing_equal_variant_stops_pass_early(tmp_path: Path, capsys: pytest.Ca
     stop_path(db).unlink()
     assert main(["gate", str(da), str(db), "--policy", str(tmp_path / "policy.toml")]) == 2
     assert "stop record (ab_stop.json) is missing" in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_timing_rule_settles_on_the_gates_own_limit_including_the_aa_floor(tmp_path: Path) -> None:
+    """settle reads the limit the gate's rule reads (max_change_pct and/or max_change_aa_multiple x the A/A
+    floor, the smaller): a 30%-slower variant against a 3x floor of a quiet A/A session settles FAIL even when
+    an absolute 50% limit alone would have passed it, and a policy stating only the multiple settles at all
+    (it read max_change_pct, None there, and raised TypeError)."""
+    inputs = inputs_file(tmp_path, n=12)  # the CS gives no bounds before 10 inputs
+    aa = [score_run(d) for d in session(tmp_path / "aa", "x", "x", sigma=0.02, noise_seed=1, inputs=inputs)]
+    ab = session(tmp_path / "ab", "x", "y", sigma=0.02, variant_factor=1.3, noise_seed=3, inputs=inputs)
+    floor = aa_floor(aa[0], aa[1], seed=BOOTSTRAP_SEED, resamples=2000)
+    c = replace(compare(score_run(ab[0]), score_run(ab[1])), aa_floor=floor)
+    limit = 3 * floor.measures["warm_prefill_ms"].floor_pct  # type: ignore[operator]
+    assert 0.0 < limit < 20.0  # a quiet A/A: well under the variant's +30%
+    for body in ("max_change_aa_multiple = 3\n", "max_change_pct = 50.0\nmax_change_aa_multiple = 3\n"):
+        policy = parse_policy(f"schema_version = 1\n[rules.warm_prefill_change]\nenabled = true\n{body}", "p")
+        timing = settle(c, policy, 12, 12).rules[0]
+        assert timing.rule == "warm_prefill_change" and timing.how == "cs"
+        assert timing.low_pct is not None and timing.low_pct > limit and timing.state == SETTLED_FAIL, timing
+    # without the floor the multiple cannot be judged: the rule stays open, naming the flag
+    policy = parse_policy(
+        "schema_version = 1\n[rules.warm_prefill_change]\nmax_change_aa_multiple = 3\n", "p"
+    )
+    open_rule = settle(replace(c, aa_floor=None), policy, 12, 12).rules[0]
+    assert open_rule.state == "open" and "--aa-floor" in open_rule.detail
