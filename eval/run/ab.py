@@ -277,7 +277,9 @@ def _pairs(
     _repair_pairing(a.session.run_dir, b.session.run_dir)
     for side in (a, b):
         remove_stop(side.session.run_dir)  # this session supersedes an earlier stop (resume: the full run)
-    ends = _input_ends(session_order(a.session.units, config.seed))
+    units = session_order(a.session.units, config.seed)
+    ends = _input_ends(units)
+    inputs = list(dict.fromkeys(u.row_index for u in units))  # row indexes in send order
     ab_id = _ab_id(a.session.run_dir)
     ok = {"a": True, "b": True}
     left = sum(
@@ -288,14 +290,14 @@ def _pairs(
         file=sys.stderr, dynamic_ncols=True,
     )  # fmt: skip
     with bar:
-        for unit in session_order(a.session.units, config.seed):
+        for unit in units:
             uid = (unit.row_index, unit.kind, unit.repetition)
             if any(uid in s.todo for s in (a, b)):  # else complete on both sides (an earlier session)
                 if not _pair(a, b, unit, orders, ab_id, ok, between):
                     return {"a": False, "b": False}
                 bar.update(1)
             if uid in ends and config.stop_check is not None:
-                stop = _ask(config, config.stop_check, a, b, ends[uid], ab_id)
+                stop = _ask(config, config.stop_check, a, b, inputs, ends[uid], ab_id)
                 if stop is not None:
                     stopped.append(stop)
                     return {"a": False, "b": False}
@@ -321,9 +323,11 @@ def _busy_seconds(run_dir: Path) -> float:
     )
 
 
-def _ask(config: AbConfig, check: StopCheck, a: _Side, b: _Side, k: int, ab_id: str) -> StopRecord | None:
-    """Ask the stop check after the k-th input; the stop record (written to both runs) when it stops."""
-    order = list(dict.fromkeys(u.row_index for u in session_order(a.session.units, config.seed)))
+def _ask(
+    config: AbConfig, check: StopCheck, a: _Side, b: _Side, order: list[int], k: int, ab_id: str
+) -> StopRecord | None:
+    """Ask the stop check after the k-th input of `order` (the row indexes in send order); the stop record
+    (written to both runs) when it stops."""
     rows = a.session.rows
     run = tuple((rows[i].dataset, rows[i].id) for i in order[:k])
     settlement = check(StopQuery((a.session.run_dir, b.session.run_dir), run, len(order)))
