@@ -99,6 +99,7 @@ WATCHED_SAMPLES = _watched_names()
 
 
 def _sample_name(line: str) -> str:
+    """The sample's name: what precedes its labels' "{" or, without labels, the first space."""
     brace, space = line.find("{"), line.find(" ")
     return line[: brace if brace != -1 and (space == -1 or brace < space) else space]
 
@@ -117,16 +118,15 @@ def parse_metrics(
             continue
         if prefixes is not None and not line.startswith(prefixes):
             continue
-        if names is not None and _sample_name(line) not in names:
+        name = _sample_name(line)
+        if names is not None and name not in names:
             continue
         try:
-            brace = line.find("{")
-            space = line.find(" ")
-            if brace != -1 and (space == -1 or brace < space):
+            if line.startswith("{", len(name)):
                 end = line.rindex("}")
-                name, labels, rest = line[:brace], _parse_labels(line[brace + 1 : end]), line[end + 1 :]
+                labels, rest = _parse_labels(line[len(name) + 1 : end]), line[end + 1 :]
             else:
-                name, labels, rest = line[:space], (), line[space:]
+                labels, rest = (), line[len(name) :]
             value = _parse_value(rest.split()[0])
         except (ValueError, IndexError) as exc:
             raise ValueError(f"/metrics line {lineno}: cannot parse {raw[:120]!r} ({exc})") from None
