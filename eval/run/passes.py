@@ -312,7 +312,6 @@ class ServerWatch:
         self.finished = finished  # vllm:request_success once every request sent so far is counted
         self.wait_s = wait_s
         self.polls_s = polls_s  # waits between settle scrapes; the last one repeats
-        self.reused = 0  # after-snapshots that served as the next request's before
         self._last: Snapshot | None = None
         self._kept: Snapshot | None = None
         self._kept_mark: int | None = None
@@ -342,10 +341,6 @@ class ServerWatch:
             return False
         return full.shape() == part.shape()
 
-    def settled(self) -> Snapshot | None:
-        """A scrape that counts every finished request sent so far (or the last one after wait_s)."""
-        return self._settle(self.finished).snap
-
     def _settle(self, target: float | None) -> Settled:
         snap = self.scrape()
         deadline = time.monotonic() + self.wait_s
@@ -368,7 +363,6 @@ class ServerWatch:
         prompt), as well as the run's own."""
         kept, self._kept = self._kept, None
         if kept is not None and self._kept_mark is not None and SENT.mark() == self._kept_mark:
-            self.reused += 1
             return kept
         target = self.finished
         if target is not None and self._seen is not None:

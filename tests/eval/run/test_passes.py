@@ -198,11 +198,11 @@ class _StubMetrics:
 def test_watch_waits_for_counters_then_stops_waiting_for_a_request_never_counted() -> None:
     stub = _StubMetrics()
     watch = ServerWatch(stub, metrics=True, start_time=7.0, finished=3.0, wait_s=0.05)  # type: ignore[arg-type]
-    assert watch.settled() is not None and stub.scrapes == 1  # already counted: no wait
+    assert watch.before() is not None and stub.scrapes == 1  # already counted: no wait
     watch.request_done()  # a 4th request the server never counts
-    watch.settled()
+    watch.before()
     assert stub.scrapes > 2 and watch.finished == 3.0  # waited, then rebased
     before = stub.scrapes
-    watch.settled()
+    watch.before()
     assert stub.scrapes == before + 1  # no more waiting
     assert watch.observe(watch.scrape()) == 0 and watch.observe(None, refused=True) == 1
