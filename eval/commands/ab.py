@@ -22,14 +22,6 @@ from eval.serve.launch_specs import spec_for_run
 from eval.serve.process import sigterm_as_interrupt, start
 from eval.terminal import echo, echo_err
 
-SCENARIO_OPTIONS = (
-    "scenarios",
-    "batch_sizes",
-    "repeats",
-    "hit_lengths",
-    "scenario_inputs",
-    "scenario_max_tokens",
-)
 HELP = "Interleaved A/B: send every unit to two live servers in a seeded, balanced, paired order (resumable)."
 
 
@@ -65,19 +57,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--policy", type=Path, help="the gate policy --stop-when-settled settles (default: the shipped one)"
     )
-    scn = p.add_argument_group(
-        "scenarios (as `lbeval run`; each scenario unit is a pair like the cache units)"
-    )
-    scn.add_argument(
-        "--scenarios", help="comma list of cache, batch, hitlen, repeats, traffic (default cache)"
-    )
-    scn.add_argument("--batch-sizes", help="batch scenario: requests in flight together (default 1,4,8)")
-    scn.add_argument("--repeats", type=int, help="repeats scenario: copies of each request (default 10)")
-    scn.add_argument(
-        "--hit-lengths", help="hitlen scenario: prompt tokens to prime (default: from the block size)"
-    )
-    scn.add_argument("--scenario-inputs", type=int, help="run the scenarios on this many inputs only")
-    scn.add_argument("--scenario-max-tokens", type=int, help="output limit of the scenarios' requests")
+    run_command.add_scenario_arguments(
+        p, "scenarios (as `lbeval run`; each scenario unit is a pair like the cache units)",
+        "each scenario unit is sent to one server, then the other",
+    )  # fmt: skip
 
 
 def _side_config(args: argparse.Namespace, variant: str, url: str, model: str | None) -> RunConfig:
@@ -86,7 +69,8 @@ def _side_config(args: argparse.Namespace, variant: str, url: str, model: str | 
     ns = parser.parse_args(["--variant", variant, "--inputs", str(args.inputs), "--base-url", url])
     ns.out, ns.passes, ns.timing_reps = args.out, args.passes, args.timing_reps
     ns.max_tokens, ns.model, ns.quiet = args.max_tokens, model or args.model, True
-    for option in SCENARIO_OPTIONS:  # the same scenario settings on both sides (no launch spec table)
+    # the same scenario settings on both sides (no launch spec table)
+    for option in run_command.SCENARIO_OPTIONS:
         setattr(ns, option, getattr(args, option))
     return run_command.config_from_args(ns, url)
 

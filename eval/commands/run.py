@@ -101,13 +101,30 @@ def configure(p: argparse.ArgumentParser) -> None:
         "attempt, retried like a connection error (default %(default)s)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bars (CI logs)")
-    scn = p.add_argument_group(
-        "scenarios (README: Scenarios; a launch spec's `scenarios` table gives defaults)"
+    add_scenario_arguments(
+        p,
+        "scenarios (README: Scenarios; a launch spec's `scenarios` table gives defaults)",
+        "the others run one unit at a time after it",
     )
+
+
+# the scenario options' dests, as add_scenario_arguments defines them (lbeval ab copies them to both sides)
+SCENARIO_OPTIONS = (
+    "scenarios",
+    "batch_sizes",
+    "repeats",
+    "hit_lengths",
+    "scenario_inputs",
+    "scenario_max_tokens",
+)
+
+
+def add_scenario_arguments(p: argparse.ArgumentParser, title: str, how_they_run: str) -> None:
+    """The scenario options of `lbeval run` and `lbeval ab` (one definition: names, help, defaults shown)."""
+    scn = p.add_argument_group(title)
     scn.add_argument(
         "--scenarios",
-        help=f"comma list of {', '.join(SCENARIO_NAMES)} (default cache: the --passes above); the others run "
-        "one unit at a time after it",
+        help=f"comma list of {', '.join(SCENARIO_NAMES)} (default cache: the --passes above); {how_they_run}",
     )
     sizes = ",".join(map(str, DEFAULT_BATCH_SIZES))
     scn.add_argument("--batch-sizes", help=f"batch scenario: requests in flight together (default {sizes})")
