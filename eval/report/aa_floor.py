@@ -7,13 +7,7 @@ from __future__ import annotations
 from eval.analyze.aa_floor import AaFloor, AaMeasure, position
 from eval.analyze.compare import Change, Comparison
 from eval.report.cells import Cell, Interval, Num, Row, Table, Text
-
-AA_ROWS = [
-    ("warm_prefill_ms", "warm prefill, server"),
-    ("warm_ttft_ms", "warm TTFT, client"),
-    ("cold_prefill_ms", "cold prefill, server"),
-    ("cold_ttft_ms", "cold TTFT, client"),
-]
+from eval.report.paired import PAIRED_ROWS  # the same measures, named the same way
 
 
 def _where(ch: Change | None, m: AaMeasure | None) -> str:
@@ -74,7 +68,7 @@ def aa_floor_table(c: Comparison) -> Table | None:
     aa = c.aa_floor
     if aa is None:
         return None
-    rows = [Row(k, label, _cells(c.timing_changes.get(k), aa.measures.get(k))) for k, label in AA_ROWS]
+    rows = [Row(k, label, _cells(c.timing_changes.get(k), aa.measures.get(k))) for k, label in PAIRED_ROWS]
     columns = ["measure", "change [95% CI]", "A/A change [95% CI]", "A/A floor", "A/A pairs", "A/A paired drift",
                "change vs floor"]  # fmt: skip
     return Table("aa_floor", "Timing change against the A/A floor", _reading(c, aa), columns, rows, _note(c))
