@@ -26,6 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from eval.cli import main as lbeval
 from eval.errors import ConfigError
 from eval.records.run_folder import RECORDS_NAME, scan_records
@@ -51,15 +53,6 @@ class GapStats:
     span_s: float
 
 
-def _quantile(values: list[float], q: float) -> float:
-    """Linear interpolation between the closest ranks (numpy's default)."""
-    xs = sorted(values)
-    pos = q * (len(xs) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
 def gap_stats(records: list[RequestRecord]) -> GapStats:
     """Gaps between consecutive requests (by send time) from the records' client timings."""
     timed = sorted(
@@ -74,7 +67,7 @@ def gap_stats(records: list[RequestRecord]) -> GapStats:
     return GapStats(
         requests=len(timed),
         median_ms=statistics.median(gaps),
-        p90_ms=_quantile(gaps, 0.9),
+        p90_ms=float(np.quantile(gaps, 0.9)),  # linear interpolation between the closest ranks
         max_ms=max(gaps),
         busy_s=busy,
         span_s=timed[-1][1] - timed[0][0],
