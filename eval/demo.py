@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from eval.cli import main as lbeval
+from eval.commands.options import add_specs_option
 from eval.errors import EXIT_INTERRUPTED, LbevalError
 from eval.prepare.inputs import inputs_digest
 from eval.records.run_folder import append_server_record
@@ -46,9 +47,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m eval.demo", description=__doc__.split("\n", 1)[0])
     p.add_argument("--base", default=DEFAULT_BASE, help="base launch spec (default %(default)s)")
     p.add_argument("--variant", default=DEFAULT_VARIANT, help="compared launch spec (default %(default)s)")
-    p.add_argument(
-        "--specs", type=Path, action="append", default=[], metavar="FILE", help="launch specs file"
-    )
+    add_specs_option(p)
     p.add_argument("--out", type=Path, default=Path("runs/demo"), help="output folder (default %(default)s)")
     p.add_argument("--datasets", default="qasper,gov_report")
     p.add_argument("--n", default="6", help="rows per dataset of the mini sample (default: all 6)")

@@ -8,18 +8,17 @@ two lines printed on stdout are the two run directories. Exit codes as `lbeval r
 from __future__ import annotations
 
 import argparse
-from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
 from eval.commands import run as run_command
+from eval.commands.options import add_specs_option
 from eval.errors import ConfigError
 from eval.records.run_folder import read_manifest
 from eval.records.stop import read_stop
 from eval.run.ab import AbConfig, StopCheck, execute_ab
 from eval.run.runner import EXIT_INCOMPLETE, RunConfig
 from eval.serve.launch_specs import spec_for_run
-from eval.serve.process import sigterm_as_interrupt, start
 from eval.terminal import echo, echo_err
 
 HELP = "Interleaved A/B: send every unit to two live servers in a seeded, balanced, paired order (resumable)."
@@ -28,7 +27,6 @@ HELP = "Interleaved A/B: send every unit to two live servers in a seeded, balanc
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("base", help="base variant name (side A)")
     p.add_argument("variant", help="variant name (side B); the same name twice is an A/A run")
-    p.add_argument("--inputs", type=Path, required=True, help="inputs manifest written by `lbeval prepare`")
     p.add_argument("--base-url-a", help="side A's server, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--base-url-b", help="side B's server (may equal side A's: A/A on one server)")
     p.add_argument(
@@ -37,17 +35,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--spec-b", metavar="NAME", help="side B's launch spec (default: the spec named like VARIANT)"
     )
-    p.add_argument(
-        "--specs", type=Path, action="append", default=[], metavar="FILE", help="launch specs file"
-    )
-    p.add_argument("--out", type=Path, default=Path("runs"), help="runs folder (default runs/)")
+    add_specs_option(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the pairs' AB/BA order (default 0)")
-    p.add_argument("--passes", default="timing", help="comma list of cold, warm, repeat, controls, timing")
-    p.add_argument("--timing-reps", type=int, default=5, help="timing repetitions per input (default 5)")
-    p.add_argument("--max-tokens", type=int, help="replace every example's output limit (smoke runs)")
-    p.add_argument("--model", help="served model id (default: the first one /v1/models lists)")
-    p.add_argument("--run-id", help="run directory name of both sides (default ab-<inputs hash>[-a|-b])")
-    p.add_argument("--quiet", action="store_true", help="no progress bar (CI logs)")
+    # every option of one `lbeval run` (for both sides): --run-id names both sides' (ab-<inputs hash>[-a|-b])
+    run_command.add_side_arguments(p, passes="timing", seed="--sampling-seed")
     p.add_argument(
         "--stop-when-settled",
         action="store_true",
@@ -63,53 +54,34 @@ def configure(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def _side_config(args: argparse.Namespace, variant: str, url: str, model: str | None) -> RunConfig:
-    parser = argparse.ArgumentParser()
-    run_command.configure(parser)
-    ns = parser.parse_args(["--variant", variant, "--inputs", str(args.inputs), "--base-url", url])
-    ns.out, ns.passes, ns.timing_reps = args.out, args.passes, args.timing_reps
-    ns.max_tokens, ns.model, ns.quiet = args.max_tokens, model or args.model, True
-    # the same scenario settings on both sides (no launch spec table)
-    for option in run_command.SCENARIO_OPTIONS:
-        setattr(ns, option, getattr(args, option))
-    return run_command.config_from_args(ns, url)
+def side_configs(args: argparse.Namespace) -> tuple[RunConfig, RunConfig]:
+    """Both sides' RunConfigs: each side's server (--base-url-a/-b, --spec-a/-b, or the spec named like its
+    variant, as `lbeval run`), the shared options for both; the same scenario settings on both sides (no launch
+    spec `scenarios` table: the plans must match)."""
+    configs: list[RunConfig] = []
+    for variant, spec_name, url in (
+        (args.base, args.spec_a, args.base_url_a),
+        (args.variant, args.spec_b, args.base_url_b),
+    ):
+        spec = spec_for_run(variant, spec_name, args.specs, url)
+        if spec is None and url is None:
+            raise ConfigError(f"{variant}: give --base-url-a/-b or a launch spec")
+        configs.append(
+            replace(run_command.run_config(args, variant, url, spec, spec_scenarios=False), quiet=True)
+        )
+    a, b = configs
+    if args.run_id is not None:
+        same = args.base == args.variant
+        a = replace(a, run_id=args.run_id + ("-a" if same else ""))
+        b = replace(b, run_id=args.run_id + ("-b" if same else ""))
+    return a, b
 
 
 def run(args: argparse.Namespace) -> int:
     check = _stop_check(args)
-    with sigterm_as_interrupt(), ExitStack() as stack:
-        urls: list[str] = []
-        models: list[str | None] = []
-        servers: list[dict[str, object] | None] = []
-        for variant, spec_name, url in (
-            (args.base, args.spec_a, args.base_url_a),
-            (args.variant, args.spec_b, args.base_url_b),
-        ):
-            spec = spec_for_run(variant, spec_name, args.specs, url)
-            if spec is None:
-                if url is None:
-                    raise ConfigError(f"{variant}: give --base-url-a/-b or a launch spec")
-                urls.append(url)
-                models.append(None)
-                servers.append(None)
-            elif not spec.managed:
-                if spec.url is None:
-                    raise ConfigError(f"{variant}: launch spec {spec.name} has no url")
-                urls.append(spec.url)
-                models.append(spec.model)
-                servers.append(None)
-            else:
-                server = stack.enter_context(start(spec, echo=echo_err))
-                urls.append(server.base_url)
-                models.append(spec.model)
-                servers.append(server.describe())
-        a = _side_config(args, args.base, urls[0], models[0])
-        b = _side_config(args, args.variant, urls[1], models[1])
-        if args.run_id is not None:
-            same = args.base == args.variant
-            a = replace(a, run_id=args.run_id + ("-a" if same else ""))
-            b = replace(b, run_id=args.run_id + ("-b" if same else ""))
-        dirs = execute_ab(AbConfig(a, b, args.seed, args.quiet, check), servers=(servers[0], servers[1]))
+    a, b = side_configs(args)
+    # the managed servers are started by the session, once both run folders' locks are held
+    dirs = execute_ab(AbConfig(a, b, args.seed, args.quiet, check))
     stop = read_stop(dirs[0])
     if stop is not None:  # stopped early by a settled decision: one line saying why
         echo_err(f"lbeval ab: {stop.headline()}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from eval.commands.options import add_specs_option
 from eval.errors import ConfigError
 from eval.prepare.build import PrepareConfig, parse_max_tokens, prepare
 from eval.prepare.dataset_specs_v2 import DEFAULT_V2_MODE, V2_DATASET, V2_MODES
@@ -55,14 +56,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="a variant launch spec: its server (started for the call if lbeval manages it) tokenizes",
     )
-    tok.add_argument(
-        "--specs",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="launch specs file (repeatable)",
-    )
+    add_specs_option(tok)
     tok.add_argument("--model", help="model id at --base-url (default: the first one listed)")
     tok.add_argument("--tokenizer", help="a local Hugging Face tokenizer folder (needs transformers)")
     tok.add_argument(

@@ -1,6 +1,6 @@
 """`lbeval run`: send the prepared inputs to a running server in cold/warm/repeat/timing passes, record all.
 
-Argument parsing only; the work is `eval.runner.execute_run(config_from_args(args))`. The last line printed
+Argument parsing only; the work is `eval.run.runner.execute_run(run_config(args, ...))`. The last line printed
 on stdout is the run directory (for `make eval`).
 
 Exit codes: 0 the run is complete; 3 (EXIT_INCOMPLETE) it is not: requests left errored, or a file could not
@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from eval.commands.options import add_specs_option
 from eval.errors import ConfigError
 from eval.records.run_folder import read_manifest
 from eval.records.scenarios import DEFAULT_BATCH_SIZES, DEFAULT_REPEATS, parse_scenarios
@@ -26,8 +28,7 @@ from eval.run.passes import RetryPolicy
 from eval.run.resume import resume_lines
 from eval.run.runner import DEFAULT_PASSES, EXIT_INCOMPLETE, RunConfig, execute_run
 from eval.run.scenarios.settings import ScenarioSettings, batched_tokens_budget, parse_ints
-from eval.serve.launch_specs import spec_for_run
-from eval.serve.process import sigterm_as_interrupt, start
+from eval.serve.launch_specs import LaunchSpec, spec_for_run
 from eval.terminal import echo, echo_err
 
 HELP = "Send the inputs to a server in cold/warm/repeat/timing passes and record every request (resumable)."
@@ -35,7 +36,6 @@ HELP = "Send the inputs to a server in cold/warm/repeat/timing passes and record
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variant", required=True, help="name of the server variant (letters, digits, . _ -)")
-    p.add_argument("--inputs", type=Path, required=True, help="inputs manifest written by `lbeval prepare`")
     p.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
     p.add_argument(
         "--spec",
@@ -43,23 +43,30 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="variant launch spec: start its server for the run and stop it after (or use its url); "
         "default: the spec named like --variant, when there is one and no --base-url",
     )
-    p.add_argument(
-        "--specs",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="launch specs file (repeatable)",
+    add_specs_option(p)
+    p.add_argument("--concurrency", type=int, default=1, help="units in flight (timing is valid only at 1)")
+    add_side_arguments(p, passes=",".join(DEFAULT_PASSES), seed="--seed")
+    add_scenario_arguments(
+        p,
+        "scenarios (README: Scenarios; a launch spec's `scenarios` table gives defaults)",
+        "the others run one unit at a time after it",
     )
-    p.add_argument("--model", help="served model id (default: the first one /v1/models lists)")
+
+
+def add_side_arguments(p: argparse.ArgumentParser, *, passes: str, seed: str) -> None:
+    """The options of one run that `lbeval run` and `lbeval ab` share (ab: for both sides); `passes` the
+    default of --passes, `seed` the flag of the sampling seed (ab's --seed is the pair order's)."""
+    p.add_argument("--inputs", type=Path, required=True, help="inputs manifest written by `lbeval prepare`")
+    p.add_argument(
+        "--model", help="served model id (default: the launch spec's, else the first /v1/models lists)"
+    )
     p.add_argument(
         "--api-key-env", metavar="VAR", help="environment variable holding the API key (never stored)"
     )
     p.add_argument(
-        "--passes", default=",".join(DEFAULT_PASSES), help=f"comma list of {', '.join(PASS_CHOICES)}"
+        "--passes", default=passes, help=f"comma list of {', '.join(PASS_CHOICES)} (default %(default)s)"
     )
     p.add_argument("--timing-reps", type=int, default=5, help="timing repetitions per input (default 5)")
-    p.add_argument("--concurrency", type=int, default=1, help="units in flight (timing is valid only at 1)")
     p.add_argument(
         "--cold",
         choices=["auto", "salt", "reset", "evict"],
@@ -71,7 +78,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("runs"), help="runs folder (default runs/)")
     p.add_argument("--run-id", help="run directory name (default: derived from the inputs file's hash)")
     req = p.add_argument_group("request settings")
-    req.add_argument("--seed", type=int, default=0, help="sampling seed sent with every request (default 0)")
+    req.add_argument(
+        seed,
+        dest="sampling_seed",
+        type=int,
+        default=0,
+        help="sampling seed sent with every request (default 0)",
+    )
     req.add_argument(
         "--top-logprobs", type=int, default=20, help="top-k logprobs per token (0-20, default 20)"
     )
@@ -101,14 +114,9 @@ def configure(p: argparse.ArgumentParser) -> None:
         "attempt, retried like a connection error (default %(default)s)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bars (CI logs)")
-    add_scenario_arguments(
-        p,
-        "scenarios (README: Scenarios; a launch spec's `scenarios` table gives defaults)",
-        "the others run one unit at a time after it",
-    )
 
 
-# the scenario options' dests, as add_scenario_arguments defines them (lbeval ab copies them to both sides)
+# the scenario options' dests, as add_scenario_arguments defines them (lbeval ab uses them for both sides)
 SCENARIO_OPTIONS = (
     "scenarios",
     "batch_sizes",
@@ -151,25 +159,42 @@ def _template_kwargs(text: str) -> dict[str, object] | None:
     return value
 
 
-def config_from_args(args: argparse.Namespace, base_url: str | None = None) -> RunConfig:
-    url = base_url or args.base_url
-    if not url:
+def run_config(
+    args: argparse.Namespace,
+    variant: str,
+    base_url: str | None,
+    spec: LaunchSpec | None,
+    *,
+    concurrency: int = 1,
+    spec_scenarios: bool = True,
+) -> RunConfig:
+    """One run's RunConfig from the command-line options (`add_side_arguments`, `add_scenario_arguments`,
+    `concurrency`: --concurrency, `lbeval run`'s) and the variant's launch spec, if any: a managed spec is started by the session under the
+    run lock (RunConfig.server), a running one gives its url; the spec's model and api_key_env fill in what
+    the options leave out, and (`spec_scenarios`) its `scenarios` table and chunked-prefill budget the
+    scenario options' defaults. `base_url`: the server's, when there is no spec."""
+    if spec is not None and not spec.managed:
+        if spec.url is None:
+            raise ConfigError(f"{variant}: launch spec {spec.name} has no url")
+        base_url = spec.url
+    if spec is None and not base_url:
         raise ConfigError("give --base-url (the server's .../v1 URL)")
     if args.retries < 0 or args.backoff < 0 or args.timeout <= 0:
         raise ConfigError("--retries and --backoff must be >= 0, --timeout > 0")
+    use = spec if spec_scenarios else None
     return RunConfig(
-        variant=args.variant,
+        variant=variant,
         inputs=args.inputs,
-        base_url=url,
+        base_url=base_url or "",  # a managed spec: the started server's (eval/run/session.serving)
         out=args.out,
-        model=args.model,
-        api_key_env=args.api_key_env,
+        model=args.model or (spec.model if spec is not None else None),
+        api_key_env=args.api_key_env or (spec.api_key_env if spec is not None else None),
         passes=tuple(p.strip() for p in args.passes.split(",") if p.strip()),
         timing_reps=args.timing_reps,
-        concurrency=args.concurrency,
+        concurrency=concurrency,
         cold_mode=args.cold,
         request=RequestSettings(
-            seed=args.seed,
+            seed=args.sampling_seed,
             top_logprobs=args.top_logprobs,
             chat_template_kwargs=_template_kwargs(args.chat_template_kwargs),
             max_tokens_override=args.max_tokens,
@@ -179,14 +204,20 @@ def config_from_args(args: argparse.Namespace, base_url: str | None = None) -> R
         timeout_s=args.timeout,
         run_id=args.run_id,
         quiet=args.quiet,
-        scenarios=scenario_config(args),
+        scenarios=scenario_config(
+            args,
+            use.scenarios if use is not None else {},
+            batched_tokens_budget(use.args) if use is not None else None,
+        ),
+        server=spec if spec is not None and spec.managed else None,
     )
 
 
-def scenario_config(args: argparse.Namespace) -> ScenarioSettings:
-    """The scenario options, each falling back to the launch spec's `scenarios` table (`args.spec_scenarios`,
-    set by `run`), then to the default."""
-    table: dict[str, Any] = getattr(args, "spec_scenarios", None) or {}
+def scenario_config(
+    args: argparse.Namespace, table: Mapping[str, Any], hit_budget: int | None = None
+) -> ScenarioSettings:
+    """The scenario options, each falling back to the launch spec's `scenarios` table, then to the default;
+    `hit_budget`: the chunked-prefill budget the spec starts its server with."""
 
     def ints(option: str, key: str, what: str) -> tuple[int, ...] | None:
         given = getattr(args, option, None)
@@ -204,13 +235,12 @@ def scenario_config(args: argparse.Namespace) -> ScenarioSettings:
         scenarios = parse_scenarios(names)
     except ValueError as exc:
         raise ConfigError(f"--scenarios: {exc}") from None
-    budget = getattr(args, "hit_budget", None)
     return ScenarioSettings(
         scenarios=scenarios,
         batch_sizes=ints("batch_sizes", "batch_sizes", "--batch-sizes") or DEFAULT_BATCH_SIZES,
         repeats=one("repeats", "repeats") or DEFAULT_REPEATS,
         hit_lengths=ints("hit_lengths", "hit_lengths", "--hit-lengths"),
-        hit_budget=budget if isinstance(budget, int) else None,
+        hit_budget=hit_budget,
         inputs=one("scenario_inputs", "inputs"),
         max_tokens=one("scenario_max_tokens", "max_tokens"),
     )
@@ -218,21 +248,8 @@ def scenario_config(args: argparse.Namespace) -> ScenarioSettings:
 
 def run(args: argparse.Namespace) -> int:
     spec = spec_for_run(args.variant, args.spec, args.specs, args.base_url)
-    if spec is None:
-        return _run(args, None)
-    args.model = args.model or spec.model
-    args.api_key_env = args.api_key_env or spec.api_key_env
-    args.spec_scenarios = spec.scenarios  # defaults for the scenario options
-    args.hit_budget = batched_tokens_budget(spec.args)  # the chunked-prefill budget the spec starts it with
-    if not spec.managed:
-        return _run(args, spec.url)
-    with sigterm_as_interrupt(), start(spec, echo=echo_err) as server:
-        return _run(args, server.base_url, server.describe())
-
-
-def _run(args: argparse.Namespace, base_url: str | None, server: dict[str, object] | None = None) -> int:
-    # `server`: which server lbeval started for this session, noted under the run folder's lock
-    run_dir = execute_run(config_from_args(args, base_url), server=server)
+    # a managed spec's server is started by the session, once the run folder's lock is held
+    run_dir = execute_run(run_config(args, args.variant, args.base_url, spec, concurrency=args.concurrency))
     manifest = read_manifest(run_dir)
     for warning in manifest.warnings:
         echo_err(f"lbeval run: warning: {warning}")

@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from eval.commands.options import add_specs_option
 from eval.serve.launch_specs import get_launch_spec
 from eval.serve.process import sigterm_as_interrupt, start
 from eval.terminal import echo
@@ -17,14 +18,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--variant", required=True, help="launch spec name, e.g. cpu-smollm2 (eval/serve/variants.toml)"
     )
-    parser.add_argument(
-        "--specs",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a TOML file of [variants.NAME] launch specs, on top of the shipped ones (repeatable)",
-    )
+    add_specs_option(parser)
     parser.add_argument("--port", type=int, default=None, help="listen on this port (default: the spec's)")
     parser.add_argument("--log", type=Path, default=None, help="server log file (default: the spec's)")
 

@@ -14,8 +14,9 @@ pairs are balanced up to one; the inputs run in a seeded random order (`session_
 plan order (its cache units, then its scenario units). Both depend only on the seed and the plan, never on
 what is left to run.
 
-Both runs are written exactly as `lbeval run` writes them (the runner's probe, manifest, sessions, record
-writer and resume), under both run locks; each run folder also gets the pairing (eval/records/pairing.py).
+Both runs are written exactly as `lbeval run` writes them (one eval/run/session.RunSession per side: probe,
+manifest, sessions, record writer and resume), under both run locks, taken before a side's managed server
+starts; one send ledger serves both sides; each run folder also gets the pairing (eval/records/pairing.py).
 Resume: a unit complete on both sides is skipped; complete on one side only, the other side is re-run alone
 and its pair line says `rerun` (not adjacent in time: left out of the paired statistics and counted).
 A fault on one side is that side's error record; the pair is incomplete. A/A: both sides may be one server.
@@ -33,7 +34,6 @@ import random
 import secrets
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
@@ -44,31 +44,18 @@ from tqdm import tqdm
 from eval.atomic import WriteFailed
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import InputRow
-from eval.records.final import select_final
 from eval.records.pairing import ORDERS, PairRecord, PairSide, append_pair, read_pairs
-from eval.records.run_folder import RECORDS_NAME, RecordWriter, append_server_record, run_lock
+from eval.records.run_folder import RECORDS_NAME, RecordWriter, run_lock
 from eval.records.stop import STOP_SCHEMA_VERSION, Settlement, StopRecord, remove_stop, write_stop
 from eval.records.types import RequestRecord
-from eval.records.vocabulary import choice_of
-from eval.run.client import Client
+from eval.run.client import Client, SendLedger
+from eval.run.config import RunConfig, RunIncomplete, default_run_id
 from eval.run.passes import Context, GroupState, Unit, run_unit
 from eval.run.probe import ProbeResult
-from eval.run.runner import (
-    Progress,
-    RunConfig,
-    RunIncomplete,
-    Session,
-    _api_key,
-    _context,
-    _emit_to,
-    _end,
-    _prepare,
-    _read_inputs,
-    _start_session,
-    default_run_id,
-)
+from eval.run.progress import Progress
 from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
+from eval.run.session import RunSession, open_client, read_inputs_of, serving
 from eval.serve.process import sigterm_as_interrupt
 
 SIDES = ("a", "b")
@@ -157,7 +144,7 @@ def _same_plans(a: list[Unit], b: list[Unit], rows: list[InputRow]) -> None:
 @dataclass
 class _Side:
     name: str
-    session: Session
+    session: RunSession
     probe: ProbeResult
     ctx: Context
     progress: Progress
@@ -168,58 +155,57 @@ class _Side:
 def execute_ab(
     config: AbConfig,
     *,
-    servers: tuple[dict[str, object] | None, dict[str, object] | None] = (None, None),
     between: Callable[[str, UnitId], None] | None = None,
+    ledger: SendLedger | None = None,
 ) -> tuple[Path, Path]:
-    """Run (or resume) the interleaved session; returns both run directories. `between(side, unit)` is called
-    after each side's unit (tests use it to interrupt or to change a fake server's speed)."""
+    """Run (or resume) the interleaved session; returns both run directories. Both run folders are locked
+    before a side's managed server (`RunConfig.server`) starts; `ledger`: both sides' (default: a new one).
+    `between(side, unit)` is called after each side's unit (tests use it to interrupt or to change a fake
+    server's speed)."""
     _validate(config)
+    shared = ledger or SendLedger()
     try:
         with ExitStack() as stack:
             stack.enter_context(sigterm_as_interrupt())
-            ca = stack.enter_context(Client(config.a.base_url, _api_key(config.a), config.a.timeout_s))
-            cb = stack.enter_context(Client(config.b.base_url, _api_key(config.b), config.b.timeout_s))
-            sha = _read_inputs(config.a).sha256
+            sha = read_inputs_of(config.a).sha256
             id_a, id_b = ab_run_ids(config, sha)
             cfg_a, cfg_b = replace(config.a, run_id=id_a), replace(config.b, run_id=id_b)
-            in_a, in_b = _read_inputs(cfg_a), _read_inputs(cfg_b)
+            in_a, in_b = read_inputs_of(cfg_a), read_inputs_of(cfg_b)
             if in_a.run_dir == in_b.run_dir:
                 raise ConfigError(f"both sides would write {in_a.run_dir}: give different run ids")
             stack.enter_context(run_lock(in_a.run_dir))
             stack.enter_context(run_lock(in_b.run_dir))
-            sa, pa = _prepare(cfg_a, ca, in_a)
-            sb, pb = _prepare(cfg_b, cb, in_b)
+            url_a, server_a = stack.enter_context(serving(cfg_a))
+            url_b, server_b = stack.enter_context(serving(cfg_b))
+            ca = stack.enter_context(open_client(cfg_a, shared, url_a))
+            cb = stack.enter_context(open_client(cfg_b, shared, url_b))
+            sa = RunSession.prepare(cfg_a, ca, in_a)
+            sb = RunSession.prepare(cfg_b, cb, in_b)
             _same_plans(sa.units, sb.units, sa.rows)
-            for session, probe, server in ((sa, pa, servers[0]), (sb, pb, servers[1])):
-                _start_session(session, probe)
-                if server is not None:
-                    append_server_record(session.run_dir, server)
-            _interleave(config, sa, pa, ca, sb, pb, cb, stack, between)
+            sa.start(server_a)
+            sb.start(server_b)
+            _interleave(config, sa, ca, sb, cb, stack, between)
     except WriteFailed as exc:
         raise RunIncomplete(f"{exc}; the runs are incomplete: re-run the same command to resume") from None
     return in_a.run_dir, in_b.run_dir
 
 
-def _side(name: str, session: Session, probe: ProbeResult, client: Client, stack: ExitStack) -> _Side:
+def _side(name: str, session: RunSession, client: Client, stack: ExitStack) -> _Side:
     writer = stack.enter_context(RecordWriter(session.run_dir / RECORDS_NAME))
-    progress = Progress(session.units, _done(session), True)
+    progress = Progress(session.units, session.done_by_pass(), True)
     seqs: list[int] = []
-    emit = _emit_to(session, writer, progress)
+    emit = session.emitter(writer, progress)
 
     def emit_seq(rec: RequestRecord, final: bool) -> None:
         emit(rec, final)
         seqs.append(rec.seq)
 
-    ctx = _context(session, client, probe, emit_seq)
+    ctx = session.context(client, emit_seq)
     todo = {(u.row_index, u.kind, u.repetition): (u, gs, i) for u, gs, i in session.todo}
-    return _Side(name, session, probe, ctx, progress, todo, seqs)
+    return _Side(name, session, session.probe, ctx, progress, todo, seqs)
 
 
-def _done(session: Session) -> Counter[str]:
-    return Counter(choice_of(r.pass_name) for r in select_final(session.slim).final.values())
-
-
-def _run_name(session: Session) -> str:
+def _run_name(session: RunSession) -> str:
     return f"{session.manifest.variant}/{session.manifest.run_id}"
 
 
@@ -238,32 +224,30 @@ def _ab_id(run_dir: Path) -> str:
 
 def _interleave(
     config: AbConfig,
-    sa: Session,
-    pa: ProbeResult,
+    sa: RunSession,
     ca: Client,
-    sb: Session,
-    pb: ProbeResult,
+    sb: RunSession,
     cb: Client,
     stack: ExitStack,
     between: Callable[[str, UnitId], None] | None,
 ) -> None:
     sides: list[_Side] = []
     try:
-        sides.append(_side("a", sa, pa, ca, stack))
-        sides.append(_side("b", sb, pb, cb, stack))
+        sides.append(_side("a", sa, ca, stack))
+        sides.append(_side("b", sb, cb, stack))
         stopped: list[StopRecord] = []
         ok = _pairs(config, sides[0], sides[1], between, stopped)  # side name -> all its units complete
     except BaseException as exc:
         outcome = f"stopped: {exc}" if isinstance(exc, LbevalError) else "interrupted"
-        for s, p in ((sa, pa), (sb, pb)):
-            ctx = [x.ctx for x in sides if x.session is s]
-            _end(s, p, ctx, outcome, exc)
+        for s in (sa, sb):
+            ctx = next((x.ctx for x in sides if x.session is s), None)
+            s.end(ctx, outcome, exc)
         raise
     for side in sides:
         outcome = "complete" if ok[side.name] else "incomplete"
         if stopped:  # the manifest's session says so: stopped early, by a settled decision, after k of N
             outcome = f"stopped early by a settled decision: {stopped[0].headline()}"
-        _end(side.session, side.probe, [side.ctx], outcome, None)
+        side.session.end(side.ctx, outcome, None)
 
 
 def _pairs(

@@ -631,11 +631,12 @@ _TRANSPORT_ERRORS = (httpx2.TransportError, httpx2.StreamError, OSError)
 
 
 class SendLedger:
-    """Requests sent by this process, through any Client to any server, that may change a server's metrics
+    """Requests sent through the Clients sharing this ledger, to any server, that may change a server's metrics
     (completions, chat, and every POST but tokenize/detokenize, e.g. a cache reset). ServerWatch reuses a
     settled /metrics scrape as the next request's "before" only while `mark()` has not moved: nothing was sent
-    since, from any thread, any Client, either side of `lbeval ab`. Process-wide on purpose (two Clients can
-    name one server under two URLs)."""
+    since, from any thread, any of those Clients, either side of `lbeval ab`. One per session (eval/run/session.py), handed
+    to its Clients and its ServerWatch; `lbeval ab` hands one to both sides (two Clients can name one server
+    under two URLs)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -675,7 +676,6 @@ class SendLedger:
             self.end()
 
 
-SENT = SendLedger()
 _METRICS_NEUTRAL = ("/tokenize", "/detokenize")  # POST paths that send nothing to the engine
 
 
@@ -696,8 +696,10 @@ class Client:
         api_key: str | None = None,
         timeout_s: float = 600.0,
         connect_s: float = CONNECT_S,
+        ledger: SendLedger | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.ledger = ledger if ledger is not None else SendLedger()  # what this Client sends is noted there
         self.root = root_url(self.base_url)
         self.timeout_s = timeout_s
         timeout = httpx2.Timeout(timeout_s, connect=min(connect_s, timeout_s))
@@ -761,9 +763,9 @@ class Client:
         Streamed requests go through the typed `create(..., extra_body=...)` with a streaming raw response.
         Whole ones go through the openai client's generic `post` with the wire body (extra_body merged), which
         skips the typed-parameter transform (about a millisecond per request) and returns the raw response."""
-        with SENT.sending():
+        with self.ledger.sending():
             reply = self._send(endpoint, request)
-            SENT.answer(self.root)
+            self.ledger.answer(self.root)
         return reply
 
     def _send(self, endpoint: str, request: dict[str, Any]) -> Reply:
@@ -793,7 +795,7 @@ class Client:
 
     def _call(self, method: str, url: str, body: dict[str, Any] | None = None) -> httpx2.Response:
         neutral = method == "GET" or url.endswith(_METRICS_NEUTRAL)
-        with self._whole_request() as deadline, nullcontext() if neutral else SENT.sending():
+        with self._whole_request() as deadline, nullcontext() if neutral else self.ledger.sending():
             try:
                 resp = self._http.request(method, url, json=body)
             except httpx2.TransportError as exc:

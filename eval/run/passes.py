@@ -46,11 +46,11 @@ from eval.records.final import select_final
 from eval.records.types import CACHE_UNVERIFIED, CACHE_VERIFIED, RequestRecord, Usage
 from eval.records.vocabulary import ANSWER_PASSES, PASS_CHOICES, UNIT_MAIN, UNIT_TIMING
 from eval.run.client import (
-    SENT,
     Client,
     Reply,
     RequestFailed,
     RequestSettings,
+    SendLedger,
     build_request,
     endpoint_for,
     request_settings,
@@ -283,7 +283,7 @@ class Settled:
 @dataclass(frozen=True)
 class Seen:
     finished: float  # the finished-requests counter of a settled after-snapshot
-    answered: int  # client.SENT.answered(server) when that request had been answered
+    answered: int  # ledger.answered(server) when that request had been answered
 
 
 class ServerWatch:
@@ -291,8 +291,8 @@ class ServerWatch:
     waits for the server's counters to include every request sent (vLLM records them just after answering).
 
     Per-request metrics (`before` / `after` around one request at concurrency 1): a settled after-snapshot is
-    kept and serves as the next request's before, one scrape instead of two, only while client.SENT shows that
-    nothing was sent since by this process (any Client, any thread, either side of `lbeval ab`, a reset, an
+    kept and serves as the next request's before, one scrape instead of two, only while the session's send ledger
+    (`ledger`, default: the client's) shows that nothing was sent since by this session (any of its Clients, any thread, either side of `lbeval ab`, a reset, an
     eviction or re-prime prompt, a scenario batch); anything else gets a fresh scrape."""
 
     def __init__(
@@ -304,8 +304,10 @@ class ServerWatch:
         wait_s: float = 2.0,
         polls_s: tuple[float, ...] = SETTLE_POLLS_S,
         filtered: bool | None = False,
+        ledger: SendLedger | None = None,
     ) -> None:
         self.client = client
+        self.ledger = ledger if ledger is not None else client.ledger
         self.metrics = metrics
         self.epoch = 0
         self.start_time = start_time
@@ -315,7 +317,7 @@ class ServerWatch:
         self._last: Snapshot | None = None
         self._kept: Snapshot | None = None
         self._kept_mark: int | None = None
-        self._seen: Seen | None = None  # the last settled after: its finished count, SENT.answered then
+        self._seen: Seen | None = None  # the last settled after: its finished count, ledger.answered then
         self._filtered = filtered  # scrape the filtered /metrics (None: find out whether it has every sample)
         self._lock = threading.Lock()
 
@@ -362,11 +364,11 @@ class ServerWatch:
         had answered by it since this watch's last settled after (another side's, an eviction or re-prime
         prompt), as well as the run's own."""
         kept, self._kept = self._kept, None
-        if kept is not None and self._kept_mark is not None and SENT.mark() == self._kept_mark:
+        if kept is not None and self._kept_mark is not None and self.ledger.mark() == self._kept_mark:
             return kept
         target = self.finished
         if target is not None and self._seen is not None:
-            since = SENT.answered(self.client.root) - self._seen.answered
+            since = self.ledger.answered(self.client.root) - self._seen.answered
             target = max(target, self._seen.finished + since)
         return self._settle(target).snap
 
@@ -378,12 +380,12 @@ class ServerWatch:
         self._kept = None
         if not answered:
             return self.scrape()
-        mark, done = SENT.mark(), SENT.answered(self.client.root)
+        mark, done = self.ledger.mark(), self.ledger.answered(self.client.root)
         counted = before.counter(FINISHED_COUNTER) if before is not None else None
         got = self._settle(counted + 1 if counted is not None else self.finished)
         if got.counted and got.snap is not None:
             self._seen = Seen(got.snap.counter(FINISHED_COUNTER) or 0.0, done)
-            if keep and mark is not None and SENT.mark() == mark:
+            if keep and mark is not None and self.ledger.mark() == mark:
                 self._kept, self._kept_mark = got.snap, mark
         return got.snap
 

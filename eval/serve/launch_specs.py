@@ -8,7 +8,8 @@ in TOML files (`[variants.NAME]` tables); the shipped `eval/serve/variants.toml`
 
 Strings in a spec may use `${VAR}` (an environment variable; `LBEVAL_CACHE` defaults to
 `$XDG_CACHE_HOME/lbeval` or `~/.cache/lbeval`) and, in `args`, `env` and `log`, the placeholders `{host}`,
-`{port}` and `{name}`. Values read from the environment (but the cache path) are remembered by eval.redact,
+`{port}` and `{name}`. A relative `log` is under the runs folder (`--out`, default runs/; `servers/{name}-{port}.log`
+by default). Values read from the environment (but the cache path) are remembered by eval.redact,
 so that what lbeval writes or prints shows `<redacted>` instead. Nothing is read at import. Starting and stopping servers is `eval.serve.process`.
 """
 
@@ -35,7 +36,7 @@ SHIPPED_SPECS = "variants.toml"
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-DEFAULT_LOG = "runs/servers/{name}-{port}.log"
+DEFAULT_LOG = "servers/{name}-{port}.log"  # relative: under the runs folder (--out)
 KNOWN_KEYS = frozenset(
     {
         "description",

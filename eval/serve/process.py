@@ -29,6 +29,8 @@ from eval.errors import ConfigError, LbevalError
 from eval.redact import redact_argv, redact_env
 from eval.serve.launch_specs import Echo, LaunchSpec
 
+RUNS = Path("runs")  # the runs folder by default (`--out`): a relative server log goes under it
+
 
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -175,8 +177,11 @@ def check_requirements(spec: LaunchSpec) -> None:
         raise ConfigError(f"variant {spec.name} ({spec.source}): missing {', '.join(missing)}{hint}")
 
 
-def launch(spec: LaunchSpec, *, port: int | None = None, log: Path | None = None) -> ManagedServer:
-    """Start the process (no health wait). `port`/`log` override the spec's."""
+def launch(
+    spec: LaunchSpec, *, port: int | None = None, log: Path | None = None, runs: Path = RUNS
+) -> ManagedServer:
+    """Start the process (no health wait). `port`/`log` override the spec's; a relative spec `log` is under
+    `runs`, the runs folder (`--out`; default runs/)."""
     if not spec.managed:
         raise ConfigError(f"variant {spec.name} is a running server at {spec.url}; lbeval does not start it")
     check_requirements(spec)
@@ -188,7 +193,7 @@ def launch(spec: LaunchSpec, *, port: int | None = None, log: Path | None = None
             f"in {spec.source} or stop what listens on {fixed}"
         )
     chosen = fixed or free_port(spec.host)
-    log_path = log or Path(_fill(spec.log, spec.name, spec.host, chosen))
+    log_path = log or runs / _fill(spec.log, spec.name, spec.host, chosen)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     argv = [*spec.command, *(_fill(a, spec.name, spec.host, chosen) for a in spec.args)]
     env = {**os.environ, **{k: _fill(v, spec.name, spec.host, chosen) for k, v in spec.env.items()}}
@@ -221,10 +226,12 @@ def start(
     log: Path | None = None,
     health_timeout: float | None = None,
     echo: Echo | None = None,
+    runs: Path = RUNS,
 ) -> ManagedServer:
-    """Launch the variant's server and wait until it is healthy; on any failure the process is stopped."""
+    """Launch the variant's server and wait until it is healthy; on any failure the process is stopped. The
+    log: `log`, else the spec's under `runs` (the runs folder)."""
     say = echo or (lambda _msg: None)
-    server = launch(spec, port=port, log=log)
+    server = launch(spec, port=port, log=log, runs=runs)
     say(f"lbeval: starting {spec.name} (pid {server.pid}) on {server.root_url}; log: {server.log_path}")
     try:
         server.wait_healthy(health_timeout)

@@ -1,5 +1,5 @@
 """The harness's own gap: one /metrics scrape serves as the after of one request and the before of the next
-(ServerWatch.before/after, client.SENT), never across anything else sent to a server.
+(ServerWatch.before/after, the session's SendLedger), never across anything else sent to a server.
 
 The expected per-request deltas come from the fake server's own log of what each generation request added to
 its metrics (FakeServer.observed: prompt tokens, cached tokens, prefill time), not from lbeval's parsing."""
@@ -15,7 +15,7 @@ from bench.bench_gap import gap_stats
 from eval.records.run_folder import RECORDS_NAME, scan_records
 from eval.records.types import ClientTimings, RequestRecord
 from eval.run.ab import AbConfig, execute_ab
-from eval.run.client import SENT, Client, RequestSettings, build_request
+from eval.run.client import Client, RequestSettings, SendLedger, build_request
 from eval.run.metrics_text import (
     FINISHED_COUNTER,
     PROCESS_START,
@@ -81,10 +81,12 @@ def test_one_scrape_per_request_instead_of_two(tmp_path: Path) -> None:
 
 
 def test_no_reuse_across_a_request_sent_through_another_client(tmp_path: Path) -> None:
-    """After every record, another Client (another run, the other side of an A/A) sends a request to the same
-    server: each next request's deltas must still be its own (a reused before would add the stranger's). The
-    fake counts each request 30 ms after answering it: the next before must also wait for the stranger."""
-    with FakeServer(metrics_lag_s=0.03) as fake, Client(fake.base_url) as other:
+    """After every record, another Client on the session's send ledger (the other side of an A/A) sends a
+    request to the same server: each next request's deltas must still be its own (a reused before would add the
+    stranger's). The fake counts each request 30 ms after answering it: the next before must also wait for the
+    stranger."""
+    ledger = SendLedger()
+    with FakeServer(metrics_lag_s=0.03) as fake, Client(fake.base_url, ledger=ledger) as other:
         stranger = make_row(99, words=25)
         req = build_request(stranger, RequestSettings(), model="fake-model", cache_salt=None, stream=False)
         strangers: list[int] = []
@@ -95,7 +97,7 @@ def test_no_reuse_across_a_request_sent_through_another_client(tmp_path: Path) -
 
         inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(2)])
         config = config_for(fake, inputs, tmp_path / "runs", passes=("timing",), timing_reps=2)
-        records = _records(execute_run(config, on_record=interfere))
+        records = _records(execute_run(config, on_record=interfere, ledger=ledger))
         everything = _expected(fake, len(fake.observed))
     assert len(records) == 8 and len(strangers) == 8
     own = [e for i, e in enumerate(everything) if i not in strangers][-8:]  # the strangers' left out
@@ -114,19 +116,23 @@ def test_no_reuse_across_the_two_sides_of_an_aa_session_on_one_server(tmp_path: 
 
 
 def test_the_ledger_moves_with_every_engine_request_and_not_with_tokenize(fake: FakeServer) -> None:
-    with Client(fake.base_url) as client:
-        mark = SENT.mark()
+    ledger = SendLedger()  # injected: nothing else in the process moves it
+    with Client(fake.base_url, ledger=ledger) as client, Client(fake.base_url) as other:
+        assert ledger.mark() == 0 and client.ledger is ledger and other.ledger is not ledger
         client.tokenize("fake-model", prompt="a b c")
         client.metrics_text()
-        assert SENT.mark() == mark
+        assert ledger.mark() == 0
         client.reset_prefix_cache()
-        after_reset = SENT.mark()
-        assert after_reset is not None and mark is not None and after_reset == mark + 1
-        answered = SENT.answered(client.root)
+        assert ledger.mark() == 1
         req = build_request(make_row(1), RequestSettings(), model="fake-model", cache_salt=None, stream=True)
         client.send("chat", req)
-        assert SENT.mark() == after_reset + 1 and SENT.answered(client.root) == answered + 1
-        assert SENT.answered("http://127.0.0.1:1") == 0  # per server
+        assert ledger.mark() == 2 and ledger.answered(client.root) == 1
+        assert ledger.answered("http://127.0.0.1:1") == 0  # per server
+        other.send("chat", req)  # a Client with its own ledger: not this one's
+        assert ledger.mark() == 2 and ledger.answered(client.root) == 1 and other.ledger.mark() == 1
+        with Client(fake.base_url, ledger=ledger) as shared:  # a second Client on the session's ledger
+            shared.send("chat", req)
+        assert ledger.mark() == 3 and ledger.answered(client.root) == 2
 
 
 def test_a_watch_scrape_parses_only_what_the_deltas_read_and_gives_the_same_deltas() -> None:
@@ -203,6 +209,7 @@ class _Filtering:
 
     def __init__(self) -> None:
         self.calls: list[bool] = []  # filtered?
+        self.ledger = SendLedger()
 
     def metrics_text(self, names: object = None) -> str:
         self.calls.append(names is not None)

@@ -10,7 +10,7 @@ import pytest
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.dataset_specs import read_prompt_file
 from eval.records.types import RequestRecord, Usage
-from eval.run.client import Client, RequestSettings, build_request
+from eval.run.client import Client, RequestSettings, SendLedger, build_request
 from eval.run.passes import (
     SIBLING_QUESTION,
     CacheFacts,
@@ -189,6 +189,7 @@ class _StubMetrics:
 
     def __init__(self) -> None:
         self.scrapes = 0
+        self.ledger = SendLedger()
 
     def metrics_text(self) -> str:
         self.scrapes += 1

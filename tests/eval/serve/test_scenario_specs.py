@@ -35,20 +35,22 @@ def test_spec_scenarios_are_the_defaults_of_lbeval_run(tmp_path: Path) -> None:
     path.write_text(SPECS)
     specs = load_launch_specs([path], environ={})
     assert specs["fast"].scenarios["batch_sizes"] == [1, 2]
-    args = args_for([])
-    args.spec_scenarios = specs["fast"].scenarios
-    s = run_command.scenario_config(args)
+    s = run_command.run_config(args_for([]), "v", None, specs["fast"]).scenarios
     assert s.scenarios == ("cache", "batch", "hitlen") and s.batch_sizes == (1, 2) and s.hit_lengths == (7, 8)
     assert s.inputs == 3 and s.max_tokens is None
     args = args_for(["--scenarios", "cache", "--batch-sizes", "1,8"])
-    args.spec_scenarios = specs["fast"].scenarios
-    s = run_command.scenario_config(args)
+    s = run_command.run_config(args, "v", None, specs["fast"]).scenarios
     assert s.scenarios == ("cache",) and s.batch_sizes == (1, 8)  # the command line wins
-    args = args_for([])
-    args.spec_scenarios, args.hit_budget = specs["chunky"].scenarios, 256
-    s = run_command.scenario_config(args)
-    assert s.scenarios == ("hitlen",) and s.max_tokens == 4 and s.hit_budget == 256
-    assert run_command.scenario_config(args_for([])).scenarios == ("cache",)
+    chunky = run_command.run_config(args_for([]), "v", None, specs["chunky"])
+    s = chunky.scenarios
+    assert s.scenarios == ("hitlen",) and s.max_tokens == 4 and s.hit_budget == 256  # --max-num-batched-tokens
+    assert chunky.server is specs["chunky"] and specs["fast"].url is not None
+    assert run_command.run_config(args_for([]), "v", None, specs["fast"]).base_url == specs["fast"].url
+    plain = run_command.run_config(args_for([]), "v", "http://127.0.0.1:9/v1", None)
+    assert plain.scenarios.scenarios == ("cache",) and plain.server is None
+    # lbeval ab: no spec table (both sides' plans must match)
+    s = run_command.run_config(args_for([]), "v", None, specs["chunky"], spec_scenarios=False).scenarios
+    assert s.scenarios == ("cache",) and s.hit_budget is None
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,138 @@
+"""A run's configuration (`RunConfig`), its checks and the settings a resume must match.
+
+RunConfig(variant=..., inputs=..., base_url=...)   # eval/commands/run.run_config builds it from the options
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from eval.errors import ConfigError, LbevalError
+from eval.records.vocabulary import PASS_CHOICES
+from eval.run.client import RequestSettings
+from eval.run.passes import RetryPolicy, validate_passes
+from eval.run.probe import ProbeResult
+from eval.run.scenarios.settings import ScenarioSettings, scenario_settings, validate_scenarios
+from eval.serve.launch_specs import LaunchSpec
+
+EXIT_INCOMPLETE = 3  # `lbeval run`: the run is not complete (interrupted, errors left, a file not written)
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+COLD_MODES = ("auto", "salt", "reset", "evict")
+DEFAULT_PASSES = tuple(PASS_CHOICES)
+CLIENT_PACKAGES = ("openai", "httpx", "httpx2", "msgspec", "numpy", "tqdm")
+
+
+class RunIncomplete(LbevalError):
+    """The session stopped and left the run incomplete (a full disk); re-running the same command resumes."""
+
+    exit_code = EXIT_INCOMPLETE
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    variant: str
+    inputs: Path
+    base_url: str
+    out: Path = Path("runs")
+    model: str | None = None
+    api_key_env: str | None = None  # name of the environment variable holding the key (never the key)
+    passes: tuple[str, ...] = DEFAULT_PASSES
+    timing_reps: int = 5
+    concurrency: int = 1
+    # "salt": a fresh cache_salt per cold request; "reset": the server's cache reset before each; "evict": an
+    # unrelated prompt before each (llama-cpp-python, unverified); "auto": the server kind's (probe.cold_mode)
+    cold_mode: str = "salt"
+    request: RequestSettings = field(default_factory=RequestSettings)
+    stream_all: bool = False  # stream cold/warm/repeat too (TTFT everywhere; costs more client CPU)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeout_s: float = 600.0
+    run_id: str | None = None
+    quiet: bool = False
+    metrics_wait_s: float = 2.0
+    scenarios: ScenarioSettings = field(default_factory=ScenarioSettings)  # eval/run/scenarios/settings.py
+    # a launch spec lbeval starts for the session, under the run folder's lock (eval/run/session.py); the
+    # session then talks to the started server (base_url is not used)
+    server: LaunchSpec | None = None
+
+
+def validate_name(kind: str, name: str) -> str:
+    if not NAME_RE.match(name) or ".." in name:
+        raise ConfigError(
+            f"{kind} {name!r}: use letters, digits, '.', '_' and '-' (not starting with '.' or '-')"
+        )
+    return name
+
+
+def validate_config(config: RunConfig) -> None:
+    validate_name("variant", config.variant)
+    if config.run_id is not None:
+        validate_name("run id", config.run_id)
+    validate_passes(config.passes)
+    if config.concurrency < 1:
+        raise ConfigError("--concurrency must be at least 1")
+    if "timing" in config.passes and config.timing_reps < 1:
+        raise ConfigError("--timing-reps must be at least 1 with the timing pass")
+    if config.cold_mode not in COLD_MODES:
+        raise ConfigError(f"--cold must be one of {', '.join(COLD_MODES)}")
+    _validate_cold(config)
+    if not 0 <= config.request.top_logprobs <= 20:
+        raise ConfigError("--top-logprobs must be between 0 and 20")
+    validate_scenarios(config.scenarios, cold_mode="salt" if config.cold_mode == "auto" else config.cold_mode)
+
+
+def _validate_cold(config: RunConfig) -> None:
+    if config.cold_mode == "reset" and config.concurrency != 1:
+        raise ConfigError("--cold reset needs --concurrency 1 (a reset would empty other requests' cache)")
+    if config.cold_mode == "evict" and config.concurrency != 1:
+        raise ConfigError(
+            "--cold evict needs --concurrency 1 (the eviction prompt must come just before its cold)"
+        )
+
+
+def resolved_for_server(config: RunConfig, probe: ProbeResult) -> RunConfig:
+    """The run's configuration for the server the probe found: `--cold auto` resolved for its kind and the
+    request fields its kind needs (llama.cpp: repeat_penalty 1.0), both recorded in the manifest's settings."""
+    fields = dict(probe.request_fields) or None
+    out = replace(config, cold_mode=probe.cold_mode, request=replace(config.request, server_fields=fields))
+    if config.cold_mode == "auto":
+        _validate_cold(out)
+        validate_scenarios(out.scenarios, cold_mode=out.cold_mode)
+    return out
+
+
+def run_settings(config: RunConfig) -> dict[str, Any]:
+    """The settings a resume must match (operational ones such as retries and the URL are per session)."""
+    req = config.request
+    settings = {
+        "temperature": req.temperature,
+        "top_p": req.top_p,
+        "seed": req.seed,
+        "top_logprobs": req.top_logprobs,
+        "chat_template_kwargs": req.chat_template_kwargs,
+        "max_tokens_override": req.max_tokens_override,
+        "return_tokens_as_token_ids": True,
+        "passes": list(config.passes) if config.scenarios.cache else [],
+        "timing_reps": config.timing_reps if "timing" in config.passes and config.scenarios.cache else 0,
+        "cold_mode": config.cold_mode,
+        "concurrency": config.concurrency,
+        "stream_all": config.stream_all,
+        "endpoints": {"chat": "/v1/chat/completions", "raw": "/v1/completions"},
+        **scenario_settings(config.scenarios),  # {} without scenarios beyond cache
+    }
+    if req.server_fields:  # what the server kind needs (eval/run/server_kinds.py); absent for vLLM
+        settings["server_fields"] = dict(req.server_fields)
+    normalized: dict[str, Any] = json.loads(json.dumps(settings))  # as it reads back from the manifest
+    return normalized
+
+
+def default_run_id(inputs_sha256: str) -> str:
+    return f"run-{inputs_sha256[:12]}"
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

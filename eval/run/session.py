@@ -1,0 +1,472 @@
+"""The run session: one object owning one run folder's session, from the probe to the manifest's last write.
+
+    inputs = read_inputs_of(config)                        # checked inputs and the run folder
+    with run_lock(inputs.run_dir), serving(config) as (url, server), open_client(config, ledger, url) as client:
+        session = RunSession.prepare(config, client, inputs)  # probe, plan, manifest, what is left
+        session.start(server)                                 # the session's line in the manifest
+        with RecordWriter(...) as writer:
+            ctx = session.context(client, session.emitter(writer, progress))  # ServerWatch on the ledger
+            ...                                               # the units (eval/run/runner.py, eval/run/ab.py)
+        session.end(ctx, outcome, failure)                    # stats, warnings, LATEST
+
+`lbeval run` (eval/run/runner.execute_run) drives one session; `lbeval ab` (eval/run/ab.py) two, one per side,
+with one send ledger for both (`SendLedger`: what was sent between two /metrics scrapes, by either side).
+`open_client` makes a session's Client; `serving` starts a RunConfig's managed server (a launch spec) once the
+run folder's lock is held, so a second run refused by the lock never starts a server.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from eval.atomic import WriteFailed
+from eval.errors import ConfigError, DataError
+from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
+from eval.provenance import git_state, host_info, lbeval_version, package_versions
+from eval.records.final import UnitKey, describe_duplicates, select_final, unit_of
+from eval.records.run_folder import (
+    MANIFEST_NAME,
+    RECORDS_NAME,
+    RecordWriter,
+    RunManifest,
+    append_server_record,
+    read_manifest,
+    repair_records,
+    write_latest,
+    write_manifest,
+)
+from eval.records.types import RECORD_SCHEMA_VERSION, RequestRecord
+from eval.records.vocabulary import choice_of
+from eval.redact import remember, safe_url
+from eval.run.client import Client, SendLedger
+from eval.run.config import (
+    CLIENT_PACKAGES,
+    RunConfig,
+    default_run_id,
+    now_iso,
+    resolved_for_server,
+    run_settings,
+    validate_config,
+)
+from eval.run.passes import (
+    CacheFacts,
+    Context,
+    GroupState,
+    ServerWatch,
+    Unit,
+    plan_units,
+    resume_point,
+)
+from eval.run.probe import ProbeResult, probe_server
+from eval.run.progress import Progress
+from eval.run.scenarios.execute import scenario_warnings
+from eval.run.scenarios.plan import (
+    fetch_token_ids,
+    is_scenario_unit,
+    plan_scenario_units,
+    scenario_resume_point,
+)
+from eval.run.scenarios.settings import resolve_budget
+from eval.serve.process import start
+from eval.terminal import echo_err
+
+Todo = tuple[Unit, GroupState, int]  # a unit left to run, the state of its group, its first step
+
+
+def api_key(config: RunConfig) -> str | None:
+    """The API key from `config.api_key_env` (ConfigError when unset), remembered for redaction."""
+    if config.api_key_env is None:
+        return None
+    key = os.environ.get(config.api_key_env)
+    if not key:
+        raise ConfigError(f"--api-key-env {config.api_key_env}: that environment variable is not set")
+    remember(key)  # redacted wherever lbeval writes or prints it
+    return key
+
+
+def open_client(config: RunConfig, ledger: SendLedger, base_url: str | None = None) -> Client:
+    """The session's Client for `base_url` (default the config's), noting what it sends in `ledger`."""
+    return Client(base_url or config.base_url, api_key(config), config.timeout_s, ledger=ledger)
+
+
+@contextmanager
+def serving(config: RunConfig) -> Iterator[tuple[str, dict[str, Any] | None]]:
+    """(base URL, what lbeval started) for the session: the config's managed server (`config.server`), started
+    here and stopped on exit, its log under the runs folder; else (config.base_url, None). Called with the run
+    folder's lock held."""
+    if config.server is None:
+        yield config.base_url, None
+        return
+    with start(config.server, echo=echo_err, runs=config.out) as server:
+        yield server.base_url, server.describe()
+
+
+@dataclass(frozen=True)
+class Inputs:
+    header: dict[str, Any]
+    rows: list[InputRow]
+    sha256: str
+    run_dir: Path
+
+
+def read_inputs_of(config: RunConfig) -> Inputs:
+    """The run's inputs, checked, and its run folder (the configuration is checked first)."""
+    validate_config(config)
+    header, rows = read_inputs(config.inputs)
+    if not rows:
+        raise DataError(config.inputs, None, None, "no inputs to run")
+    keys = Counter(r.key for r in rows)
+    dup = next((k for k, n in keys.items() if n > 1), None)
+    if dup is not None:
+        raise DataError(config.inputs, None, "id", f"{dup[0]}/{dup[1]} appears twice")
+    sha = inputs_digest(config.inputs)
+    run_id = config.run_id or default_run_id(sha)
+    return Inputs(asdict(header), rows, sha, config.out / config.variant / run_id)
+
+
+@dataclass
+class RunSession:
+    """One session on one run folder (`lbeval run`, or one side of `lbeval ab`): the probe's findings, the plan,
+    the manifest, the records on disk and the units left; its send ledger is its Clients' and its ServerWatch's.
+    Made by `prepare`, under the run folder's lock (the caller holds it until after `end`)."""
+
+    config: RunConfig
+    run_dir: Path
+    manifest: RunManifest
+    rows: list[InputRow]
+    units: list[Unit]
+    todo: list[Todo]
+    slim: list[RequestRecord]  # every record on disk and written now, without top-k
+    torn_dropped: int
+    probe: ProbeResult
+    ledger: SendLedger
+    on_record: Callable[[RequestRecord], None] | None = None
+    written: int = 0
+    completed_units: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def prepare(cls, config: RunConfig, client: Client, inputs: Inputs) -> RunSession:
+        """Probe, plan and read the run folder (under its lock); the session's ledger is the client's."""
+        return _prepare(config, client, inputs)
+
+    def start(self, server: Mapping[str, Any] | None = None) -> None:
+        """The session's line in the manifest; `server`: what lbeval started for it (servers.jsonl)."""
+        _start_session(self, self.probe)
+        if server is not None:
+            append_server_record(self.run_dir, server)
+
+    def done_by_pass(self) -> Counter[str]:
+        """Final records on disk by progress group (the bars' starting points)."""
+        return Counter(choice_of(r.pass_name) for r in select_final(self.slim).final.values())
+
+    def emitter(self, writer: RecordWriter, progress: Progress) -> Callable[[RequestRecord, bool], None]:
+        """What the passes call with each record: written, kept (slim), counted, shown, passed on."""
+        return _emit_to(self, writer, progress)
+
+    def context(self, client: Client, emit: Callable[[RequestRecord, bool], None]) -> Context:
+        """The passes' context: the client, the probe's facts, a ServerWatch on this session's ledger."""
+        return _context(self, client, self.probe, emit)
+
+    def end(self, ctx: Context | None, outcome: str, failure: BaseException | None) -> None:
+        """Write the session's outcome, stats and warnings, and LATEST; when that fails too after a failed
+        write (`failure`), one message says both."""
+        _end(self, self.probe, [ctx] if ctx is not None else [], outcome, failure)
+
+
+def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> RunSession:
+    """Probe, plan and read the run folder (under its lock: see execute_run)."""
+    run_dir, rows = inputs.run_dir, inputs.rows
+    resuming = (run_dir / MANIFEST_NAME).exists()
+    modes = {r.mode for r in rows}
+    probe = probe_server(
+        client, model=config.model, settings=config.request, modes=modes, cold_mode=config.cold_mode,
+        check_reset=not resuming, policy=config.retry,
+    )  # fmt: skip
+    probe.require()
+    config = resolved_for_server(config, probe)
+    announce_server(probe)
+    config = replace(config, scenarios=resolve_budget(config.scenarios, client))
+    cot_rows = frozenset(i for i, r in enumerate(rows) if r.answer_template is not None)  # LongBench v2 CoT
+    units = (
+        plan_units(len(rows), config.passes, config.timing_reps, config.stream_all, cot_rows)
+        if config.scenarios.cache
+        else []
+    )
+    units += plan_scenario_units(
+        config.scenarios, rows, block_size=probe.block_size, max_tokens_override=config.request.max_tokens_override,
+        token_ids=fetch_token_ids(config.scenarios, rows, client, probe, config.request),
+    )  # fmt: skip
+    expected = sum(len(u.steps) for u in units)
+    fresh = _new_manifest(config, run_dir.name, inputs.header, inputs.sha256, probe, expected)
+    manifest = _open_manifest(config, run_dir, fresh)
+    records, torn = _existing(run_dir)
+    last = manifest.sessions[-1].get("server_process_start_time") if manifest.sessions else None
+    same_server = last is not None and last == probe.process_start_time
+    todo = _todo(units, rows, records, same_server)
+    return RunSession(config, run_dir, manifest, rows, units, todo, records, torn, probe, client.ledger)
+
+
+def announce_server(probe: ProbeResult) -> None:
+    """One stderr line, before any pass, when the server is not vLLM or its cache state cannot be verified
+    (the manifest's warnings say it again at the end)."""
+    if probe.server_kind == "vllm" and probe.cache_verification == "verified":
+        return
+    version = f" {probe.version}" if probe.version else ""
+    state = "verified" if probe.cache_verification == "verified" else "UNVERIFIED (no cached-token count)"
+    echo_err(
+        f"lbeval run: server: {probe.server_label}{version} ({probe.server_evidence}); cache state {state}; "
+        f"cold: {probe.cold_method}"
+    )
+
+
+def _differences(old: RunManifest, inputs_sha: str, model: str, settings: dict[str, Any]) -> list[str]:
+    diffs: list[str] = []
+    if old.inputs_sha256 != inputs_sha:
+        diffs.append(f"inputs_sha256 {old.inputs_sha256[:12]} -> {inputs_sha[:12]}")
+    if old.model != model:
+        diffs.append(f"model {old.model!r} -> {model!r}")
+    for key in sorted(set(old.settings) | set(settings)):
+        if old.settings.get(key) != settings.get(key):
+            diffs.append(f"{key} {old.settings.get(key)!r} -> {settings.get(key)!r}")
+    return diffs
+
+
+def _new_manifest(
+    config: RunConfig, run_id: str, header: dict[str, Any], sha: str, probe: ProbeResult, expected: int
+) -> RunManifest:
+    commit, dirty = git_state()
+    return RunManifest(
+        schema_version=RECORD_SCHEMA_VERSION,
+        run_id=run_id,
+        variant=config.variant,
+        inputs_path=str(config.inputs),
+        inputs_sha256=sha,
+        inputs_header=header,
+        model=probe.model,
+        probe=probe.to_dict(),
+        settings=run_settings(config),
+        lbeval_version=lbeval_version(),
+        git_commit=commit,
+        git_dirty=dirty,
+        client_versions=package_versions(CLIENT_PACKAGES),
+        host=host_info(),
+        started_at=now_iso(),
+        ended_at=None,
+        complete=False,
+        warnings=[],
+        expected_records=expected,
+    )
+
+
+def _open_manifest(config: RunConfig, run_dir: Path, fresh: RunManifest) -> RunManifest:
+    if not (run_dir / MANIFEST_NAME).exists():
+        return fresh
+    old = read_manifest(run_dir)
+    diffs = _differences(old, fresh.inputs_sha256, fresh.model, fresh.settings)
+    if diffs:
+        raise ConfigError(
+            f"{run_dir} holds a run with a different configuration ({'; '.join(diffs)}); it will not be resumed "
+            "into. Pass --run-id NAME for a new run, or run with the original configuration."
+        )
+    # the latest probe and provenance describe the server and client now; the first start time stays
+    probe = dict(fresh.probe)
+    if probe.get("reset_prefix_cache") is None:  # not re-checked on resume: keep what the first session saw
+        probe["reset_prefix_cache"] = old.probe.get("reset_prefix_cache")
+        probe["capabilities"]["reset_prefix_cache"] = old.probe.get("capabilities", {}).get(
+            "reset_prefix_cache"
+        )
+    return replace(
+        old,
+        probe=probe,
+        git_commit=fresh.git_commit,
+        git_dirty=fresh.git_dirty,
+        client_versions=fresh.client_versions,
+        host=fresh.host,
+        inputs_path=fresh.inputs_path,
+        ended_at=None,
+        complete=False,
+    )
+
+
+def _existing(run_dir: Path) -> tuple[list[RequestRecord], int]:
+    scan = repair_records(run_dir / RECORDS_NAME)
+    return scan.records, len(scan.torn_lines)
+
+
+def _todo(
+    units: list[Unit], rows: list[InputRow], records: list[RequestRecord], same_server: bool
+) -> list[Todo]:
+    by_unit: dict[UnitKey, list[RequestRecord]] = {}
+    for r in records:
+        by_unit.setdefault(unit_of(r), []).append(r)
+    todo: list[Todo] = []
+    for unit in units:
+        row = rows[unit.row_index]
+        point = (scenario_resume_point if is_scenario_unit(unit) else resume_point)(
+            unit, by_unit.get(UnitKey(row.dataset, row.id, unit.kind, unit.repetition), []), same_server
+        )
+        if point is not None:
+            todo.append((unit, *point))
+    return todo
+
+
+def _stats(session: RunSession, counters: dict[str, int]) -> dict[str, Any]:
+    sel = select_final(session.slim)
+    finals = sel.final
+    by_pass: dict[str, dict[str, int]] = {}
+    for rec in finals.values():
+        by_pass.setdefault(rec.pass_name, {"ok": 0, "invalid": 0, "error": 0})[rec.status] += 1
+    retried = Counter(r.pass_name for r in session.slim if r.status == "invalid" and r.attempt == 0)
+    return {
+        "records": len(session.slim),
+        "slots_final": len(finals),
+        "by_pass": by_pass,
+        "invalid_attempts": dict(retried),
+        "transport_retries": sum(r.retries for r in session.slim),
+        "duplicate_records": sum(sel.duplicates.values()),
+        **{k: v for k, v in sorted(counters.items())},
+    }
+
+
+def _warnings(session: RunSession, probe: ProbeResult, stats: dict[str, Any], complete: bool) -> list[str]:
+    config = session.config
+    out = list(probe.warnings)
+    if config.concurrency != 1:
+        out.append(
+            f"concurrency {config.concurrency}: timing figures are not valid (timing needs concurrency 1)"
+        )
+    errors = sum(p["error"] for p in stats["by_pass"].values())
+    if errors:
+        out.append(f"{errors} request(s) failed after retries; re-run the same command to retry them")
+    missing = session.manifest.expected_records - stats["slots_final"]
+    if not complete and missing > 0:
+        out.append(
+            f"incomplete: {missing} of {session.manifest.expected_records} request slots have no record yet"
+        )
+    warm_invalid = sum(
+        n for p, n in stats["invalid_attempts"].items() if p in ("warm", "repeat", "timing_warm")
+    )
+    if warm_invalid:
+        out.append(
+            f"{warm_invalid} warm/repeat request(s) missed the prefix cache, were marked invalid and retried"
+        )
+    duplicated = describe_duplicates(select_final(session.slim))
+    if duplicated is not None:
+        out.append(f"damaged: {duplicated}; the run cannot be completed, start a new one with --run-id")
+    if session.torn_dropped:
+        out.append(
+            f"{session.torn_dropped} torn record line(s) from an interrupted run were dropped on resume"
+        )
+    if stats.get("cached_tokens_mismatch"):
+        out.append(
+            f"{stats['cached_tokens_mismatch']} request(s): /metrics cache hits differ from cached_tokens"
+        )
+    out += scenario_warnings(session.slim)
+    return out
+
+
+def _finish(session: RunSession, probe: ProbeResult, ctx: Context | None, outcome: str) -> None:
+    counters = dict(ctx.counters) if ctx is not None else {}
+    stats = _stats(session, counters)
+    complete = outcome == "complete" and stats["slots_final"] >= session.manifest.expected_records
+    complete = complete and not any(p["error"] for p in stats["by_pass"].values())
+    complete = complete and not stats["duplicate_records"]
+    m = session.manifest
+    m.sessions[-1].update(
+        ended_at=now_iso(),
+        outcome=outcome,
+        records_written=session.written,
+        server_process_start_time=ctx.watch.start_time if ctx is not None else probe.process_start_time,
+    )
+    m.stats = stats
+    m.complete = complete
+    m.ended_at = now_iso() if complete else None
+    m.warnings = _warnings(session, probe, stats, complete)
+    write_manifest(session.run_dir, m)
+
+
+def _emit_to(
+    session: RunSession, writer: RecordWriter, progress: Progress
+) -> Callable[[RequestRecord, bool], None]:
+    def emit(rec: RequestRecord, final: bool) -> None:
+        if writer.closed:
+            return  # a worker finishing after an interrupt: the next run re-sends it
+        writer.write(rec)
+        with session.lock:
+            session.written += 1
+            session.slim.append(replace(rec, topk=None, output_token_ids=None, output_text=None))
+        progress.record(rec, final)
+        if session.on_record is not None:
+            session.on_record(rec)
+
+    return emit
+
+
+def _context(
+    session: RunSession, client: Client, probe: ProbeResult, emit: Callable[[RequestRecord, bool], None]
+) -> Context:
+    config = session.config
+    return Context(
+        client=client,
+        settings=config.request,
+        model=probe.model,
+        run_id=session.manifest.run_id,
+        variant=config.variant,
+        cold_mode=config.cold_mode,
+        facts=CacheFacts(probe.prefix_caching, probe.block_size, reported=probe.cached_tokens_reported),
+        policy=config.retry,
+        per_request_metrics=probe.metrics and config.concurrency == 1,
+        tokenize=probe.tokenize,
+        watch=ServerWatch(
+            client,
+            probe.metrics,
+            probe.process_start_time,
+            probe.finished_requests,
+            config.metrics_wait_s,
+            filtered=None,
+            ledger=session.ledger,
+        ),
+        emit=emit,
+        seq_start=max((r.seq for r in session.slim), default=-1) + 1,
+    )
+
+
+def _start_session(session: RunSession, probe: ProbeResult) -> None:
+    config = session.config
+    session.manifest.sessions.append(
+        {
+            "started_at": now_iso(),
+            "base_url": safe_url(config.base_url),
+            "server_version": probe.version,
+            "server_process_start_time": probe.process_start_time,
+            "records_on_disk": len(session.slim),
+            "units_to_run": len(session.todo),
+            "torn_lines_dropped": session.torn_dropped,
+            "retry": asdict(config.retry),
+            "timeout_s": config.timeout_s,
+            "quiet": config.quiet,
+        }
+    )
+    write_manifest(session.run_dir, session.manifest)
+
+
+def _end(
+    session: RunSession, probe: ProbeResult, ctx: list[Context], outcome: str, failure: BaseException | None
+) -> None:
+    """Write the session's outcome and LATEST. When that fails too after a failed write, one message says both."""
+    try:
+        _finish(session, probe, ctx[0] if ctx else None, outcome)
+        write_latest(session.run_dir)
+    except WriteFailed as exc:
+        if isinstance(failure, WriteFailed):
+            message = f"{failure}; {exc.path.name} could not be updated either"
+            raise WriteFailed(message, failure.path, failure.errno) from None
+        raise
