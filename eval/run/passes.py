@@ -555,7 +555,7 @@ class Observed:
     server: dict[str, float] | None  # per-request metric deltas (concurrency 1 with /metrics)
 
 
-def _send_observed(ctx: Context, row: InputRow, req: dict[str, Any], what: str) -> Observed:
+def send_observed(ctx: Context, row: InputRow, req: dict[str, Any], what: str) -> Observed:
     before = ctx.watch.before() if ctx.per_request_metrics else None
     seq = ctx.next_seq()
     out = send_with_retries(ctx.client, endpoint_for(row), req, ctx.policy, what, ctx.sleep, ctx.stop)
@@ -582,7 +582,7 @@ def _send_attempt(ctx: Context, row: InputRow, unit: Unit, gs: GroupState, at: A
         row, ctx.settings, model=ctx.model, cache_salt=at.salt, stream=step.stream,
         max_tokens=at.max_tokens if at.max_tokens is not None else step.max_tokens, prompt=at.prompt,
     )  # fmt: skip
-    obs = _send_observed(ctx, row, req, f"{row.dataset}/{row.id} {step.pass_name}")
+    obs = send_observed(ctx, row, req, f"{row.dataset}/{row.id} {step.pass_name}")
     base = RequestRecord(
         run_id=ctx.run_id, variant=ctx.variant, dataset=row.dataset, example_id=row.id,
         pass_name=step.pass_name, repetition=step.repetition, attempt=at.attempt, seq=obs.seq, group=gs.group,

@@ -132,3 +132,33 @@ def test_the_checks_above_can_fail() -> None:
     assert [n for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef) for n, _ in imported(fn, "m")] == [
         "eval.run"
     ]
+
+
+def test_no_module_imports_another_modules_underscore_names() -> None:
+    """`from eval.x import _name`, or `x._name` on an imported eval module: a private name used across modules
+    is a public API in disguise; make it public where it is defined, or move the code that needs it there."""
+    wrong = []
+    for module in EVAL_MODULES + modules("scorers"):
+        tree = source_tree(module)
+        ours = set()  # names bound to our modules: import eval.x as y, from eval.commands import run
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module.split(".")[0] in ("eval", "scorers"):
+                    names = [a.name for a in node.names]
+                    wrong += [f"{module}: from {node.module} import {n}" for n in names if _private(n)]
+                    ours |= {a.asname or a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                ours |= {
+                    a.asname for a in node.names if a.asname and a.name.split(".")[0] in ("eval", "scorers")
+                }
+        for node in ast.walk(tree):
+            name = (
+                node.value.id if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) else ""
+            )
+            if name in ours and _private(node.attr):  # type: ignore[attr-defined]
+                wrong.append(f"{module}: {name}.{node.attr}")  # type: ignore[attr-defined]
+    assert not wrong, "\n".join(wrong)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")

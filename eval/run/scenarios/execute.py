@@ -39,9 +39,9 @@ from eval.run.passes import (
     SendOutcome,
     Unit,
     UnitFailed,
-    _send_observed,
     expected_cached,
     new_salt,
+    send_observed,
     send_with_retries,
     verify,
 )
@@ -160,7 +160,7 @@ def _what(own: InputRow, step: ScenarioStep) -> str:
 
 
 def _send_alone(ctx: Context, own: InputRow, b: _Built) -> Observed:
-    return _send_observed(ctx, b.row, b.request, _what(own, b.step))
+    return send_observed(ctx, b.row, b.request, _what(own, b.step))
 
 
 def _send_together(ctx: Context, own: InputRow, built: Sequence[_Built]) -> list[Observed]:

@@ -20,6 +20,7 @@ import pytest
 
 from eval.cli import main
 from eval.errors import ConfigError
+from eval.records.run_folder import MANIFEST_NAME, RECORDS_NAME
 from eval.serve.launch_specs import LaunchSpec
 from eval.serve.process import free_port, launch, start
 from tests.eval.fake_fixtures import make_row, write_rows
@@ -70,7 +71,8 @@ def test_one_fixed_port_for_both_sides_stops_with_one_line(
     err = capsys.readouterr().err
     assert code == 78, err
     assert f"port {port}" in err and "already in use" in err and "Traceback" not in err
-    assert not (tmp_path / "runs" / "fakevllm" / "aa-b").exists()  # nothing was sent to side b
+    side_b = tmp_path / "runs" / "fakevllm" / "aa-b"  # locked (the locks come before the servers), not written
+    assert not (side_b / RECORDS_NAME).exists() and not (side_b / MANIFEST_NAME).exists()  # nothing sent to b
     deadline = time.monotonic() + 10
     while listening(port) and time.monotonic() < deadline:
         time.sleep(0.1)
