@@ -1,17 +1,5 @@
-"""Sequential decisions that may look after every input: an SPRT for a mismatch rate, the N/N rule, and
-confidence sequences for a mean timing change.
-
-Wald's SPRT (Wald 1945, "Sequential tests of statistical hypotheses", Ann. Math. Statist. 16). Observations
-are Bernoulli mismatches (True = mismatch), H0: p <= p0 against H1: p >= p1 (p0 < p1). After n
-observations with k mismatches the log-likelihood ratio of the boundary values is
-
-    LLR_n = k log(p1 / p0) + (n - k) log((1 - p1) / (1 - p0)),
-
-updated by one of the two terms per observation. Stop and accept H1 when LLR_n >= log((1 - beta) / alpha),
-accept H0 when LLR_n <= log(beta / (1 - alpha)), otherwise continue. Wald's thresholds are approximations:
-the achieved error rates satisfy alpha' <= alpha / (1 - beta), beta' <= beta / (1 - alpha) and
-alpha' + beta' <= alpha + beta (the overshoot of the boundary makes them conservative in practice). Under
-H0 or H1 the test stops with probability 1.
+"""Sequential decisions that may look after every input: the N/N rule, and a confidence sequence for a
+mean timing change.
 
 The N/N rule (`all_equal_rule`): for lbeval's "must be N/N equal" rules there are no statistics. One
 reproducible mismatch (a mismatch the caller has confirmed by rerunning, so not a transient) settles FAIL
@@ -23,28 +11,14 @@ Confidence sequences for a mean (the timing change in log-ratio units, one value
 alpha: it stays valid under continuous monitoring and optional stopping, unlike a fixed-n interval
 recomputed after every input.
 
-`normal_mixture_cs` (nonasymptotic). Assumption: the centred observations X_i - mu are conditionally
-sigma-sub-Gaussian given the past, E[exp(lambda (X_i - mu)) | past] <= exp(lambda^2 sigma^2 / 2) for all
-real lambda (i.i.d. normal with standard deviation <= sigma qualifies; so does anything bounded in an
-interval of width 2 sigma, Hoeffding). With S_t = sum_{i<=t} (X_i - mu) and V_t = t sigma^2,
-exp(lambda S_t - lambda^2 V_t / 2) is a nonnegative supermartingale for each lambda; mixing lambda over
-N(0, 1 / rho) gives the supermartingale sqrt(rho / (V_t + rho)) exp(S_t^2 / (2 (V_t + rho))) (Robbins
-1970; Howard, Ramdas, McAuliffe, Sekhon 2021, "Time-uniform, nonparametric, nonasymptotic confidence
-sequences", Ann. Statist. 49(2), the two-sided normal-mixture boundary). Ville's inequality bounds by alpha
-the probability that it ever reaches 1 / alpha, which gives the CS mean_t +- r_t with
+`asymptotic_cs` (Waudby-Smith, Arbour, Sinha, Kennedy, Ramdas 2021, "Time-uniform central limit theory and
+asymptotic confidence sequences", arXiv:2103.06476, the Gaussian-mixture asymptotic CS). Robbins' normal
+mixture boundary (Howard, Ramdas, McAuliffe, Sekhon 2021, Ann. Statist. 49(2)) with the scale replaced by
+the running sample standard deviation sd_t (ddof = 1) and the tuning written as rho2:
 
-    r_t = sqrt( (2 (t sigma^2 + rho) / t^2) * log( sqrt((t sigma^2 + rho) / rho) / alpha ) ).
+    r_t = sd_t * sqrt( (2 (t rho2 + 1) / (t^2 rho2)) * log( sqrt(t rho2 + 1) / alpha ) ),
 
-rho > 0 is a tuning parameter in variance units: the CS is tightest around t* when rho =
-t* sigma^2 / (-2 log alpha + log(1 - 2 log alpha)) (`rho_for_horizon`). If sigma is smaller than the
-data's true scale the guarantee is void.
-
-`asymptotic_cs` (asymptotic; Waudby-Smith, Arbour, Sinha, Kennedy, Ramdas 2021, "Time-uniform central
-limit theory and asymptotic confidence sequences", arXiv:2103.06476, the Gaussian-mixture asymptotic CS).
-The same boundary with sigma replaced by the running sample standard deviation sd_t (ddof = 1) and the
-tuning written as rho2 (rho in the form above = sd_t^2 / rho2):
-
-    r_t = sd_t * sqrt( (2 (t rho2 + 1) / (t^2 rho2)) * log( sqrt(t rho2 + 1) / alpha ) ).
+tightest around t* when rho2 = (-2 log alpha + log(1 - 2 log alpha)) / t* (`asymptotic_rho2`).
 
 Assumptions: i.i.d. observations with a finite moment of order 2 + delta (the paper also covers
 time-varying conditional means). The coverage is asymptotic: it approaches 1 - alpha as the first time
@@ -59,7 +33,7 @@ as in scorers.stats).
 "within" when the whole interval lies inside [log(1 - thr), log(1 + thr)], "outside" when it lies
 entirely above log(1 + thr) or entirely below log(1 - thr), "continue" otherwise. Because the CS is
 time-uniform, stopping at the first settled step (`first_decision`) keeps the error rate <= alpha
-(exactly under the normal mixture's assumptions; approximately for `asymptotic_cs`).
+(approximately, `asymptotic_cs` being asymptotic).
 """
 
 from __future__ import annotations
@@ -72,48 +46,13 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-SprtState = Literal["continue", "accept_h0", "accept_h1"]
 RuleState = Literal["continue", "pass", "fail"]
 CsState = Literal["continue", "within", "outside"]
-CsMethod = Literal["normal_mixture", "asymptotic"]
+CsMethod = Literal["asymptotic"]
 
 
 @dataclass(frozen=True)
-class SprtDesign:
-    """H0: p <= p0 vs H1: p >= p1 for a mismatch rate, with the target error rates alpha and beta."""
-
-    p0: float
-    p1: float
-    alpha: float
-    beta: float
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.p0 < self.p1 < 1.0:
-            raise ValueError(f"need 0 < p0 < p1 < 1, got p0={self.p0}, p1={self.p1}")
-        if not (0.0 < self.alpha < 1.0 and 0.0 < self.beta < 1.0 and self.alpha + self.beta < 1.0):
-            raise ValueError(
-                f"need alpha, beta in (0, 1) with alpha + beta < 1, got {self.alpha}, {self.beta}"
-            )
-
-
-@dataclass(frozen=True)
-class SprtThresholds:
-    lower: float  # log(beta / (1 - alpha)): at or below, accept H0
-    upper: float  # log((1 - beta) / alpha): at or above, accept H1
-
-
-@dataclass(frozen=True)
-class SprtResult:
-    """State of the test after n observations (k of them mismatches) and the LLR there."""
-
-    state: SprtState
-    llr: float
-    n: int
-    mismatches: int
-
-
-@dataclass(frozen=True)
-class RuleResult:
+class AllEqualResult:
     """N/N rule after n of n_planned observations; first_mismatch is its 0-based position, if any."""
 
     state: RuleState
@@ -131,8 +70,7 @@ class ConfidenceSequence:
     highs: tuple[float, ...]
     method: CsMethod
     alpha: float
-    tuning: float  # rho (normal_mixture) or rho2 (asymptotic), see the module docstring
-    sigma: float | None  # the sub-Gaussian scale (normal_mixture); None for asymptotic
+    tuning: float  # rho2, see the module docstring
 
 
 @dataclass(frozen=True)
@@ -146,41 +84,7 @@ class CsDecision:
     threshold_pct: float
 
 
-def sprt_thresholds(design: SprtDesign) -> SprtThresholds:
-    return SprtThresholds(
-        lower=math.log(design.beta / (1.0 - design.alpha)),
-        upper=math.log((1.0 - design.beta) / design.alpha),
-    )
-
-
-def sprt_step(previous: SprtResult, mismatch: bool, design: SprtDesign) -> SprtResult:
-    """One observation; a decided test is returned unchanged (the test has stopped)."""
-    if previous.state != "continue":
-        return previous
-    if mismatch:
-        llr = previous.llr + math.log(design.p1 / design.p0)
-    else:
-        llr = previous.llr + math.log((1.0 - design.p1) / (1.0 - design.p0))
-    bounds = sprt_thresholds(design)
-    state: SprtState = "continue"
-    if llr >= bounds.upper:
-        state = "accept_h1"
-    elif llr <= bounds.lower:
-        state = "accept_h0"
-    return SprtResult(state, llr, previous.n + 1, previous.mismatches + int(mismatch))
-
-
-def sprt(observations: Iterable[bool], design: SprtDesign) -> SprtResult:
-    """Run the SPRT over observations (True = mismatch), stopping at the first crossing."""
-    result = SprtResult("continue", 0.0, 0, 0)
-    for mismatch in observations:
-        result = sprt_step(result, mismatch, design)
-        if result.state != "continue":
-            break
-    return result
-
-
-def all_equal_rule(mismatches: Iterable[bool], *, n_planned: int) -> RuleResult:
+def all_equal_rule(mismatches: Iterable[bool], *, n_planned: int) -> AllEqualResult:
     """The N/N rule: FAIL at the first reproducible mismatch, PASS only after all n_planned without one.
 
     Deterministic, no statistics: a mismatch the caller has confirmed reproducible settles FAIL at once
@@ -195,8 +99,8 @@ def all_equal_rule(mismatches: Iterable[bool], *, n_planned: int) -> RuleResult:
             raise ValueError(f"more than n_planned={n_planned} observations")
         n += 1
         if mismatch:
-            return RuleResult("fail", n, n_planned, n - 1)
-    return RuleResult("pass" if n == n_planned else "continue", n, n_planned, None)
+            return AllEqualResult("fail", n, n_planned, n - 1)
+    return AllEqualResult("pass" if n == n_planned else "continue", n, n_planned, None)
 
 
 def _alpha_and_tuning(alpha: float, tuning: float, name: str) -> None:
@@ -204,26 +108,6 @@ def _alpha_and_tuning(alpha: float, tuning: float, name: str) -> None:
         raise ValueError("alpha must be in (0, 1)")
     if not (tuning > 0.0 and math.isfinite(tuning)):
         raise ValueError(f"{name} must be finite and > 0")
-
-
-def normal_mixture_radius(t: ArrayLike, *, sigma: float, rho: float, alpha: float) -> NDArray[np.float64]:
-    """sqrt((2 (t sigma^2 + rho) / t^2) log(sqrt((t sigma^2 + rho) / rho) / alpha)) for each t >= 1."""
-    _alpha_and_tuning(alpha, rho, "rho")
-    if not (sigma > 0.0 and math.isfinite(sigma)):
-        raise ValueError("sigma must be finite and > 0")
-    steps = np.asarray(t, dtype=np.float64)
-    if np.any(steps < 1.0):
-        raise ValueError("t must be >= 1")
-    v = steps * sigma**2 + rho
-    return np.asarray(np.sqrt(2.0 * v / steps**2 * np.log(np.sqrt(v / rho) / alpha)), dtype=np.float64)
-
-
-def rho_for_horizon(t_star: float, *, sigma: float, alpha: float) -> float:
-    """The normal-mixture rho that makes the CS (approximately) tightest at t = t_star."""
-    if t_star < 1.0 or sigma <= 0.0 or not 0.0 < alpha < 1.0:
-        raise ValueError("need t_star >= 1, sigma > 0, alpha in (0, 1)")
-    c = -2.0 * math.log(alpha)
-    return t_star * sigma**2 / (c + math.log(1.0 + c))
 
 
 def _values(values: ArrayLike) -> NDArray[np.float64]:
@@ -236,24 +120,6 @@ def _values(values: ArrayLike) -> NDArray[np.float64]:
 def _running_means(arr: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     t = np.arange(1, arr.size + 1, dtype=np.float64)
     return t, np.cumsum(arr) / t
-
-
-def normal_mixture_cs(
-    values: ArrayLike, *, sigma: float, rho: float, alpha: float = 0.05
-) -> ConfidenceSequence:
-    """The nonasymptotic normal-mixture CS for sigma-sub-Gaussian values, after each step."""
-    arr = _values(values)
-    t, means = _running_means(arr)
-    radius = normal_mixture_radius(t, sigma=sigma, rho=rho, alpha=alpha)
-    return ConfidenceSequence(
-        means=tuple(means.tolist()),
-        lows=tuple((means - radius).tolist()),
-        highs=tuple((means + radius).tolist()),
-        method="normal_mixture",
-        alpha=alpha,
-        tuning=rho,
-        sigma=sigma,
-    )
 
 
 def asymptotic_rho2(t_star: float, *, alpha: float) -> float:
@@ -286,7 +152,6 @@ def asymptotic_cs(
         method="asymptotic",
         alpha=alpha,
         tuning=rho2,
-        sigma=None,
     )
 
 
