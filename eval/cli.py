@@ -14,7 +14,6 @@ import importlib
 import sys
 import textwrap
 from collections.abc import Sequence
-from types import ModuleType
 from typing import NoReturn
 
 from eval import __version__
@@ -33,15 +32,6 @@ COMMANDS: dict[str, str] = {
     "gate": "gate",
     "longbench-eval": "longbench_eval",
 }
-
-
-def _load(module: str) -> ModuleType | None:
-    try:
-        return importlib.import_module(f"eval.commands.{module}")
-    except ModuleNotFoundError as exc:  # a subcommand not built yet must not break the others
-        if exc.name == f"eval.commands.{module}":
-            return None
-        raise
 
 
 class Parser(argparse.ArgumentParser):
@@ -70,9 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"lbeval {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
-        module = _load(module_name)
-        if module is None:
-            continue
+        module = importlib.import_module(f"eval.commands.{module_name}")
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.configure(p)
         # a command may say what an interrupt left behind: `interrupted(args) -> list[str]` (lbeval run)

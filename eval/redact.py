@@ -2,7 +2,7 @@
 
 What is redacted:
 - values lbeval read from the environment: `${VAR}` in a launch spec (eval.serve.launch_specs, except the
-  cache path `${LBEVAL_CACHE}`) and the API key of `--api-key-env` (eval.run.runner). Each is `remember()`ed
+  cache path `${LBEVAL_CACHE}`) and the API key of `--api-key-env` (eval.run.session). Each is `remember()`ed
   and replaced by value wherever it appears (values shorter than MIN_REMEMBERED are not credentials);
 - the value(s) of a secret flag in an argv: a long option whose last word is key/token/secret/password/
   credential(s) (`--api-key K`, `--api-key=K`, `--hf-token K`, `--token K`), also inside free text;

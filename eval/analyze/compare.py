@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -147,27 +147,12 @@ def cross_agreement(base: ScoredRun, variant: ScoredRun) -> dict[str, PairStats 
     return out
 
 
-@dataclass(frozen=True)
-class Change:
-    """A paired bootstrap result in display units (percent for relative changes, points for scores)."""
-
-    estimate: float
-    low: float
-    high: float
-    n_inputs: int
-    n_resamples: int
-    seed: int
+# a paired bootstrap result in display units (percent for relative changes, points for scores)
+Change = stats.BootstrapResult
 
 
 def _change(result: stats.BootstrapResult, scale: float) -> Change:
-    return Change(
-        result.estimate * scale,
-        result.low * scale,
-        result.high * scale,
-        result.n_inputs,
-        result.n_resamples,
-        result.seed,
-    )
+    return replace(result, estimate=result.estimate * scale, low=result.low * scale, high=result.high * scale)
 
 
 def warm_score_change(base: ScoredRun, variant: ScoredRun, dataset: str, seed: int) -> Change | None:
@@ -287,7 +272,7 @@ def _paired_change(paired: PairedTiming, measure: str) -> Change | None:
     ch = paired.measures[measure].paired
     if ch is None:
         return None
-    return Change(ch.estimate, ch.ci_low, ch.ci_high, ch.n_inputs, ch.resamples, ch.seed)
+    return Change(ch.estimate, ch.ci_low, ch.ci_high, ch.n_inputs, ch.resamples, ch.seed, ch.confidence)
 
 
 def compare(

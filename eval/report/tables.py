@@ -181,7 +181,7 @@ AGREEMENT_ROWS: list[tuple[str, str, str, str]] = [
 ]
 
 
-# base vs variant (the `base vs variant` column): key, label, cross kind (eval.compare.CROSS_KINDS), what
+# base vs variant (the `base vs variant` column): key, label, cross kind (eval.analyze.compare.CROSS_KINDS), what
 CROSS_ROWS: list[tuple[str, str, str, str]] = [
     ("cross_cold_text", "base cold vs variant cold: outputs equal (text)", "cold", "text_equal"),
     ("cross_cold_tokens", "base cold vs variant cold: outputs equal (token IDs)", "cold", "tokens_equal"),

@@ -1,7 +1,7 @@
 """What an interrupted `lbeval run` leaves behind, said in two lines: the records kept and how to resume.
 
 The run folder is the one the runner uses (`out/<variant>/<run id>`, the run id by default derived from the
-inputs file: eval.run.runner.default_run_id); re-running the same command resumes it.
+inputs file: eval.run.config.default_run_id); re-running the same command resumes it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from eval.errors import LbevalError
 from eval.prepare.inputs import inputs_digest
 from eval.records.run_folder import RECORDS_NAME, scan_records
-from eval.run.runner import default_run_id
+from eval.run.config import default_run_id
 
 
 def resume_command(argv: Sequence[str] | None = None) -> str:

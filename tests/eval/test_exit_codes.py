@@ -64,7 +64,7 @@ def test_an_interrupted_run_says_what_was_kept_and_how_to_resume(
         def interrupt(args: argparse.Namespace, *rest: object) -> int:
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(run_command, "_run", interrupt)
+        monkeypatch.setattr(run_command, "execute_run", interrupt)
         assert main(argv) == 130
     err = capsys.readouterr().err.splitlines()
     assert err == [

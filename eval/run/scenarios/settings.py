@@ -6,7 +6,7 @@ only), so runs without scenarios keep the settings they always had.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -14,6 +14,7 @@ from eval.errors import ConfigError
 from eval.records.scenarios import DEFAULT_BATCH_SIZES, DEFAULT_REPEATS, DEFAULT_SCENARIOS
 from eval.records.vocabulary import CACHE_SCENARIO
 from eval.run.client import Client, RequestFailed
+from eval.serve.launch_specs import flag_int
 
 
 @dataclass(frozen=True)
@@ -78,26 +79,6 @@ def scenario_settings(s: ScenarioSettings) -> dict[str, Any]:
     return out
 
 
-def settings_from_manifest(settings: Mapping[str, Any]) -> ScenarioSettings:
-    """The ScenarioSettings a run's manifest settings describe (defaults for runs without scenarios)."""
-
-    def ints(value: Any) -> tuple[int, ...] | None:
-        return tuple(int(v) for v in value) if isinstance(value, list) else None
-
-    scenarios = settings.get("scenarios")
-    return ScenarioSettings(
-        scenarios=tuple(str(s) for s in scenarios) if isinstance(scenarios, list) else DEFAULT_SCENARIOS,
-        batch_sizes=ints(settings.get("batch_sizes")) or DEFAULT_BATCH_SIZES,
-        repeats=int(settings.get("repeats") or DEFAULT_REPEATS),
-        hit_lengths=ints(settings.get("hit_lengths")),
-        hit_budget=settings.get("hit_budget") if isinstance(settings.get("hit_budget"), int) else None,
-        inputs=settings.get("scenario_inputs") if isinstance(settings.get("scenario_inputs"), int) else None,
-        max_tokens=settings.get("scenario_max_tokens")
-        if isinstance(settings.get("scenario_max_tokens"), int)
-        else None,
-    )
-
-
 def parse_ints(text: str, what: str) -> tuple[int, ...]:
     """`--batch-sizes 1,4,8` -> (1, 4, 8), sorted, each once."""
     try:
@@ -111,16 +92,7 @@ def parse_ints(text: str, what: str) -> tuple[int, ...]:
 
 def batched_tokens_budget(server_args: Sequence[str]) -> int | None:
     """`--max-num-batched-tokens N` (or `=N`) in a launch spec's server arguments, else None."""
-    flag = "--max-num-batched-tokens"
-    for i, arg in enumerate(server_args):
-        value = None
-        if arg == flag and i + 1 < len(server_args):
-            value = server_args[i + 1]
-        elif arg.startswith(flag + "="):
-            value = arg.split("=", 1)[1]
-        if value is not None and value.isdigit():
-            return int(value)
-    return None
+    return flag_int(server_args, "--max-num-batched-tokens")
 
 
 def server_budget(client: Client) -> int | None:

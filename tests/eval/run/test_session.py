@@ -79,7 +79,9 @@ def test_ab_refused_by_one_sides_lock_starts_no_server(
     assert not marker.exists()
 
 
-def test_a_spec_servers_log_goes_under_the_runs_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_spec_servers_log_goes_under_the_runs_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)  # a log resolved against the working folder would land in tmp_path/servers
     marker = tmp_path / "started"
     inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(0)])
@@ -94,7 +96,9 @@ def test_a_spec_servers_log_goes_under_the_runs_folder(tmp_path: Path, monkeypat
 
 def test_launch_puts_a_relative_log_under_runs_and_leaves_an_absolute_one(tmp_path: Path) -> None:
     quick = (sys.executable, "-c", "pass")
-    server = launch(LaunchSpec(name="v", source="s.toml", command=quick, log="logs/{name}.log"), runs=tmp_path)
+    server = launch(
+        LaunchSpec(name="v", source="s.toml", command=quick, log="logs/{name}.log"), runs=tmp_path
+    )
     server.stop()
     assert server.log_path == tmp_path / "logs" / "v.log" and server.log_path.exists()
     absolute = tmp_path / "elsewhere" / "v.log"

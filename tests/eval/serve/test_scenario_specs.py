@@ -43,7 +43,9 @@ def test_spec_scenarios_are_the_defaults_of_lbeval_run(tmp_path: Path) -> None:
     assert s.scenarios == ("cache",) and s.batch_sizes == (1, 8)  # the command line wins
     chunky = run_command.run_config(args_for([]), "v", None, specs["chunky"])
     s = chunky.scenarios
-    assert s.scenarios == ("hitlen",) and s.max_tokens == 4 and s.hit_budget == 256  # --max-num-batched-tokens
+    assert (
+        s.scenarios == ("hitlen",) and s.max_tokens == 4 and s.hit_budget == 256
+    )  # --max-num-batched-tokens
     assert chunky.server is specs["chunky"] and specs["fast"].url is not None
     assert run_command.run_config(args_for([]), "v", None, specs["fast"]).base_url == specs["fast"].url
     plain = run_command.run_config(args_for([]), "v", "http://127.0.0.1:9/v1", None)
