@@ -33,7 +33,7 @@ def git_state(root: Path | None = None) -> tuple[str | None, bool | None]:
 
 
 def package_versions(
-    names: tuple[str, ...] = ("openai", "httpx", "huggingface_hub", "numpy"),
+    names: tuple[str, ...] = ("openai", "httpx2", "huggingface_hub", "numpy"),
 ) -> dict[str, str]:
     versions: dict[str, str] = {}
     for name in names:

@@ -70,21 +70,21 @@ class ServerTokenizer:
     context length must be given (--max-model-len: it does not report one)."""
 
     def __init__(self, base_url: str, model: str | None = None, timeout: float = 60.0) -> None:
-        import httpx
+        import httpx2
 
         self.base_url = base_url.rstrip("/")
         self.root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
-        self._http = httpx.Client(timeout=timeout)
+        self._http = httpx2.Client(timeout=timeout)
         self._max_len: int | None = None
         self._extras = False  # llama-cpp-python: /extras/tokenize and /extras/detokenize
         self.model = model or self._first_model()
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        import httpx
+        import httpx2
 
         try:
             resp = self._http.post(f"{self.root}{path}", json=body)
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             raise LbevalError(f"tokenizer server {self.root}{path}: {exc}") from None
         if resp.status_code != 200:
             raise LbevalError(
@@ -109,13 +109,13 @@ class ServerTokenizer:
         return self._post("/extras/tokenize", {"input": body["prompt"]})
 
     def _first_model(self) -> str:
-        import httpx
+        import httpx2
 
         try:
             resp = self._http.get(f"{self.base_url}/models")
             resp.raise_for_status()
             models = resp.json()["data"]
-        except (httpx.HTTPError, KeyError, ValueError) as exc:
+        except (httpx2.HTTPError, KeyError, ValueError) as exc:
             raise LbevalError(f"cannot list models at {self.base_url}/models: {exc}") from None
         if not models:
             raise LbevalError(f"{self.base_url}/models lists no model")
@@ -156,14 +156,15 @@ class ServerTokenizer:
 
 
 class LocalTokenizer:
-    """A local Hugging Face tokenizer folder (needs `transformers`)."""
+    """A local Hugging Face tokenizer folder (needs `transformers`: the `tokenizer` extra)."""
 
     def __init__(self, path: str, max_model_len: int | None = None) -> None:
         try:
             from transformers import AutoTokenizer
         except ImportError:
             raise ConfigError(
-                "--tokenizer needs the `transformers` package (pip install transformers)"
+                "--tokenizer needs the `transformers` package: install the `tokenizer` extra "
+                "(pip install 'lbeval[tokenizer]')"
             ) from None
         self.path = path
         self._tok = AutoTokenizer.from_pretrained(path)

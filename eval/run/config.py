@@ -24,7 +24,7 @@ EXIT_INCOMPLETE = 3  # `lbeval run`: the run is not complete (interrupted, error
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 COLD_MODES = ("auto", "salt", "reset", "evict")
 DEFAULT_PASSES = tuple(PASS_CHOICES)
-CLIENT_PACKAGES = ("openai", "httpx", "httpx2", "msgspec", "numpy", "tqdm")
+CLIENT_PACKAGES = ("openai", "httpx2", "httpcore2", "msgspec", "numpy", "tqdm")
 
 
 class RunIncomplete(LbevalError):

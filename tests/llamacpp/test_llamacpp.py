@@ -17,7 +17,7 @@ import json
 import statistics
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from eval.cli import main
@@ -126,7 +126,7 @@ def test_the_token_ids_are_the_servers_own(llamacpp_server: ManagedServer, run_a
     for rec in select_final(run_a.records).final.values():
         ids = rec.output_token_ids or []
         assert all(i >= 0 for i in ids), (rec.pass_name, ids)
-        resp = httpx.post(f"{llamacpp_server.root_url}/extras/detokenize", json={"tokens": ids}, timeout=30)
+        resp = httpx2.post(f"{llamacpp_server.root_url}/extras/detokenize", json={"tokens": ids}, timeout=30)
         assert resp.json()["text"].strip() == (rec.output_text or "").strip(), rec.pass_name
 
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from eval.cli import main
@@ -99,10 +99,10 @@ def test_prepare_cuts_every_whole_prompt_in_the_middle_with_the_servers_tokenize
     header, rows = prepare(real_server, work / "all.jsonl", "--n", "all")
     budget = header.max_input_tokens["longbench_v2"]
     root = real_server.base_url.removesuffix("/v1")
-    chat = httpx.post(f"{root}/tokenize", json={"model": "smollm2", "messages": [{"role": "user", "content": "x"}],
+    chat = httpx2.post(f"{root}/tokenize", json={"model": "smollm2", "messages": [{"role": "user", "content": "x"}],
                                                 "add_generation_prompt": True}, timeout=60).json()["count"]  # fmt: skip
     bare = len(
-        httpx.post(f"{root}/tokenize", json={"model": "smollm2", "prompt": "x"}, timeout=60).json()["tokens"]
+        httpx2.post(f"{root}/tokenize", json={"model": "smollm2", "prompt": "x"}, timeout=60).json()["tokens"]
     )
     assert budget == WINDOW - 128 - (
         chat - bare
@@ -111,12 +111,12 @@ def test_prepare_cuts_every_whole_prompt_in_the_middle_with_the_servers_tokenize
     assert sorted(r.id for r in rows) == sorted(items)
     for row in rows:
         full = official_prompt("0shot.txt", items[row.id])
-        ids = httpx.post(f"{root}/tokenize", json={"model": "smollm2", "prompt": full}, timeout=60).json()[
+        ids = httpx2.post(f"{root}/tokenize", json={"model": "smollm2", "prompt": full}, timeout=60).json()[
             "tokens"
         ]
         assert row.original_tokens == len(ids) > budget and row.truncated
         kept = ids[: budget // 2] + ids[-budget // 2 :]  # pred.py: first and last max_len//2 tokens
-        text = httpx.post(f"{root}/detokenize", json={"model": "smollm2", "tokens": kept}, timeout=60).json()[
+        text = httpx2.post(f"{root}/detokenize", json={"model": "smollm2", "tokens": kept}, timeout=60).json()[
             "prompt"
         ]
         assert row.prompt == text
