@@ -162,3 +162,14 @@ def test_no_module_imports_another_modules_underscore_names() -> None:
 
 def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
+
+
+def test_nothing_in_eval_uses_the_fake_server() -> None:
+    """eval/serve/fake_server.py is a test double for tests/ and bench/: no lbeval code path may import it."""
+    users = [
+        module
+        for module in EVAL_MODULES
+        if module != "eval.serve.fake_server"
+        and any(name == "eval.serve.fake_server" for name, _ in imported(source_tree(module), module))
+    ]
+    assert not users, users

@@ -116,9 +116,9 @@ def test_prepare_cuts_every_whole_prompt_in_the_middle_with_the_servers_tokenize
         ]
         assert row.original_tokens == len(ids) > budget and row.truncated
         kept = ids[: budget // 2] + ids[-budget // 2 :]  # pred.py: first and last max_len//2 tokens
-        text = httpx2.post(f"{root}/detokenize", json={"model": "smollm2", "tokens": kept}, timeout=60).json()[
-            "prompt"
-        ]
+        text = httpx2.post(
+            f"{root}/detokenize", json={"model": "smollm2", "tokens": kept}, timeout=60
+        ).json()["prompt"]
         assert row.prompt == text
         assert row.prompt_tokens is not None and row.prompt_tokens <= budget
         assert row.prompt.startswith("Please read the following text and answer the question below.")
