@@ -37,8 +37,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     add_specs_option(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the pairs' AB/BA order (default 0)")
-    # every option of one `lbeval run` (for both sides): --run-id names both sides' (ab-<inputs hash>[-a|-b])
-    run_command.add_side_arguments(p, passes="timing", seed="--sampling-seed")
+    # every option of one `lbeval run`, for both sides
+    run_command.add_side_arguments(
+        p,
+        passes="timing",
+        seed="--sampling-seed",
+        run_id="run directory name of both sides (default ab-<inputs hash>[-a|-b])",
+    )
     p.add_argument(
         "--stop-when-settled",
         action="store_true",

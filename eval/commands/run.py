@@ -53,9 +53,16 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_side_arguments(p: argparse.ArgumentParser, *, passes: str, seed: str) -> None:
+def add_side_arguments(
+    p: argparse.ArgumentParser,
+    *,
+    passes: str,
+    seed: str,
+    run_id: str = "run directory name (default: derived from the inputs file's hash)",
+) -> None:
     """The options of one run that `lbeval run` and `lbeval ab` share (ab: for both sides); `passes` the
-    default of --passes, `seed` the flag of the sampling seed (ab's --seed is the pair order's)."""
+    default of --passes, `seed` the flag of the sampling seed (ab's --seed is the pair order's), `run_id` the
+    help of --run-id."""
     p.add_argument("--inputs", type=Path, required=True, help="inputs manifest written by `lbeval prepare`")
     p.add_argument(
         "--model", help="served model id (default: the launch spec's, else the first /v1/models lists)"
@@ -76,7 +83,7 @@ def add_side_arguments(p: argparse.ArgumentParser, *, passes: str, seed: str) ->
         "(vLLM, SGLang: salt; llama-server: reset; llama-cpp-python: evict) (default auto)",
     )
     p.add_argument("--out", type=Path, default=Path("runs"), help="runs folder (default runs/)")
-    p.add_argument("--run-id", help="run directory name (default: derived from the inputs file's hash)")
+    p.add_argument("--run-id", help=run_id)
     req = p.add_argument_group("request settings")
     req.add_argument(
         seed,
