@@ -10,7 +10,7 @@ request had its cache state (cold 0 cached, warm the full blocks); `lbeval compa
 paired timing section with numbers and the drift reading.
 
 The test does not use the session's `real_server` fixture: `lbeval ab` starts and stops its own two servers
-(in a temporary working folder, where the specs' `runs/servers/{name}-{port}.log` land).
+(in a temporary working folder, where the specs' server logs land under --out: `runs/servers/{name}-{port}.log`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Pa
     work = tmp_path_factory.mktemp("ab_real")
     inputs = work / "inputs.jsonl"
     with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(work)  # the servers' logs (runs/servers/...) go here, not into the clone
+        mp.chdir(work)  # the working folder: nothing lands in the clone
         code = main(
             ["prepare", "--source", "mini", "--datasets", "qasper,gov_report", "--n", str(PER_DATASET),
              "--no-truncate", "--out", str(inputs)]
