@@ -177,8 +177,9 @@ def execute_ab(
             stack.enter_context(run_lock(in_b.run_dir))
             url_a, server_a = stack.enter_context(serving(cfg_a))
             url_b, server_b = stack.enter_context(serving(cfg_b))
-            ca = stack.enter_context(open_client(cfg_a, shared, url_a))
-            cb = stack.enter_context(open_client(cfg_b, shared, url_b))
+            cfg_a, cfg_b = replace(cfg_a, base_url=url_a), replace(cfg_b, base_url=url_b)  # managed: started
+            ca = stack.enter_context(open_client(cfg_a, shared))
+            cb = stack.enter_context(open_client(cfg_b, shared))
             sa = RunSession.prepare(cfg_a, ca, in_a)
             sb = RunSession.prepare(cfg_b, cb, in_b)
             _same_plans(sa.units, sb.units, sa.rows)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import replace
 from pathlib import Path
 
 from eval.atomic import WriteFailed
@@ -73,15 +74,13 @@ def execute_run(
         # SIGTERM (CI, process managers) stops the session like Ctrl-C: outcome "interrupted", exit 130
         with sigterm_as_interrupt():
             inputs = read_inputs_of(config)
-            with (
-                run_lock(inputs.run_dir),
-                serving(config) as (url, server),
-                open_client(config, ledger or SendLedger(), url) as client,
-            ):
-                session = RunSession.prepare(config, client, inputs)
-                session.on_record = on_record
-                session.start(server)
-                _send(session, client)
+            with run_lock(inputs.run_dir), serving(config) as (url, server):
+                config = replace(config, base_url=url)  # a managed server's, once started
+                with open_client(config, ledger or SendLedger()) as client:
+                    session = RunSession.prepare(config, client, inputs)
+                    session.on_record = on_record
+                    session.start(server)
+                    _send(session, client)
     except WriteFailed as exc:
         space = exc.errno in (errno.ENOSPC, errno.EDQUOT)
         hint = "free space, then re-run" if space else "once it can be written, re-run"

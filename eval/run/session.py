@@ -1,7 +1,9 @@
 """The run session: one object owning one run folder's session, from the probe to the manifest's last write.
 
     inputs = read_inputs_of(config)                        # checked inputs and the run folder
-    with run_lock(inputs.run_dir), serving(config) as (url, server), open_client(config, ledger, url) as client:
+    with run_lock(inputs.run_dir), serving(config) as (url, server):  # the lock, then a managed server
+        config = replace(config, base_url=url)
+        client = open_client(config, ledger)                  # on the session's send ledger
         session = RunSession.prepare(config, client, inputs)  # probe, plan, manifest, what is left
         session.start(server)                                 # the session's line in the manifest
         with RecordWriter(...) as writer:
@@ -91,16 +93,16 @@ def api_key(config: RunConfig) -> str | None:
     return key
 
 
-def open_client(config: RunConfig, ledger: SendLedger, base_url: str | None = None) -> Client:
-    """The session's Client for `base_url` (default the config's), noting what it sends in `ledger`."""
-    return Client(base_url or config.base_url, api_key(config), config.timeout_s, ledger=ledger)
+def open_client(config: RunConfig, ledger: SendLedger) -> Client:
+    """The session's Client for `config.base_url`, noting what it sends in `ledger`."""
+    return Client(config.base_url, api_key(config), config.timeout_s, ledger=ledger)
 
 
 @contextmanager
 def serving(config: RunConfig) -> Iterator[tuple[str, dict[str, Any] | None]]:
     """(base URL, what lbeval started) for the session: the config's managed server (`config.server`), started
     here and stopped on exit, its log under the runs folder; else (config.base_url, None). Called with the run
-    folder's lock held."""
+    folder's lock held; the session's config then takes the URL (the manifest records it)."""
     if config.server is None:
         yield config.base_url, None
         return

@@ -91,6 +91,8 @@ def test_a_spec_servers_log_goes_under_the_runs_folder(
     log = Path(server["log"])
     assert log.parent == tmp_path / "out" / "servers" and log.name == f"fakevllm-{server['port']}.log"
     assert "starting fakevllm" in log.read_text(encoding="utf-8") and marker.exists()
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["sessions"][0]["base_url"] == f"http://127.0.0.1:{server['port']}/v1"  # the started one
     assert not (tmp_path / "servers").exists() and not (tmp_path / "runs").exists()
 
 
