@@ -12,6 +12,7 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
+from eval.commands import options
 from eval.commands import run as run_command
 from eval.errors import ConfigError
 from eval.records.run_folder import read_manifest
@@ -43,8 +44,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("runs"), help="runs folder (default runs/)")
     p.add_argument("--seed", type=int, default=0, help="seed of the pairs' AB/BA order (default 0)")
     p.add_argument("--passes", default="timing", help="comma list of cold, warm, repeat, controls, timing")
-    p.add_argument("--timing-reps", type=int, default=5, help="timing repetitions per input (default 5)")
-    p.add_argument("--max-tokens", type=int, help="replace every example's output limit (smoke runs)")
+    p.add_argument(
+        "--timing-reps", type=options.positive_int, default=5, help="timing repetitions per input (default 5)"
+    )
+    p.add_argument(
+        "--max-tokens", type=options.positive_int, help="replace every example's output limit (smoke runs)"
+    )
     p.add_argument("--model", help="served model id (default: the first one /v1/models lists)")
     p.add_argument("--run-id", help="run directory name of both sides (default ab-<inputs hash>[-a|-b])")
     p.add_argument("--quiet", action="store_true", help="no progress bar (CI logs)")
@@ -57,6 +62,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--policy", type=Path, help="the gate policy --stop-when-settled settles (default: the shipped one)"
     )
+    run_command.add_retry_arguments(p)  # both sides' requests and probes
     run_command.add_scenario_arguments(
         p, "scenarios (as `lbeval run`; each scenario unit is a pair like the cache units)",
         "each scenario unit is sent to one server, then the other",
@@ -70,7 +76,7 @@ def _side_config(args: argparse.Namespace, variant: str, url: str, model: str | 
     ns.out, ns.passes, ns.timing_reps = args.out, args.passes, args.timing_reps
     ns.max_tokens, ns.model, ns.quiet = args.max_tokens, model or args.model, True
     # the same scenario settings on both sides (no launch spec table)
-    for option in run_command.SCENARIO_OPTIONS:
+    for option in (*run_command.SCENARIO_OPTIONS, *run_command.RETRY_OPTIONS):
         setattr(ns, option, getattr(args, option))
     return run_command.config_from_args(ns, url)
 

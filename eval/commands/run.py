@@ -13,10 +13,10 @@ prints the records kept and the command line (`interrupted`, called by eval.cli)
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
+from eval.commands import options
 from eval.errors import ConfigError
 from eval.records.run_folder import read_manifest
 from eval.records.scenarios import DEFAULT_BATCH_SIZES, DEFAULT_REPEATS, parse_scenarios
@@ -58,8 +58,15 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--passes", default=",".join(DEFAULT_PASSES), help=f"comma list of {', '.join(PASS_CHOICES)}"
     )
-    p.add_argument("--timing-reps", type=int, default=5, help="timing repetitions per input (default 5)")
-    p.add_argument("--concurrency", type=int, default=1, help="units in flight (timing is valid only at 1)")
+    p.add_argument(
+        "--timing-reps", type=options.positive_int, default=5, help="timing repetitions per input (default 5)"
+    )
+    p.add_argument(
+        "--concurrency",
+        type=options.positive_int,
+        default=1,
+        help="units in flight (timing is valid only at 1)",
+    )
     p.add_argument(
         "--cold",
         choices=["auto", "salt", "reset", "evict"],
@@ -75,31 +82,19 @@ def configure(p: argparse.ArgumentParser) -> None:
     req.add_argument(
         "--top-logprobs", type=int, default=20, help="top-k logprobs per token (0-20, default 20)"
     )
-    req.add_argument("--max-tokens", type=int, help="replace every example's output limit (smoke runs)")
+    req.add_argument(
+        "--max-tokens", type=options.positive_int, help="replace every example's output limit (smoke runs)"
+    )
     req.add_argument(
         "--chat-template-kwargs",
+        type=options.template_kwargs,
         default='{"enable_thinking": false}',
         help="JSON object for chat_template_kwargs, or 'none' (default %(default)s)",
     )
     req.add_argument(
         "--stream-all", action="store_true", help="stream cold/warm/repeat too (TTFT on every request)"
     )
-    net = p.add_argument_group("retries")
-    net.add_argument(
-        "--retries",
-        type=int,
-        default=4,
-        help="retries of connection errors, timeouts and 5xx (the probe's requests too)",
-    )
-    net.add_argument("--backoff", type=float, default=1.0, help="first retry wait in seconds (doubles)")
-    net.add_argument(
-        "--timeout",
-        type=float,
-        default=600.0,
-        help="seconds one request may take as a whole: connect, send and every read to the last byte, streamed "
-        "or not (not per read; connecting alone is also bounded by 10 s); a request past it is a failed "
-        "attempt, retried like a connection error (default %(default)s)",
-    )
+    add_retry_arguments(p)
     p.add_argument("--quiet", action="store_true", help="no progress bars (CI logs)")
     add_scenario_arguments(
         p,
@@ -119,6 +114,32 @@ SCENARIO_OPTIONS = (
 )
 
 
+# the retry and timeout options' dests, as add_retry_arguments defines them (lbeval ab copies them to both sides)
+RETRY_OPTIONS = ("retries", "backoff", "timeout")
+
+
+def add_retry_arguments(p: argparse.ArgumentParser) -> None:
+    """The retry and timeout options of `lbeval run` and `lbeval ab` (one definition, validated by type=)."""
+    net = p.add_argument_group("retries")
+    net.add_argument(
+        "--retries",
+        type=options.retries_count,
+        default=4,
+        help="retries of connection errors, timeouts and 5xx (the probe's requests too)",
+    )
+    net.add_argument(
+        "--backoff", type=options.backoff_seconds, default=1.0, help="first retry wait in seconds (doubles)"
+    )
+    net.add_argument(
+        "--timeout",
+        type=options.timeout_seconds,
+        default=600.0,
+        help="seconds one request may take as a whole: connect, send and every read to the last byte, streamed "
+        "or not (not per read; connecting alone is also bounded by 10 s); a request past it is a failed "
+        "attempt, retried like a connection error (default %(default)s)",
+    )
+
+
 def add_scenario_arguments(p: argparse.ArgumentParser, title: str, how_they_run: str) -> None:
     """The scenario options of `lbeval run` and `lbeval ab` (one definition: names, help, defaults shown)."""
     scn = p.add_argument_group(title)
@@ -129,26 +150,20 @@ def add_scenario_arguments(p: argparse.ArgumentParser, title: str, how_they_run:
     sizes = ",".join(map(str, DEFAULT_BATCH_SIZES))
     scn.add_argument("--batch-sizes", help=f"batch scenario: requests in flight together (default {sizes})")
     scn.add_argument(
-        "--repeats", type=int, help=f"repeats scenario: copies of each request (default {DEFAULT_REPEATS})"
+        "--repeats",
+        type=options.positive_int,
+        help=f"repeats scenario: copies of each request (default {DEFAULT_REPEATS})",
     )
     scn.add_argument(
         "--hit-lengths",
         help="hitlen scenario: prompt tokens to prime (default: around 1-3 blocks, the last block, n-1)",
     )
-    scn.add_argument("--scenario-inputs", type=int, help="run the scenarios on this many inputs only")
-    scn.add_argument("--scenario-max-tokens", type=int, help="output limit of the scenarios' requests")
-
-
-def _template_kwargs(text: str) -> dict[str, object] | None:
-    if text.strip().lower() == "none":
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--chat-template-kwargs: not JSON ({exc.msg})") from None
-    if not isinstance(value, dict):
-        raise ConfigError("--chat-template-kwargs: must be a JSON object or 'none'")
-    return value
+    scn.add_argument(
+        "--scenario-inputs", type=options.positive_int, help="run the scenarios on this many inputs only"
+    )
+    scn.add_argument(
+        "--scenario-max-tokens", type=options.positive_int, help="output limit of the scenarios' requests"
+    )
 
 
 def config_from_args(args: argparse.Namespace, base_url: str | None = None) -> RunConfig:
@@ -171,7 +186,7 @@ def config_from_args(args: argparse.Namespace, base_url: str | None = None) -> R
         request=RequestSettings(
             seed=args.seed,
             top_logprobs=args.top_logprobs,
-            chat_template_kwargs=_template_kwargs(args.chat_template_kwargs),
+            chat_template_kwargs=args.chat_template_kwargs,
             max_tokens_override=args.max_tokens,
         ),
         stream_all=args.stream_all,
@@ -208,12 +223,17 @@ def scenario_config(args: argparse.Namespace) -> ScenarioSettings:
     return ScenarioSettings(
         scenarios=scenarios,
         batch_sizes=ints("batch_sizes", "batch_sizes", "--batch-sizes") or DEFAULT_BATCH_SIZES,
-        repeats=one("repeats", "repeats") or DEFAULT_REPEATS,
+        repeats=_given(one("repeats", "repeats"), DEFAULT_REPEATS),
         hit_lengths=ints("hit_lengths", "hit_lengths", "--hit-lengths"),
         hit_budget=budget if isinstance(budget, int) else None,
         inputs=one("scenario_inputs", "inputs"),
         max_tokens=one("scenario_max_tokens", "max_tokens"),
     )
+
+
+def _given(value: int | None, default: int) -> int:
+    """`value` unless it was not given (0 is a value, refused by its check, never read as "the default")."""
+    return default if value is None else value
 
 
 def run(args: argparse.Namespace) -> int:

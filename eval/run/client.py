@@ -110,7 +110,8 @@ def build_request(
     """
     endpoint = endpoint_for(row)
     text = row.prompt if prompt is None else prompt
-    limit = max_tokens if max_tokens is not None else (settings.max_tokens_override or row.max_tokens)
+    override = settings.max_tokens_override  # 0 is a limit (refused by the options), never "the example's"
+    limit = max_tokens if max_tokens is not None else (row.max_tokens if override is None else override)
     req: dict[str, Any] = {"model": model}
     if endpoint == "chat":
         req["messages"] = [{"role": "user", "content": text}]

@@ -39,6 +39,8 @@ from eval.records.run_folder import (
     RunManifest,
     append_server_record,
     read_manifest,
+    refuse_ab_folder,
+    refuse_reserved_variant,
     repair_records,
     run_lock,
     write_latest,
@@ -124,6 +126,7 @@ def validate_name(kind: str, name: str) -> str:
 
 def _validate(config: RunConfig) -> None:
     validate_name("variant", config.variant)
+    refuse_reserved_variant(config.variant)
     if config.run_id is not None:
         validate_name("run id", config.run_id)
     validate_passes(config.passes)
@@ -615,6 +618,7 @@ def execute_run(
         with sigterm_as_interrupt(), Client(config.base_url, _api_key(config), config.timeout_s) as client:
             inputs = _read_inputs(config)
             with run_lock(inputs.run_dir):
+                refuse_ab_folder(inputs.run_dir)
                 session, probe = _prepare(config, client, inputs)
                 session.on_record = on_record
                 _start_session(session, probe)
