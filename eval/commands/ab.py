@@ -106,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
                 servers.append(None)
             else:
                 server = stack.enter_context(start(spec, echo=echo_err))
+                stack.enter_context(server.reported_if_dead())  # a side that dies is named dead
                 urls.append(server.base_url)
                 models.append(spec.model)
                 servers.append(server.describe())

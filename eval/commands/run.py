@@ -246,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
     args.hit_budget = batched_tokens_budget(spec.args)  # the chunked-prefill budget the spec starts it with
     if not spec.managed:
         return _run(args, spec.url)
-    with sigterm_as_interrupt(), start(spec, echo=echo_err) as server:
+    with sigterm_as_interrupt(), start(spec, echo=echo_err) as server, server.reported_if_dead():
         return _run(args, server.base_url, server.describe())
 
 
