@@ -15,7 +15,6 @@ import errno
 import json
 import os
 import re
-import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -24,8 +23,6 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-
-from tqdm import tqdm
 
 from eval.atomic import WriteFailed
 from eval.errors import ConfigError, DataError, LbevalError
@@ -77,7 +74,7 @@ from eval.run.scenarios.settings import (
     validate_scenarios,
 )
 from eval.serve.process import sigterm_as_interrupt
-from eval.terminal import echo_err, printable
+from eval.terminal import echo_err, printable, progress_bar
 
 EXIT_INCOMPLETE = 3  # `lbeval run`: the run is not complete (interrupted, errors left, a file not written)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -287,10 +284,9 @@ class Progress:
         self.invalid: Counter[str] = Counter()
         self._lock = threading.Lock()
         for pos, name in enumerate(b for b in PROGRESS_GROUPS if b in totals):
-            self.bars[name] = tqdm(
-                total=totals[name], initial=done[name], desc=f"{name:8}", position=pos, disable=quiet,
-                file=sys.stderr, dynamic_ncols=True, leave=True,
-            )  # fmt: skip
+            self.bars[name] = progress_bar(
+                total=totals[name], initial=done[name], desc=f"{name:8}", position=pos, disable=quiet
+            )  # plain lines off a terminal
 
     def record(self, rec: RequestRecord, final: bool) -> None:
         name = choice_of(rec.pass_name)
