@@ -150,20 +150,14 @@ def add_scenario_arguments(p: argparse.ArgumentParser, title: str, how_they_run:
     sizes = ",".join(map(str, DEFAULT_BATCH_SIZES))
     scn.add_argument("--batch-sizes", help=f"batch scenario: requests in flight together (default {sizes})")
     scn.add_argument(
-        "--repeats",
-        type=options.positive_int,
-        help=f"repeats scenario: copies of each request (default {DEFAULT_REPEATS})",
+        "--repeats", type=int, help=f"repeats scenario: copies of each request (default {DEFAULT_REPEATS})"
     )
     scn.add_argument(
         "--hit-lengths",
         help="hitlen scenario: prompt tokens to prime (default: around 1-3 blocks, the last block, n-1)",
     )
-    scn.add_argument(
-        "--scenario-inputs", type=options.positive_int, help="run the scenarios on this many inputs only"
-    )
-    scn.add_argument(
-        "--scenario-max-tokens", type=options.positive_int, help="output limit of the scenarios' requests"
-    )
+    scn.add_argument("--scenario-inputs", type=int, help="run the scenarios on this many inputs only")
+    scn.add_argument("--scenario-max-tokens", type=int, help="output limit of the scenarios' requests")
 
 
 def config_from_args(args: argparse.Namespace, base_url: str | None = None) -> RunConfig:

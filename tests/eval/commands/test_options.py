@@ -54,11 +54,8 @@ def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
         ("--retries", "100000", "from 0 to 100"),  # 2.0 ** attempt overflows long before
         ("--max-tokens", "0", "at least 1"),
         ("--max-tokens", "-1", "at least 1"),
-        ("--repeats", "0", "at least 1"),
         ("--timing-reps", "0", "at least 1"),
         ("--concurrency", "0", "at least 1"),
-        ("--scenario-inputs", "0", "at least 1"),
-        ("--scenario-max-tokens", "-5", "at least 1"),
         ("--chat-template-kwargs", '{"a": NaN}', "NaN is not JSON"),
         ("--chat-template-kwargs", '{"a": -Infinity}', "-Infinity is not JSON"),
         ("--chat-template-kwargs", '{"a": "\\ud800"}', "lone surrogate \\ud800"),
@@ -108,6 +105,23 @@ def test_max_tokens_override_is_sent_as_given_never_replaced() -> None:
         assert req["max_tokens"] == override
     req = build_request(row, RequestSettings(), model="m", cache_salt=None, stream=False)
     assert req["max_tokens"] == 6
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("--repeats", "0", "--repeats: between 2 and 1000"),  # was read as the default 10
+        ("--repeats", "1", "--repeats: between 2 and 1000"),
+        ("--scenario-inputs", "0", "--scenario-inputs: at least 1"),
+        ("--scenario-max-tokens", "-5", "--scenario-max-tokens: at least 1"),
+    ],
+)
+def test_a_bad_scenario_option_is_refused_by_the_scenarios_own_check(
+    option: str, value: str, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = run_argv(tmp_path / "inputs.jsonl", "--scenarios", "cache,repeats", option, value, "--quiet")
+    assert main(argv) == 78
+    assert capsys.readouterr().err.splitlines() == [f"lbeval run: error: {says}"]
 
 
 def test_repeats_from_a_spec_table_is_not_replaced_by_the_default() -> None:
