@@ -9,10 +9,14 @@ through it, and is what commands print with.
 
 from __future__ import annotations
 
+import math
 import re
 import sys
+import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
+
+from tqdm import tqdm
 
 from eval.redact import redact_text
 
@@ -44,3 +48,57 @@ def echo(*parts: object, file: TextIO | None = None, end: str = "\n", flush: boo
 def echo_err(*parts: object, end: str = "\n", flush: bool = True) -> None:
     """`echo` to stderr (messages, warnings, errors)."""
     echo(*parts, file=sys.stderr, end=end, flush=flush)
+
+
+PLAIN_INTERVAL_S = 30.0  # off a terminal: at most one progress line per bar this often (and the last one)
+
+
+class PlainLines:
+    """A stream for tqdm off a terminal: each redraw becomes one line, without carriage returns or cursor moves
+    (tqdm writes `\\r` before every redraw and `\\x1b[A` to reach a bar's row; a log keeps them as garbage)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        for piece in CURSOR.sub("", text).replace("\r", "\n").split("\n"):
+            if piece.strip():
+                self._stream.write(piece.rstrip() + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+
+CURSOR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # CSI sequences (tqdm's cursor up, erase line)
+
+
+class _PlainBar(tqdm):  # type: ignore[type-arg]
+    """A tqdm bar that redraws at most every PLAIN_INTERVAL_S (forced refreshes included), then on close."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._plain_last = -math.inf
+        super().__init__(*args, **kwargs)
+
+    def refresh(self, nolock: bool = False, lock_args: Any = None) -> None:
+        now = time.monotonic()
+        if now - self._plain_last < PLAIN_INTERVAL_S:
+            return
+        self._plain_last = now
+        super().refresh(nolock, lock_args)
+
+
+def progress_bar(
+    *, total: int, initial: int, desc: str, disable: bool, position: int | None = None, leave: bool = True
+) -> tqdm:  # type: ignore[type-arg]
+    """A progress bar on stderr: redrawn in place on a terminal; elsewhere (CI logs, files) plain lines, one
+    per bar at most every PLAIN_INTERVAL_S and one at the end, with no carriage returns or cursor codes."""
+    if sys.stderr.isatty():
+        return tqdm(
+            total=total, initial=initial, desc=desc, position=position, disable=disable,
+            file=sys.stderr, dynamic_ncols=True, leave=leave,
+        )  # fmt: skip
+    return _PlainBar(
+        total=total, initial=initial, desc=desc, disable=disable, file=PlainLines(sys.stderr),
+        ascii=True, ncols=100, mininterval=PLAIN_INTERVAL_S, leave=leave,
+    )  # fmt: skip

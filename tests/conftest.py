@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,3 +25,12 @@ def _forget_remembered_secrets() -> Iterator[None]:
     """Values a test's launch specs read from the environment are redacted in that test only."""
     yield
     forget_all()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _loopback_never_through_a_proxy() -> None:
+    """The fake servers listen on loopback; lbeval's client honours HTTP(S)_PROXY (and NO_PROXY), so a proxy
+    the machine's environment names must not carry the tests' requests: loopback is added to NO_PROXY."""
+    if any(os.environ.get(v) for v in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy")):
+        for name in ("NO_PROXY", "no_proxy"):
+            os.environ[name] = ",".join(filter(None, [os.environ.get(name), "127.0.0.1", "localhost", "::1"]))

@@ -13,11 +13,11 @@ prints the records kept and the command line (`interrupted`, called by eval.cli)
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from eval.commands import options
 from eval.commands.options import add_specs_option
 from eval.errors import ConfigError
 from eval.records.run_folder import read_manifest
@@ -44,7 +44,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "default: the spec named like --variant, when there is one and no --base-url",
     )
     add_specs_option(p)
-    p.add_argument("--concurrency", type=int, default=1, help="units in flight (timing is valid only at 1)")
+    p.add_argument("--concurrency", type=options.positive_int, default=1, help="units in flight (timing is valid only at 1)")
     add_side_arguments(p, passes=",".join(DEFAULT_PASSES), seed="--seed")
     add_scenario_arguments(
         p,
@@ -73,7 +73,9 @@ def add_side_arguments(
     p.add_argument(
         "--passes", default=passes, help=f"comma list of {', '.join(PASS_CHOICES)} (default %(default)s)"
     )
-    p.add_argument("--timing-reps", type=int, default=5, help="timing repetitions per input (default 5)")
+    p.add_argument(
+        "--timing-reps", type=options.positive_int, default=5, help="timing repetitions per input (default 5)"
+    )
     p.add_argument(
         "--cold",
         choices=["auto", "salt", "reset", "evict"],
@@ -95,9 +97,12 @@ def add_side_arguments(
     req.add_argument(
         "--top-logprobs", type=int, default=20, help="top-k logprobs per token (0-20, default 20)"
     )
-    req.add_argument("--max-tokens", type=int, help="replace every example's output limit (smoke runs)")
+    req.add_argument(
+        "--max-tokens", type=options.positive_int, help="replace every example's output limit (smoke runs)"
+    )
     req.add_argument(
         "--chat-template-kwargs",
+        type=options.template_kwargs,
         default='{"enable_thinking": false}',
         help="JSON object for chat_template_kwargs, or 'none' (default %(default)s)",
     )
@@ -107,14 +112,14 @@ def add_side_arguments(
     net = p.add_argument_group("retries")
     net.add_argument(
         "--retries",
-        type=int,
+        type=options.retries_count,
         default=4,
         help="retries of connection errors, timeouts and 5xx (the probe's requests too)",
     )
-    net.add_argument("--backoff", type=float, default=1.0, help="first retry wait in seconds (doubles)")
+    net.add_argument("--backoff", type=options.backoff_seconds, default=1.0, help="first retry wait in seconds (doubles)")
     net.add_argument(
         "--timeout",
-        type=float,
+        type=options.timeout_seconds,
         default=600.0,
         help="seconds one request may take as a whole: connect, send and every read to the last byte, streamed "
         "or not (not per read; connecting alone is also bounded by 10 s); a request past it is a failed "
@@ -154,18 +159,6 @@ def add_scenario_arguments(p: argparse.ArgumentParser, title: str, how_they_run:
     scn.add_argument("--scenario-max-tokens", type=int, help="output limit of the scenarios' requests")
 
 
-def _template_kwargs(text: str) -> dict[str, object] | None:
-    if text.strip().lower() == "none":
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--chat-template-kwargs: not JSON ({exc.msg})") from None
-    if not isinstance(value, dict):
-        raise ConfigError("--chat-template-kwargs: must be a JSON object or 'none'")
-    return value
-
-
 def run_config(
     args: argparse.Namespace,
     variant: str,
@@ -203,7 +196,7 @@ def run_config(
         request=RequestSettings(
             seed=args.sampling_seed,
             top_logprobs=args.top_logprobs,
-            chat_template_kwargs=_template_kwargs(args.chat_template_kwargs),
+            chat_template_kwargs=args.chat_template_kwargs,
             max_tokens_override=args.max_tokens,
         ),
         stream_all=args.stream_all,
@@ -245,12 +238,17 @@ def scenario_config(
     return ScenarioSettings(
         scenarios=scenarios,
         batch_sizes=ints("batch_sizes", "batch_sizes", "--batch-sizes") or DEFAULT_BATCH_SIZES,
-        repeats=one("repeats", "repeats") or DEFAULT_REPEATS,
+        repeats=_given(one("repeats", "repeats"), DEFAULT_REPEATS),
         hit_lengths=ints("hit_lengths", "hit_lengths", "--hit-lengths"),
         hit_budget=hit_budget,
         inputs=one("scenario_inputs", "inputs"),
         max_tokens=one("scenario_max_tokens", "max_tokens"),
     )
+
+
+def _given(value: int | None, default: int) -> int:
+    """`value` unless it was not given (0 is a value, refused by its check, never read as "the default")."""
+    return default if value is None else value
 
 
 def run(args: argparse.Namespace) -> int:

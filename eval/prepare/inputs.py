@@ -123,6 +123,16 @@ class InputsHeader:
     n_available: dict[str, int] = field(default_factory=dict, metadata=AT_LEAST_0)
 
 
+def unicode_problem(value: Any) -> str | None:
+    """Why the strings of a JSON value cannot be written as UTF-8 (a lone surrogate such as a `\\ud800` escape,
+    which json.loads accepts); None if they can. The one check of every reader of text that is hashed or sent."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"not valid Unicode (a lone surrogate \\u{ord(exc.object[exc.start]):04x})"
+    return None
+
+
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -269,6 +279,8 @@ def _json_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             raise DataError(path, lineno, None, f"not valid JSON ({exc.msg})") from None
         except _DuplicateKey as exc:
             raise DataError(path, lineno, str(exc), "given twice on this line") from None
+        except RecursionError:
+            raise DataError(path, lineno, None, "not valid JSON (nested too deeply)") from None
         if not isinstance(obj, dict):
             raise DataError(path, lineno, None, f"expected a JSON object, got {_show(obj)}")
         yield lineno, obj
@@ -311,10 +323,9 @@ def field_problem(value: Any, tp: Any, rules: Mapping[str, Any]) -> str | None:
     """Why `value` is not a valid `tp` under `rules` (applied to each item of a list or dict); None if it is."""
     if not _fits(value, tp):
         return f"must be {_describe(tp)}, got {_show(value)}"
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return f"not valid Unicode (a lone surrogate \\u{ord(exc.object[exc.start]):04x})"
+    problem = unicode_problem(value)
+    if problem is not None:
+        return problem
     for leaf in _leaves(value):
         problem = _leaf_problem(leaf, rules)
         if problem is not None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.errors import DataError
-from eval.prepare.inputs import file_sha256
+from eval.prepare.inputs import file_sha256, unicode_problem
 
 HUB_REPO = "zai-org/LongBench"
 HUB_REVISION = "5e628be450b7e67fb7ae6e201bd6d8f7056f7672"
@@ -103,6 +103,10 @@ def parse_row(obj: Any, where: Path | str, lineno: int) -> Row:
         bad = [i for i, v in enumerate(items) if not isinstance(v, str)]
         if bad:
             raise DataError(where, lineno, f"{name}[{bad[0]}]", "must be a string")
+    for name in ROW_FIELDS:  # text that is hashed and sent must be UTF-8: no lone surrogate escapes
+        problem = unicode_problem(obj[name])
+        if problem is not None:
+            raise DataError(where, lineno, name, problem)
     if not obj["answers"]:
         raise DataError(where, lineno, "answers", "must hold at least one reference answer")
     if not obj["_id"]:
@@ -131,6 +135,8 @@ def parse_lines(lines: Iterable[str], where: Path | str) -> list[Row]:
             raise DataError(
                 where, lineno, None, f"not valid JSON ({exc.msg} at column {exc.colno})"
             ) from None
+        except RecursionError:
+            raise DataError(where, lineno, None, "not valid JSON (nested too deeply)") from None
         row = parse_row(obj, where, lineno)
         if row.id in seen:
             raise DataError(where, lineno, "_id", f"duplicate _id {row.id!r} (first on line {seen[row.id]})")

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.errors import DataError
+from eval.prepare.inputs import unicode_problem
 from eval.prepare.sources import DataSource, hub_file
 from scorers.longbench_v2.score import DIFFICULTIES, LENGTHS, LETTERS
 
@@ -89,6 +90,9 @@ def _field(file: object, line: int, index: int, obj: dict[str, Any], name: str) 
     allowed = VOCABULARIES.get(name)
     if allowed is not None and value not in allowed:
         raise DataError(file, line, name, f"{value!r} is not one of {', '.join(allowed)}{suffix}")
+    problem = unicode_problem(value)  # hashed and sent: no lone surrogate escapes
+    if problem is not None:
+        raise DataError(file, line, name, problem + suffix)
     if name == "_id" and not value:
         raise DataError(file, line, name, "must not be empty" + suffix)
     return value
@@ -123,6 +127,8 @@ def _elements(file: object, text: str) -> Iterator[tuple[int, int, object]]:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
             raise _json_error(file, exc) from None
+        except RecursionError:
+            raise DataError(file, None, None, "not valid JSON (nested too deeply)") from None
         raise DataError(file, None, None, f"expected a JSON array of rows, got {type(value).__name__}")
     pos = _skip(text, pos + 1)
     line, counted = 1, 0
@@ -137,6 +143,8 @@ def _elements(file: object, text: str) -> Iterator[tuple[int, int, object]]:
                 value, end = decoder.raw_decode(text, pos)
             except json.JSONDecodeError as exc:
                 raise _json_error(file, exc) from None
+            except RecursionError:
+                raise DataError(file, line, None, "not valid JSON (nested too deeply)") from None
             yield index, line, value
             pos = _skip(text, end)
             if text.startswith(",", pos):

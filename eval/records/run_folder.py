@@ -11,6 +11,8 @@ Layout (the only place these names are defined):
     runs/<variant>/<run_id>/.lock           the writer's lock (fcntl.flock, held for a whole `lbeval run`
                                             session; holds the writer's pid, host and start time)
     runs/<variant>/LATEST                   the run id of the variant's last run (written after each run)
+    runs/compare/, runs/inputs/, runs/servers/   lbeval's own folders beside the variants' (RESERVED_VARIANTS):
+                                            the comparisons, the inputs manifests, the managed servers' logs
 
 Slots: a complete run holds one final record per slot (dataset, example_id, pass_name, repetition);
 `expected_records` in the manifest counts slots. A slot can have several records: a warm miss (`invalid`,
@@ -40,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.atomic import atomic_write, write_failed
-from eval.errors import DataError, LbevalError, UsageError
+from eval.errors import ConfigError, DataError, LbevalError, UsageError
 from eval.records.codec import dumps_record, record_from_dict
 from eval.records.final import Selection, describe_duplicates
 from eval.records.types import READABLE_SCHEMA_VERSIONS, RequestRecord
@@ -53,6 +55,27 @@ STOP_NAME = "ab_stop.json"  # lbeval ab --stop-when-settled: the stop record (ev
 LATEST_NAME = "LATEST"
 SERVERS_LOG = "servers.jsonl"  # one line per session whose server lbeval started
 LOCK_NAME = ".lock"  # the writer's lock (see run_lock)
+# folders under runs/ that are not variants: no variant may be named like one (its runs would mix with them)
+RESERVED_VARIANTS = frozenset({"compare", "inputs", "servers"})
+
+
+def refuse_reserved_variant(name: str) -> None:
+    """ConfigError when `name` is one of lbeval's own folders under runs/ (RESERVED_VARIANTS)."""
+    if name.lower() in RESERVED_VARIANTS:
+        raise ConfigError(
+            f"variant {name!r}: reserved (runs/{name.lower()}/ holds lbeval's own files); "
+            f"choose another name (not {', '.join(sorted(RESERVED_VARIANTS))})"
+        )
+
+
+def refuse_ab_folder(run_dir: Path) -> None:
+    """ConfigError when `run_dir` holds one side of an `lbeval ab` session: resuming it with `lbeval run` would
+    append sequential records to an interleaved run, which the report would read as one paired session."""
+    if (run_dir / PAIRS_NAME).exists():
+        raise ConfigError(
+            f"{run_dir} is one side of an lbeval ab session (it holds {PAIRS_NAME}); lbeval run will not "
+            "resume into it: re-run the lbeval ab command, or pass --run-id NAME for a new run"
+        )
 
 
 @dataclass

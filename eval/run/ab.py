@@ -32,14 +32,11 @@ from __future__ import annotations
 
 import random
 import secrets
-import sys
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-
-from tqdm import tqdm
 
 from eval.atomic import WriteFailed
 from eval.errors import ConfigError, LbevalError
@@ -57,6 +54,7 @@ from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
 from eval.run.session import RunSession, open_client, read_inputs_of, serving
 from eval.serve.process import sigterm_as_interrupt
+from eval.terminal import progress_bar
 
 SIDES = ("a", "b")
 UnitId = tuple[int, str, int]  # (row index, unit kind, repetition)
@@ -270,9 +268,8 @@ def _pairs(
     left = sum(
         1 for u in a.session.units if any((u.row_index, u.kind, u.repetition) in s.todo for s in (a, b))
     )
-    bar = tqdm(
+    bar = progress_bar(
         total=len(a.session.units), initial=len(a.session.units) - left, desc="pairs   ", disable=config.quiet,
-        file=sys.stderr, dynamic_ncols=True,
     )  # fmt: skip
     with bar:
         for unit in units:

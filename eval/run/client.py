@@ -15,7 +15,8 @@ still ends at the deadline. Both HTTP clients run over `_DeadlineTransport`, who
 write and read by the time left to the deadline of the request in flight on that thread (`_DEADLINE`); the
 stream parser also checks the deadline between lines. Connecting has its own, shorter bound (`connect_s`,
 default 10 s). A request past its deadline fails with "timed out after N s (whole request)", retryable like
-other transport failures. (A custom transport means environment proxy variables are not used.)
+other transport failures. The transport honours HTTP_PROXY, HTTPS_PROXY and NO_PROXY itself
+(`environment_proxy`), as httpx would without a custom transport.
 """
 
 from __future__ import annotations
@@ -23,21 +24,24 @@ from __future__ import annotations
 import ssl
 import threading
 import time
+import urllib.request
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import httpcore2
 import httpx2
 import msgspec
 import openai
 
+from eval.errors import ConfigError
 from eval.prepare.inputs import InputRow
 from eval.records.types import ClientTimings, TopK, Usage
+from eval.redact import safe_url
 
 TOKEN_ID_PREFIX = "token_id:"
 ENDPOINTS = {"chat": "chat", "raw": "completions"}
@@ -110,7 +114,8 @@ def build_request(
     """
     endpoint = endpoint_for(row)
     text = row.prompt if prompt is None else prompt
-    limit = max_tokens if max_tokens is not None else (settings.max_tokens_override or row.max_tokens)
+    override = settings.max_tokens_override  # 0 is a limit (refused by the options), never "the example's"
+    limit = max_tokens if max_tokens is not None else (row.max_tokens if override is None else override)
     req: dict[str, Any] = {"model": model}
     if endpoint == "chat":
         req["messages"] = [{"role": "user", "content": text}]
@@ -607,14 +612,62 @@ class _DeadlineBackend(httpcore2.NetworkBackend):
         self._inner.sleep(seconds)
 
 
-class _DeadlineTransport(httpx2.HTTPTransport):
-    """httpx2's HTTP transport over a connection pool of _DeadlineStreams. httpx2 has no public way to give the
-    pool it builds a network backend, so that pool is replaced by an equivalent one that has ours."""
+def environment_proxy(url: str) -> str | None:
+    """The proxy the environment names for `url`: HTTP_PROXY or HTTPS_PROXY (by the URL's scheme, either case),
+    unless NO_PROXY (or no_proxy) lists its host (`_no_proxy`); None for a direct connection. The variables curl,
+    requests and httpx read; a CIDR range in NO_PROXY is not matched."""
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(parts.scheme)
+    if not proxy or _no_proxy(parts.hostname or "", proxies.get("no", "")):
+        return None
+    return proxy
 
-    def __init__(self) -> None:
+
+def _no_proxy(host: str, no_proxy: str) -> bool:
+    """NO_PROXY lists `host`: `*`, the host itself, or a domain it is under (`example.com`, `.example.com`);
+    a port after an entry is ignored (every port of that host)."""
+    host = host.lower().strip("[]")
+    for entry in no_proxy.split(","):
+        name = entry.strip().lower()
+        if name.count(":") == 1:  # host:port (an IPv6 address has more colons)
+            name = name.split(":")[0]
+        name = name.strip("[]").lstrip(".")
+        if name == "*" or (name and (host == name or host.endswith("." + name))):
+            return True
+    return False
+
+
+class _DeadlineTransport(httpx2.HTTPTransport):
+    """httpx2's HTTP transport over a connection pool of _DeadlineStreams, through `proxy` when one is given
+    (`environment_proxy`). httpx2 has no public way to give the pool it builds a network backend, so that pool is
+    replaced by an equivalent one that has ours (httpx2 builds an HTTP proxy's pool the same way)."""
+
+    def __init__(self, proxy: str | None = None) -> None:
         super().__init__(limits=_LIMITS)
-        self._pool = httpcore2.ConnectionPool(
-            ssl_context=httpx2.create_ssl_context(),
+        ssl_context = httpx2.create_ssl_context()
+        if proxy is None:
+            self._pool = httpcore2.ConnectionPool(
+                ssl_context=ssl_context,
+                max_connections=_LIMITS.max_connections,
+                max_keepalive_connections=_LIMITS.max_keepalive_connections,
+                keepalive_expiry=_LIMITS.keepalive_expiry,
+                network_backend=_DeadlineBackend(),
+            )
+            return
+        via = httpx2.Proxy(url=proxy)
+        if via.url.scheme not in ("http", "https"):
+            raise ConfigError(
+                f"proxy {safe_url(proxy)} (from the environment): only http:// and https:// proxies"
+            )
+        self._pool = httpcore2.HTTPProxy(
+            proxy_url=httpcore2.URL(
+                scheme=via.url.raw_scheme, host=via.url.raw_host, port=via.url.port, target=via.url.raw_path
+            ),
+            proxy_auth=via.raw_auth,
+            proxy_headers=via.headers.raw,
+            proxy_ssl_context=via.ssl_context,
+            ssl_context=ssl_context,
             max_connections=_LIMITS.max_connections,
             max_keepalive_connections=_LIMITS.max_keepalive_connections,
             keepalive_expiry=_LIMITS.keepalive_expiry,
@@ -703,7 +756,8 @@ class Client:
         self.root = root_url(self.base_url)
         self.timeout_s = timeout_s
         timeout = httpx2.Timeout(timeout_s, connect=min(connect_s, timeout_s))
-        oa_http = httpx2.Client(transport=_DeadlineTransport(), timeout=timeout, follow_redirects=True)
+        proxy = environment_proxy(self.base_url)  # HTTP(S)_PROXY unless NO_PROXY names the host
+        oa_http = httpx2.Client(transport=_DeadlineTransport(proxy), timeout=timeout, follow_redirects=True)
         self._oa = openai.OpenAI(
             base_url=self.base_url,
             api_key=api_key or "EMPTY",
@@ -712,7 +766,7 @@ class Client:
             http_client=oa_http,
         )
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx2.Client(transport=_DeadlineTransport(), timeout=timeout, headers=headers)
+        self._http = httpx2.Client(transport=_DeadlineTransport(proxy), timeout=timeout, headers=headers)
         self.dialect = VLLM_WIRE  # the probe sets the server kind's (eval/run/server_kinds.py)
         self.model_name = ""  # the served model (the probe sets it): `text_token_id`'s tokenize requests
         self._text_ids: dict[str, int] = {}

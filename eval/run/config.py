@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.errors import ConfigError, LbevalError
+from eval.records.run_folder import refuse_reserved_variant
 from eval.records.vocabulary import PASS_CHOICES
 from eval.run.client import RequestSettings
 from eval.run.passes import RetryPolicy, validate_passes
@@ -70,6 +71,7 @@ def validate_name(kind: str, name: str) -> str:
 
 def validate_config(config: RunConfig) -> None:
     validate_name("variant", config.variant)
+    refuse_reserved_variant(config.variant)
     if config.run_id is not None:
         validate_name("run id", config.run_id)
     validate_passes(config.passes)

@@ -1,18 +1,15 @@
-"""The progress bars of a session: one tqdm bar per pass, on stderr, silent with --quiet."""
+"""The progress bars of a session: one bar per pass on stderr (tqdm on a terminal, plain lines elsewhere), silent with --quiet."""
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections import Counter
 from typing import Any
 
-from tqdm import tqdm
-
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import PROGRESS_GROUPS, choice_of
 from eval.run.passes import Unit
-from eval.terminal import printable
+from eval.terminal import printable, progress_bar
 
 
 class Progress:
@@ -25,10 +22,9 @@ class Progress:
         self.invalid: Counter[str] = Counter()
         self._lock = threading.Lock()
         for pos, name in enumerate(b for b in PROGRESS_GROUPS if b in totals):
-            self.bars[name] = tqdm(
-                total=totals[name], initial=done[name], desc=f"{name:8}", position=pos, disable=quiet,
-                file=sys.stderr, dynamic_ncols=True, leave=True,
-            )  # fmt: skip
+            self.bars[name] = progress_bar(
+                total=totals[name], initial=done[name], desc=f"{name:8}", position=pos, disable=quiet
+            )  # plain lines off a terminal
 
     def record(self, rec: RequestRecord, final: bool) -> None:
         name = choice_of(rec.pass_name)

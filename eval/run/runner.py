@@ -19,7 +19,7 @@ from pathlib import Path
 
 from eval.atomic import WriteFailed
 from eval.errors import LbevalError
-from eval.records.run_folder import RECORDS_NAME, RecordWriter, run_lock
+from eval.records.run_folder import RECORDS_NAME, RecordWriter, refuse_ab_folder, run_lock
 from eval.records.types import RequestRecord
 from eval.run.client import Client, SendLedger
 from eval.run.config import (
@@ -74,13 +74,15 @@ def execute_run(
         # SIGTERM (CI, process managers) stops the session like Ctrl-C: outcome "interrupted", exit 130
         with sigterm_as_interrupt():
             inputs = read_inputs_of(config)
-            with run_lock(inputs.run_dir), serving(config) as (url, server):
-                config = replace(config, base_url=url)  # a managed server's, once started
-                with open_client(config, ledger or SendLedger()) as client:
-                    session = RunSession.prepare(config, client, inputs)
-                    session.on_record = on_record
-                    session.start(server)
-                    _send(session, client)
+            with run_lock(inputs.run_dir):
+                refuse_ab_folder(inputs.run_dir)  # an `lbeval ab` run folder is resumed by lbeval ab only
+                with serving(config) as (url, server):
+                    config = replace(config, base_url=url)  # a managed server's, once started
+                    with open_client(config, ledger or SendLedger()) as client:
+                        session = RunSession.prepare(config, client, inputs)
+                        session.on_record = on_record
+                        session.start(server)
+                        _send(session, client)
     except WriteFailed as exc:
         space = exc.errno in (errno.ENOSPC, errno.EDQUOT)
         hint = "free space, then re-run" if space else "once it can be written, re-run"

@@ -106,8 +106,8 @@ def serving(config: RunConfig) -> Iterator[tuple[str, dict[str, Any] | None]]:
     if config.server is None:
         yield config.base_url, None
         return
-    with start(config.server, echo=echo_err, runs=config.out) as server:
-        yield server.base_url, server.describe()
+    with start(config.server, echo=echo_err, runs=config.out) as server, server.reported_if_dead():
+        yield server.base_url, server.describe()  # a server that dies during the session is reported dead
 
 
 @dataclass(frozen=True)

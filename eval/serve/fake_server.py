@@ -120,7 +120,17 @@ class Fault:
     position: int = 0  # divergence: first generated position that differs
     delay_s: float = 0.02  # slow: before each streamed chunk (and each body piece)
     body_pieces: int = 0  # slow: a whole body is sent in this many pieces, delay_s before each (0: at once)
+    # slow: wait for this event before each chunk or piece instead of delay_s (a test holds a request until it
+    # has done what it must do while the request is in flight: no wall-clock race)
+    hold: threading.Event | None = None
     amount: float = 1e-5  # jitter: added to every logprob
+
+    def pause(self) -> None:
+        """slow: before each chunk or piece, wait for `hold` when set, else delay_s."""
+        if self.hold is not None:
+            self.hold.wait()
+        else:
+            time.sleep(self.delay_s)
 
     def matches(self, prompt: str, seen: int, body: dict[str, Any]) -> bool:
         if self.times == 0:
@@ -836,7 +846,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         size = -(-len(payload) // slow.body_pieces)
         for start in range(0, len(payload), size):
-            time.sleep(slow.delay_s)
+            slow.pause()
             self.wfile.write(payload[start : start + size])
             self.wfile.flush()
 
@@ -852,7 +862,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._drop()
                 return
             if slow is not None:
-                time.sleep(slow.delay_s)
+                slow.pause()
             data = b"data: " + chunk + b"\n\n"
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()

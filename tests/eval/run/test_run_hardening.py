@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def cli_run(fake: FakeServer, inputs: Path, out: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def wait_for_lines(path: Path, n: int, timeout_s: float = 60) -> None:
+def wait_for_lines(path: Path, n: int, timeout_s: float = 600) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if path.exists() and path.read_bytes().count(b"\n") >= n:
@@ -61,11 +62,17 @@ def test_a_second_run_on_the_same_folder_is_refused_naming_the_first(
     inputs = two_rows(tmp_path)
     out = tmp_path / "runs"
     run_dir = out / "v1" / default_run_id(inputs_digest(inputs))
-    fake.add_fault(Fault("slow", times=-1, delay_s=0.05))
+    # the second input's requests are held until the second run has been refused: the first is still writing
+    # then, whatever the machine's load
+    held = threading.Event()
+    fake.add_fault(Fault("slow", match="Example ex1:", times=-1, hold=held))
     first = cli_run(fake, inputs, out)
-    wait_for_lines(run_dir / RECORDS_NAME, 1)
-    second = cli_run(fake, inputs, out)
-    _, err = second.communicate(timeout=60)
+    try:
+        wait_for_lines(run_dir / RECORDS_NAME, 1)
+        second = cli_run(fake, inputs, out)
+        _, err = second.communicate(timeout=600)
+    finally:
+        held.set()
     assert second.returncode == 1
     assert err.startswith(
         f"lbeval run: error: {run_dir}: another lbeval run (pid {first.pid} on {socket.gethostname()}, since "
@@ -209,11 +216,15 @@ def test_sigterm_stops_the_run_like_ctrl_c_and_it_resumes(fake: FakeServer, tmp_
     inputs = two_rows(tmp_path)
     out = tmp_path / "runs"
     run_dir = out / "v1" / default_run_id(inputs_digest(inputs))
-    fake.add_fault(Fault("slow", times=-1, delay_s=0.05))
+    held = threading.Event()  # the second input's requests wait until the run was stopped: it stops mid-run
+    fake.add_fault(Fault("slow", match="Example ex1:", times=-1, hold=held))
     proc = cli_run(fake, inputs, out)
-    wait_for_lines(run_dir / RECORDS_NAME, 3)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
+    try:
+        wait_for_lines(run_dir / RECORDS_NAME, 3)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=600)
+    finally:
+        held.set()
     assert proc.returncode == 130, err
     # the interrupt says what was kept and how to resume (tests/eval/test_exit_codes.py), nothing else
     lines = err.strip().splitlines()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from dataclasses import replace
@@ -213,28 +214,39 @@ def test_interrupt_at_concurrency_two_then_resume(fake: FakeServer, tmp_path: Pa
 
 
 def test_killed_process_then_resume(fake: FakeServer, tmp_path: Path) -> None:
+    # the second input's requests are held by the server until the process is killed: it is killed mid-run
+    # whatever the machine's load (no race between polling the records file and the run finishing)
     inputs = two_rows(tmp_path)
-    fake.add_fault(Fault("slow", times=-1, delay_s=0.05))
+    held = threading.Event()
+    fake.add_fault(Fault("slow", match="Example ex1:", times=-1, hold=held))
     out = tmp_path / "runs"
     cmd = [sys.executable, "-m", "eval.cli", "run", "--variant", "v1", "--inputs", str(inputs)]
     cmd += ["--base-url", fake.base_url, "--out", str(out), "--timing-reps", "2", "--stream-all", "--quiet"]
     cmd += ["--seed", "3", "--backoff", "0.01"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    records_file = next(iter(out.glob("v1/*/" + RECORDS_NAME)), None)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        records_file = next(iter(out.glob("v1/*/" + RECORDS_NAME)), None)
-        if records_file is not None and records_file.read_bytes().count(b"\n") >= 3:
-            break
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
-    assert records_file is not None
-    fake.faults.clear()
+    try:
+        records_file = wait_for_records(proc, out, 9)  # the first input's 9, then it waits on the second
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        held.set()
+        fake.faults.clear()
     before = load_run(records_file.parent)
-    assert not before.manifest.complete and 3 <= len(before.records) < 18
+    assert not before.manifest.complete and len(select_final(before.records).final) == 9
+    assert {r.example_id for r in before.records} == {"ex0"}  # killed while the second input was in flight
     config = replace(config_for(fake, inputs, out), stream_all=True)
     assert_complete_without_duplicates(execute_run(config))
+
+
+def wait_for_records(proc: subprocess.Popen[bytes], out: Path, n: int) -> Path:
+    """The records file once it holds n lines (the process is stopped by the test's hold, not by a clock)."""
+    while True:
+        records_file = next(iter(out.glob("v1/*/" + RECORDS_NAME)), None)
+        if records_file is not None and records_file.read_bytes().count(b"\n") >= n:
+            return records_file
+        if proc.poll() is not None:
+            raise AssertionError(f"lbeval run exited ({proc.returncode}) before writing {n} records")
+        time.sleep(0.05)
 
 
 def test_torn_last_line_is_reported_and_dropped(fake: FakeServer, tmp_path: Path) -> None:
@@ -335,8 +347,11 @@ def test_server_down_then_back_reruns_the_group(fake: FakeServer, tmp_path: Path
 
 
 def test_metrics_recorded_after_a_lag(tmp_path: Path) -> None:
+    # the server counts each request 0.15 s after answering it; the watch waits until it has (a condition), with
+    # a bound far past any load (config_for's 0.5 s is a margin a loaded machine can overrun)
     with FakeServer(metrics_lag_s=0.15) as server:
-        records = assert_complete_without_duplicates(run(server, tmp_path, passes=("cold", "warm")))
+        run_dir = run(server, tmp_path, passes=("cold", "warm"), metrics_wait_s=600.0)
+        records = assert_complete_without_duplicates(run_dir)
     for r in records:
         assert r.server_metrics is not None and r.server_metrics["requests"] == 1.0
         assert "prefill_time_s" in r.server_metrics
