@@ -3,7 +3,7 @@ fake server (tests/fake_server.py) or listed in EXCLUDED with the reason, and ev
 
 The convention (docs/development.md, "Documentation"): a command is a line starting with `$ ` inside a
 ```console fence (a line ending in `\\` continues on the next one); other lines of the fence are sample output
-and are not checked. `$URL` is a running server's base URL (`$URL_A`, `$URL_B`: two of them); a trailing
+and are not checked. `$URL` is a running server's base URL (`$URL_A`, `$URL_B`: two of them); a comment
 `# exit N` says the command is meant to exit N (default 0). A page's commands run in order, in one empty folder
 of their own, with fresh fake servers. Shell commands in a ```sh, ```bash, ```shell or untagged fence fail a
 test: they would be neither run nor excluded."""
@@ -56,7 +56,9 @@ EXCLUDED = (
     Exclusion(r"^lbeval serve\b", REAL + " (serve waits for Ctrl-C)"),
     Exclusion(r"--specs my-variants\.toml", "a GPU machine's launch specs (two vLLM builds, 2 GPUs each)"),
     Exclusion(r"--tokenizer /models/", "a GPU machine's model folder"),
-    Exclusion(r"--specs gpu-ab(-shared)?\.toml", "launch specs of vLLM servers on GPUs (docs/servers/gpu-ab.md)"),
+    Exclusion(
+        r"--specs gpu-ab(-shared)?\.toml", "launch specs of vLLM servers on GPUs (docs/servers/gpu-ab.md)"
+    ),
     Exclusion(r"^CUDA_VISIBLE_DEVICES=|127\.0\.0\.1:800[01]/v1 --base-url-b", "vLLM servers on a GPU box"),
     Exclusion(r"^lbeval prepare --datasets", "downloads LongBench from the Hugging Face Hub"),
     Exclusion(r"^python -m bench\b", "a measurement (bench/): minutes, and some need the CPU server"),
@@ -66,7 +68,7 @@ EXCLUDED = (
 
 FENCE = re.compile(r"^(\s*)```\s*([\w+-]*)")
 SHELLISH = re.compile(r"^\s*(\$ |lbeval |make |python |\.venv/|bash |rm |cd |\. )")
-EXPECT = re.compile(r"#\s*exit (\d+)\s*$")
+EXPECT = re.compile(r"#\s*exit (\d+)\b")
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,7 @@ def test_every_exclusion_excludes_a_documented_command() -> None:
 def test_the_convention_is_parsed_as_documented(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text(
-        "text\n```console\n$ lbeval a \\\n    --b\noutput line\n$ lbeval gate x y   # exit 2\n```\n"
+        "text\n```console\n$ lbeval a \\\n    --b\noutput line\n$ lbeval gate x y   # exit 2: no verdict\n```\n"
         "```toml\n[x]\n```\n",
         encoding="utf-8",
     )
@@ -176,7 +178,7 @@ def test_the_convention_is_parsed_as_documented(tmp_path: Path) -> None:
     found = list(commands_of(fenced[0]))
     assert [(c.line, c.text, c.expected_exit) for c in found] == [
         (3, "lbeval a \\\n    --b", 0),
-        (6, "lbeval gate x y   # exit 2", 2),
+        (6, "lbeval gate x y   # exit 2: no verdict", 2),
     ]
 
 
