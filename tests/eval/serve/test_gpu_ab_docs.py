@@ -55,5 +55,5 @@ def test_one_shared_device_at_half_memory(tmp_path: Path) -> None:
 
 def test_the_commands_on_the_page_name_specs_it_defines(tmp_path: Path) -> None:
     defined = {n for specs in doc_specs(tmp_path) for n in specs}
-    used = set(re.findall(r"^lbeval ab (\S+) (\S+)", DOC.read_text(encoding="utf-8"), re.M))
+    used = set(re.findall(r"^(?:\$ )?lbeval ab (\S+) (\S+)", DOC.read_text(encoding="utf-8"), re.M))
     assert len(used) >= 4 and all(a in defined and b in defined for a, b in used), used
