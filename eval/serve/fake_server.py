@@ -65,6 +65,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from eval.terminal import echo
+
 NEWLINE_ID = 198
 CHAT_PREFIX = [1, 882, 198]  # <|im_start|> user \n
 CHAT_SUFFIX = [2, 198, 1, 520, 198]  # <|im_end|> \n <|im_start|> assistant \n
@@ -993,7 +995,7 @@ def main(argv: list[str] | None = None) -> None:
     server = FakeServer(block_size=args.block_size, max_model_len=args.max_model_len)
     server.port = args.port
     server.start()
-    print(server.base_url, flush=True)
+    echo(server.base_url, flush=True)
     try:
         while True:
             time.sleep(3600)
