@@ -176,6 +176,14 @@ def _no_invalid_warm(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
     return _count_max("no_invalid_warm", counts, look, p)
 
 
+def _cache_reports(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
+    counts = [
+        (side, sum(r.cache_finding is not None for r in run.loaded.records))
+        for side, run in runs_named(look.c, p["runs"])
+    ]
+    return _count_max("cache_reports_consistent", counts, look, p)
+
+
 def input_log_ratios(c: Comparison) -> list[float]:
     """Per input, in session order: the mean log(variant / base) warm server prefill over its adjacent pairs."""
     pairs = session_pairs(c.base, c.variant)
@@ -217,6 +225,7 @@ SETTLERS: dict[str, Callable[[Look, Mapping[str, Any]], RuleSettlement]] = {
     "no_errors": _no_errors,
     "no_invalid_warm": _no_invalid_warm,
     "warm_prefill_change": _timing,
+    "cache_reports_consistent": _cache_reports,
 }
 
 

@@ -43,6 +43,7 @@ from eval.prepare.dataset_specs import get_spec
 from eval.prepare.dataset_specs_v2 import is_v2
 from eval.prepare.inputs import InputRow, sha256_text
 from eval.records.final import select_final
+from eval.records.server_figures import FigureCheck, figure_check
 from eval.records.types import CACHE_UNVERIFIED, CACHE_VERIFIED, RequestRecord, Usage
 from eval.records.vocabulary import ANSWER_PASSES, PASS_CHOICES, UNIT_MAIN, UNIT_TIMING
 from eval.run.client import (
@@ -551,6 +552,8 @@ class Observed:
     seq: int
     epoch: int
     server: dict[str, float] | None  # per-request metric deltas (concurrency 1 with /metrics)
+    foreign: str | None = None  # why `server` is not this request's own (RequestRecord.server_foreign)
+    finding: str | None = None  # usage vs the server's hit counter (RequestRecord.cache_finding)
 
 
 def _send_observed(ctx: Context, row: InputRow, req: dict[str, Any], what: str) -> Observed:
@@ -566,12 +569,13 @@ def _send_observed(ctx: Context, row: InputRow, req: dict[str, Any], what: str) 
     server = None
     if before is not None and after is not None and not went_backwards(before, after):
         server = request_deltas(before, after)
-    cached = out.response.usage.cached_tokens if out.response is not None else None
-    hits = None if server is None else server.get("prefix_cache_hits")
-    if server is not None and hits is not None and cached not in (None, hits):
-        server["cached_tokens_mismatch"] = 1.0
+    # whose figures are these (eval/records/server_figures.py): every watched counter moved by this request?
+    check = figure_check(server, out.response.usage) if out.response is not None else FigureCheck(None, None)
+    if check.foreign is not None:
+        ctx.count("foreign_figures")
+    if check.finding is not None:
         ctx.count("cached_tokens_mismatch")
-    return Observed(out, seq, epoch, server)
+    return Observed(out, seq, epoch, server, check.foreign, check.finding)
 
 
 def _send_attempt(ctx: Context, row: InputRow, unit: Unit, gs: GroupState, at: Attempt) -> RequestRecord:
@@ -606,7 +610,7 @@ def _send_attempt(ctx: Context, row: InputRow, unit: Unit, gs: GroupState, at: A
     return replace(
         base, status=status, error=reason, output_text=resp.text, finish_reason=resp.finish_reason,
         output_token_ids=resp.token_ids, topk=resp.topk, usage=resp.usage, expected_cached_tokens=expected,
-        timings=resp.timings, server_metrics=obs.server,
+        timings=resp.timings, server_metrics=obs.server, server_foreign=obs.foreign, cache_finding=obs.finding,
     )  # fmt: skip
 
 
