@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from eval.analyze.aa_floor import AaFloor, check_against
 from eval.analyze.compare import Comparison, compare
 from eval.analyze.paired import paired_values, session_pairs
 from eval.analyze.score import ScoredRun, load_inputs, score_loaded
@@ -268,12 +269,16 @@ def settle(c: Comparison, policy: Policy, k: int, n: int) -> Settlement:
     )
 
 
-def stop_check(policy: Policy) -> Callable[[StopQuery], Settlement]:
-    """The callback of `lbeval ab --stop-when-settled` (eval/run/ab.StopCheck)."""
+def stop_check(policy: Policy, floor: AaFloor | None = None) -> Callable[[StopQuery], Settlement]:
+    """The callback of `lbeval ab --stop-when-settled` (eval/run/ab.StopCheck); `floor`: the A/A floor of
+    `lbeval ab --aa-floor RUN_A RUN_B` (a policy's max_change_aa_multiple reads it, as the gate's does)."""
 
     def check(query: StopQuery) -> Settlement:
         base, variant = _partial(query)
         c = compare(base, variant, allow_mismatch=True)
+        if floor is not None:
+            check_against(floor, base, variant)  # the A/A runs asked these inputs of this model
+            c = replace(c, aa_floor=floor)
         return settle(c, policy, len(query.inputs_run), query.inputs_planned)
 
     return check
