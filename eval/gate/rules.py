@@ -290,9 +290,9 @@ RULES: dict[str, Callable[[Comparison, Mapping[str, Any]], RuleResult]] = {
     "cold_scores": rule_cold_scores,
     "no_invalid_warm": rule_no_invalid_warm,
     "no_errors": rule_no_errors,
+    "cache_reports_consistent": rule_cache_reports_consistent,
     "warm_prefill_change": rule_warm_prefill_change,
     "cross_variant_cold": rule_cross_variant_cold,
-    "cache_reports_consistent": rule_cache_reports_consistent,
     # the scenarios' rules (eval/gate/scenario_rules.py)
     "hitlen_cache_honoured": scenario_rules.rule_hitlen_cache_honoured,
     "batch_invariant": scenario_rules.rule_batch_invariant,

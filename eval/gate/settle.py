@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.analyze.aa_floor import AaFloor, check_against
-from eval.analyze.compare import Comparison, compare
+from eval.analyze.compare import BOOTSTRAP_RESAMPLES, Comparison, compare
 from eval.analyze.paired import paired_values, session_pairs
 from eval.analyze.score import ScoredRun, load_inputs, score_loaded
 from eval.errors import DataError
@@ -80,6 +80,7 @@ from eval.run.ab import StopQuery
 from scorers.sequential import asymptotic_cs, asymptotic_rho2
 
 CS_ALPHA = 0.05
+STOP_CHECK_RESAMPLES = 1  # IncrementalCheck's comparison: its bootstrap intervals are read by no settlement
 CS_MIN_N = 10  # scorers/sequential.asymptotic_cs: no bounds before this many inputs
 STOPPED_OUTCOME = "stopped early"  # the start of a stopped session's outcome in the manifest (eval/run/ab.py)
 FULL_RUN_ONLY = ("cold_scores", "hitlen_cache_honoured", "batch_invariant", "hitlen_equality",
@@ -159,8 +160,11 @@ class _RunTail:
 
 class IncrementalCheck:
     """The stop check of one session (`stop_check`), kept between its looks: each side's rows are read once and
-    its records incrementally (only the lines appended since the last look), and the partial runs are scored
-    once, on the inputs run (not the whole run first, then the inputs run, as `_partial` does). Its decisions
+    its records incrementally (only the lines appended since the last look), the partial runs are scored
+    once, on the inputs run (not the whole run first, then the inputs run, as `_partial` does), and their
+    comparison draws STOP_CHECK_RESAMPLES bootstrap resamples: no settlement reads a bootstrap interval (the
+    timing rule settles on its confidence sequence; the gate's other results are read for their status, which
+    a bootstrap does not change). Its decisions
     are those of `scratch_check` (tests/eval/gate/test_settle_incremental.py); bench/bench_stop_check.py times
     a look of each."""
 
@@ -177,13 +181,14 @@ class IncrementalCheck:
     def __call__(self, query: StopQuery) -> Settlement:
         keys = list(query.inputs_run)
         base, variant = (self._side(d, keys) for d in query.run_dirs)
-        return _settle_look(base, variant, self.policy, self.floor, query)
+        return _settle_look(base, variant, self.policy, self.floor, query, STOP_CHECK_RESAMPLES)
 
 
 def _settle_look(
-    base: ScoredRun, variant: ScoredRun, policy: Policy, floor: AaFloor | None, query: StopQuery
-) -> Settlement:
-    c = compare(base, variant, allow_mismatch=True)
+    base: ScoredRun, variant: ScoredRun, policy: Policy, floor: AaFloor | None, query: StopQuery,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> Settlement:  # fmt: skip
+    c = compare(base, variant, allow_mismatch=True, resamples=resamples)
     if floor is not None:
         check_against(floor, base, variant)  # the A/A runs asked these inputs of this model
         c = replace(c, aa_floor=floor)
