@@ -28,7 +28,7 @@ from eval.run.client import Client, RequestSettings, build_request
 from eval.run.runner import execute_run
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.eval.records.test_run_folder import make_record
-from tests.fake_server import FakeServer
+from tests.fake_server import FakeServer, Fault
 
 LAG_S = 0.02
 
@@ -181,3 +181,34 @@ def test_a_3x_slower_variant_fails_warm_prefill_change_with_a_stranger_on_the_ba
     strict.write_text(POLICY.format(fraction=0.0))
     assert main(["gate", str(da), str(db), "--policy", str(strict)]) == 2
     assert "max_foreign_fraction 0" in " ".join(capsys.readouterr().out.split())
+
+
+# ---------------------------------------------------------------- usage vs the server's counters
+
+
+def test_usage_overreporting_a_hit_the_server_recomputed_fails_cache_reports_consistent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(3)])
+    with FakeServer() as a, FakeServer() as b:
+        # the variant's warm request of ex1 misses the cache (recomputed) but its usage claims the full hit
+        for kind in ("warm_miss", "overreport"):
+            b.add_fault(Fault(kind, match="Example ex1:", salt_seen=1))
+        ca = config_for(a, inputs, tmp_path / "runs", variant="base", passes=("cold", "warm", "repeat"))
+        da = execute_run(ca)
+        db = execute_run(replace(ca, variant="over", base_url=b.base_url))
+    (warm,) = [r for r in _records(db) if r.example_id == "ex1" and r.pass_name == "warm"]
+    n = warm.usage.prompt_tokens  # the fake's block size is 16: usage claims the prompt's full blocks
+    assert n is not None and warm.status == "ok"  # usage says it hit: verification cannot see the fault
+    claimed = (n - 1) // 16 * 16
+    assert warm.cache_finding == f"usage reports {claimed} cached tokens, the server counted 0 hits"
+    assert sum(r.cache_finding is not None for r in _records(db)) == 1
+    assert all(r.cache_finding is None for r in _records(da))
+    capsys.readouterr()
+    assert main(["gate", str(da), str(db)]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        "FAIL cache_reports_consistent: measured usage vs server hit count disagree: base 0, variant 1; "
+        f"threshold <= 0 per run (first: variant qasper/ex1 warm: usage reports {claimed} cached tokens, the "
+        "server counted 0 hits)"
+    ) in out
