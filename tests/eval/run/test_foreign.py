@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -24,7 +25,7 @@ from eval.records.run_folder import RECORDS_NAME, scan_records
 from eval.records.server_figures import figure_check
 from eval.records.types import RequestRecord, Usage
 from eval.run.ab import AbConfig, execute_ab
-from eval.run.client import Client, RequestSettings, build_request
+from eval.run.client import RequestSettings, build_request
 from eval.run.runner import execute_run
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.eval.records.test_run_folder import make_record
@@ -53,13 +54,19 @@ def stranger(fake: FakeServer, seed: int = 11) -> Iterator[list[int]]:
     row = make_row(900, words=800)
 
     def loop() -> None:
-        with Client(fake.base_url) as other:
-            while not stop.is_set():
-                salt = f"stranger-{len(sent)}"
-                req = build_request(row, RequestSettings(), model="fake-model", cache_salt=salt, stream=False)
-                other.send("chat", {**req, "max_tokens": 1})
-                sent.append(1)
-                stop.wait(rng.uniform(0.005, 0.06))
+        # plain HTTP, not eval.run.client: this process's ledger of requests sent does not see it (as it does
+        # not see another lbeval process's)
+        while not stop.is_set():
+            salt = f"stranger-{len(sent)}"
+            req = build_request(row, RequestSettings(), model="fake-model", cache_salt=salt, stream=False)
+            body = json.dumps({**req, "max_tokens": 1}).encode()
+            post = urllib.request.Request(
+                f"{fake.base_url}/chat/completions", body, {"Content-Type": "application/json"}
+            )
+            with urllib.request.urlopen(post, timeout=10) as answer:
+                answer.read()
+            sent.append(1)
+            stop.wait(rng.uniform(0.005, 0.06))
 
     thread = threading.Thread(target=loop, daemon=True)
     thread.start()
@@ -135,6 +142,9 @@ def test_two_clients_on_one_server_keep_no_foreign_figure(tmp_path: Path) -> Non
     kept = [r for r in with_figures if r.server_foreign is None]
     foreign = [r for r in with_figures if r.server_foreign is not None]
     assert foreign, "the stranger never landed in a window: the test measured nothing"
+    # the fake's usage never lies: no finding, although lagging counts of the same prompt (a timing_cold's, in
+    # its timing_warm's window) look like one when taken alone
+    assert [r.cache_finding for r in records if r.cache_finding is not None] == []
     assert kept, "every figure was foreign: nothing left to check"
     for r in kept:  # every kept figure is its own request's: the fake's formula on its own usage
         assert r.server_metrics is not None
