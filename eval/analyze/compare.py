@@ -155,7 +155,9 @@ def _change(result: stats.BootstrapResult, scale: float) -> Change:
     return replace(result, estimate=result.estimate * scale, low=result.low * scale, high=result.high * scale)
 
 
-def warm_score_change(base: ScoredRun, variant: ScoredRun, dataset: str, seed: int) -> Change | None:
+def warm_score_change(
+    base: ScoredRun, variant: ScoredRun, dataset: str, seed: int, resamples: int = BOOTSTRAP_RESAMPLES
+) -> Change | None:
     """Variant minus base warm score, in points, paired by example (examples scored in both)."""
     a_scores, b_scores = base.example_scores.get("warm", {}), variant.example_scores.get("warm", {})
     keys = [k for k in base.keys if k[0] == dataset and k in a_scores and k in b_scores]
@@ -163,7 +165,7 @@ def warm_score_change(base: ScoredRun, variant: ScoredRun, dataset: str, seed: i
         return None
     a = np.array([100.0 * a_scores[k].official for k in keys])
     b = np.array([100.0 * b_scores[k].official for k in keys])
-    result = stats.paired_bootstrap_difference(a, b, seed=seed, n_resamples=BOOTSTRAP_RESAMPLES)
+    result = stats.paired_bootstrap_difference(a, b, seed=seed, n_resamples=resamples)
     return _change(result, 1.0)
 
 
@@ -186,11 +188,13 @@ def paired_timing(base: ScoredRun, variant: ScoredRun, measure: str) -> tuple[np
     )
 
 
-def timing_change(base: ScoredRun, variant: ScoredRun, measure: str, seed: int) -> Change | None:
+def timing_change(
+    base: ScoredRun, variant: ScoredRun, measure: str, seed: int, resamples: int = BOOTSTRAP_RESAMPLES
+) -> Change | None:
     a, b = paired_timing(base, variant, measure)
     if a.shape[0] < 2 or float(np.nanmean(a)) <= 0.0:
         return None
-    result = stats.paired_bootstrap_relative_change(a, b, seed=seed, n_resamples=BOOTSTRAP_RESAMPLES)
+    result = stats.paired_bootstrap_relative_change(a, b, seed=seed, n_resamples=resamples)
     return _change(result, 100.0)
 
 
@@ -276,15 +280,21 @@ def _paired_change(paired: PairedTiming, measure: str) -> Change | None:
 
 
 def compare(
-    base: ScoredRun, variant: ScoredRun, *, allow_mismatch: bool = False, seed: int = BOOTSTRAP_SEED
+    base: ScoredRun,
+    variant: ScoredRun,
+    *,
+    allow_mismatch: bool = False,
+    seed: int = BOOTSTRAP_SEED,
+    resamples: int = BOOTSTRAP_RESAMPLES,
 ) -> Comparison:
-    """Build the comparison; raises MismatchError when the runs asked different things."""
+    """Build the comparison; raises MismatchError when the runs asked different things. `resamples`: of every
+    bootstrap interval (the stop check, which reads none of them, asks for 1: eval/gate/settle.py)."""
     mismatches = find_mismatches(base.loaded.manifest, variant.loaded.manifest)
     if mismatches and not allow_mismatch:
         raise MismatchError(mismatches)
     execution = execution_order(base, variant)
-    paired = interleaved_timing(base, variant, seed, BOOTSTRAP_RESAMPLES)
-    timing_changes = {m: timing_change(base, variant, m, seed) for m in TIMING_MEASURES}
+    paired = interleaved_timing(base, variant, seed, resamples)
+    timing_changes = {m: timing_change(base, variant, m, seed, resamples) for m in TIMING_MEASURES}
     warnings = comparison_warnings(base, variant, mismatches, "interleaved" if paired else execution)
     if paired is not None:  # one lbeval ab session: the per-pair figures of adjacent requests
         execution = "interleaved"
@@ -297,7 +307,9 @@ def compare(
         allow_mismatch=allow_mismatch,
         seed=seed,
         cross=cross_cold(base, variant),
-        warm_changes={ds: warm_score_change(base, variant, ds, seed) for ds in base.scores.datasets},
+        warm_changes={
+            ds: warm_score_change(base, variant, ds, seed, resamples) for ds in base.scores.datasets
+        },
         timing_changes=timing_changes,
         execution=execution,
         warnings=warnings,

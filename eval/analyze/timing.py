@@ -59,8 +59,17 @@ TIMING_MEASURES = {  # measure name -> the pass it is read from (see measure_ms)
 }
 
 
+def server_figure(measure: str) -> bool:
+    """The measure is read from the server's /metrics deltas (not from the client's clock)."""
+    return measure.endswith("prefill_ms")
+
+
 def measure_ms(rec: RequestRecord, measure: str) -> float | None:
-    if measure.endswith("prefill_ms"):
+    """The measure of one record in ms; None when missing, or when it is a server figure that is not the
+    request's own (`server_foreign`, eval/records/server_figures.py): no timing statistic reads those."""
+    if server_figure(measure):
+        if rec.server_foreign is not None:
+            return None
         value = (rec.server_metrics or {}).get("prefill_time_s")
     else:
         value = rec.timings.first_token_s if rec.timings is not None else None
@@ -94,6 +103,30 @@ class Timing:
     n_inputs: dict[str, int]  # inputs with at least one value, per measure
     valid: bool
     flags: list[str]
+    foreign: int = 0  # ok timing records whose server figures are not their own (left out of every statistic)
+    with_figures: int = 0  # ok timing records with server figures, foreign or not (the denominator)
+
+    @property
+    def foreign_fraction(self) -> float | None:
+        return self.foreign / self.with_figures if self.with_figures else None
+
+
+@dataclass(frozen=True)
+class ForeignCount:
+    foreign: int
+    of: int  # ok timing records with server figures
+
+
+def foreign_figures(keys: Sequence[Key], sel: Selection, reps: int) -> ForeignCount:
+    """Of the ok timing records with server figures, how many carry figures that are not their own."""
+    recs = [
+        rec
+        for k in keys
+        for p in ("timing_cold", "timing_warm")
+        for r in range(reps)
+        if (rec := ok_record(sel, k, p, r)) is not None and rec.server_metrics
+    ]
+    return ForeignCount(sum(rec.server_foreign is not None for rec in recs), len(recs))
 
 
 def timing(keys: Sequence[Key], sel: Selection, settings: Mapping[str, Any]) -> Timing:
@@ -110,8 +143,14 @@ def timing(keys: Sequence[Key], sel: Selection, settings: Mapping[str, Any]) -> 
         means[m] = statistics.fmean(vals) if vals else None
         n_inputs[m] = len(vals)
     flags = timing_flags(keys, sel, reps, concurrency, n_inputs)
+    foreign = foreign_figures(keys, sel, reps)
+    if foreign.foreign:
+        flags.append(
+            f"foreign: {foreign.foreign} of {foreign.of} server figures were not their request's own (another "
+            "request counted in the window), left out"
+        )
     valid = reps > 0 and concurrency == 1 and not any(f.startswith("invalid:") for f in flags)
-    return Timing(reps, concurrency, per_input, means, n_inputs, valid, flags)
+    return Timing(reps, concurrency, per_input, means, n_inputs, valid, flags, foreign.foreign, foreign.of)
 
 
 def timing_flags(

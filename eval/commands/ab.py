@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eval.commands import run as run_command
 from eval.commands.options import add_specs_option
@@ -20,6 +21,9 @@ from eval.run.ab import AbConfig, StopCheck, execute_ab
 from eval.run.runner import EXIT_INCOMPLETE, RunConfig
 from eval.serve.launch_specs import spec_for_run
 from eval.terminal import echo, echo_err
+
+if TYPE_CHECKING:
+    from eval.analyze.aa_floor import AaFloor
 
 HELP = "Interleaved A/B: send every unit to two live servers in a seeded, balanced, paired order (resumable)."
 
@@ -52,6 +56,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--policy", type=Path, help="the gate policy --stop-when-settled settles (default: the shipped one)"
+    )
+    p.add_argument(
+        "--aa-floor",
+        nargs=2,
+        metavar=("RUN_A", "RUN_B"),
+        help="with --stop-when-settled: the two runs of an A/A session (lbeval ab X X, same inputs; folders or "
+        "variant names under --out) whose floor a policy's max_change_aa_multiple reads; give the gate the "
+        "same --aa-floor",
     )
     run_command.add_scenario_arguments(
         p, "scenarios (as `lbeval run`; each scenario unit is a pair like the cache units)",
@@ -108,13 +120,29 @@ def run(args: argparse.Namespace) -> int:
 
 def _stop_check(args: argparse.Namespace) -> StopCheck | None:
     if not args.stop_when_settled:
-        if args.policy is not None:
-            raise ConfigError("--policy is for --stop-when-settled (the gate takes its own --policy)")
+        for option, given in (("--policy", args.policy), ("--aa-floor", args.aa_floor)):
+            if given is not None:
+                raise ConfigError(f"{option} is for --stop-when-settled (the gate takes its own {option})")
         return None
     from eval.gate.policy import load_policy  # heavy (analysis, scorers): imported when used
     from eval.gate.settle import stop_check
 
-    return stop_check(load_policy(args.policy))  # a bad policy stops here, before any server starts
+    policy = load_policy(args.policy)  # a bad policy stops here, before any server starts
+    return stop_check(policy, _aa_floor(args))
+
+
+def _aa_floor(args: argparse.Namespace) -> AaFloor | None:
+    """The A/A floor of --aa-floor's runs, as `lbeval gate --aa-floor` computes it (its default bootstrap seed),
+    so that the gate reproduces the stop; an A/A pair that cannot calibrate stops here (exit 2)."""
+    if not args.aa_floor:
+        return None
+    from eval.analyze.aa_floor import aa_floor
+    from eval.analyze.compare import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+    from eval.analyze.score import score_run
+    from eval.records.run_folder import resolve_run
+
+    a, b = (score_run(resolve_run(name, args.out)) for name in args.aa_floor)
+    return aa_floor(a, b, seed=BOOTSTRAP_SEED, resamples=BOOTSTRAP_RESAMPLES)
 
 
 def interrupted(args: argparse.Namespace) -> list[str]:

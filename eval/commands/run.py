@@ -44,7 +44,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         "default: the spec named like --variant, when there is one and no --base-url",
     )
     add_specs_option(p)
-    p.add_argument("--concurrency", type=options.positive_int, default=1, help="units in flight (timing is valid only at 1)")
+    p.add_argument(
+        "--concurrency",
+        type=options.positive_int,
+        default=1,
+        help="units in flight (timing is valid only at 1)",
+    )
     add_side_arguments(p, passes=",".join(DEFAULT_PASSES), seed="--seed")
     add_scenario_arguments(
         p,
@@ -116,7 +121,9 @@ def add_side_arguments(
         default=4,
         help="retries of connection errors, timeouts and 5xx (the probe's requests too)",
     )
-    net.add_argument("--backoff", type=options.backoff_seconds, default=1.0, help="first retry wait in seconds (doubles)")
+    net.add_argument(
+        "--backoff", type=options.backoff_seconds, default=1.0, help="first retry wait in seconds (doubles)"
+    )
     net.add_argument(
         "--timeout",
         type=options.timeout_seconds,

@@ -61,7 +61,12 @@ RULE_PARAMS: dict[str, dict[str, tuple[Kind, Any]]] = {
     "no_errors": {"max": (COUNT, 0), "runs": (list, ["base", "variant"])},
     # max_change_pct's default applies unless the table states only max_change_aa_multiple (then there is no
     # absolute limit); both stated: the smaller limit (each must hold). eval/gate/rules.warm_prefill_limit
-    "warm_prefill_change": {"max_change_pct": (PERCENT, 5.0), "max_change_aa_multiple": (AA_MULTIPLE, None)},
+    "warm_prefill_change": {
+        "max_change_pct": (PERCENT, 5.0),
+        "max_change_aa_multiple": (AA_MULTIPLE, None),
+        "max_foreign_fraction": (FRACTION, 0.1),
+    },
+    "cache_reports_consistent": {"max": (COUNT, 0), "runs": (list, ["base", "variant"])},
     "cross_variant_cold": {"min_fraction": (FRACTION, 1.0)},
     "hitlen_cache_honoured": {"max_misses": (COUNT, 0), "runs": (list, ["base", "variant"])},
     "batch_invariant": {

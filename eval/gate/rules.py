@@ -207,6 +207,9 @@ def rule_warm_prefill_change(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
         )
     if not (c.base.scores.timing.valid and c.variant.scores.timing.valid):
         return RuleResult(name, NO_DATA, "timing flagged invalid (concurrency or invalid samples)", threshold)
+    foreign = too_foreign(c, p)
+    if foreign:
+        return RuleResult(name, NO_DATA, foreign, threshold)
     paired = c.paired.measures.get("warm_prefill_ms") if c.paired is not None else None  # lbeval ab runs
     if paired is not None and paired.drift is not None and paired.drift.paired.verdict == "drift":
         why = f"the paired change drifted during the interleaved session ({paired.reading})"
@@ -215,6 +218,46 @@ def rule_warm_prefill_change(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     ok = ch.high <= limit
     rows = (RowRef(TIMING, "warm_prefill_ms", not ok),)
     return RuleResult(name, PASS if ok else FAIL, measured, threshold, rows=rows)
+
+
+def too_foreign(c: Comparison, p: Mapping[str, Any]) -> str:
+    """Why the timing rules have no data because too many server figures were another request's ("": not)."""
+    limit = p.get("max_foreign_fraction", 0.1)
+    over = [
+        f"{side} foreign: {t.foreign} of {t.with_figures}"
+        for side, run in (("base", c.base), ("variant", c.variant))
+        if (t := run.scores.timing).foreign_fraction is not None and t.foreign_fraction > limit + 1e-12
+    ]
+    if not over:
+        return ""
+    return (
+        f"{', '.join(over)} server figures were not their request's own (other traffic on the server), more "
+        f"than max_foreign_fraction {limit:g}: the timing was not measured alone"
+    )
+
+
+def rule_cache_reports_consistent(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
+    """Records where usage's cached tokens and the server's own prefix-cache hit count disagree (a clean
+    window: eval/records/server_figures.py), per listed run: at most `max`."""
+    counts = [
+        (side, sum(r.cache_finding is not None for r in run.loaded.records))
+        for side, run in runs_named(c, p["runs"])
+    ]
+    ok = all(n <= p["max"] for _, n in counts)
+    measured = "usage vs server hit count disagree: " + ", ".join(f"{side} {n}" for side, n in counts)
+    detail = "" if ok else _first_finding(c, p["runs"])
+    rows = (RowRef(CACHE, "cache_findings", not ok),)
+    return RuleResult(
+        "cache_reports_consistent", PASS if ok else FAIL, measured, f"<= {p['max']} per run", detail, rows
+    )
+
+
+def _first_finding(c: Comparison, names: Sequence[str]) -> str:
+    for side, run in runs_named(c, names):
+        for r in run.loaded.records:
+            if r.cache_finding is not None:
+                return f"first: {side} {r.dataset}/{r.example_id} {r.pass_name}: {r.cache_finding}"
+    return ""
 
 
 def rule_cross_variant_cold(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
@@ -247,6 +290,7 @@ RULES: dict[str, Callable[[Comparison, Mapping[str, Any]], RuleResult]] = {
     "cold_scores": rule_cold_scores,
     "no_invalid_warm": rule_no_invalid_warm,
     "no_errors": rule_no_errors,
+    "cache_reports_consistent": rule_cache_reports_consistent,
     "warm_prefill_change": rule_warm_prefill_change,
     "cross_variant_cold": rule_cross_variant_cold,
     # the scenarios' rules (eval/gate/scenario_rules.py)

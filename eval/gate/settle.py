@@ -36,12 +36,15 @@ the stop record, or when a short run's stop record is missing or damaged.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
-from eval.analyze.compare import Comparison, compare
+from eval.analyze.aa_floor import AaFloor, check_against
+from eval.analyze.compare import BOOTSTRAP_RESAMPLES, Comparison, compare
 from eval.analyze.paired import paired_values, session_pairs
 from eval.analyze.score import ScoredRun, load_inputs, score_loaded
 from eval.errors import DataError
@@ -58,8 +61,10 @@ from eval.gate.verdict import (
     RuleResult,
     Verdict,
 )
-from eval.records.final import ExampleKey
-from eval.records.run_folder import load_run
+from eval.prepare.inputs import InputRow
+from eval.records.codec import record_from_dict
+from eval.records.final import ExampleKey, select_final
+from eval.records.run_folder import RECORDS_NAME, LoadedRun, damage, load_run, read_manifest
 from eval.records.stop import (
     NOT_CHECKED,
     OPEN,
@@ -70,10 +75,12 @@ from eval.records.stop import (
     StopRecord,
     read_stop,
 )  # fmt: skip
+from eval.records.types import RequestRecord
 from eval.run.ab import StopQuery
 from scorers.sequential import asymptotic_cs, asymptotic_rho2
 
 CS_ALPHA = 0.05
+STOP_CHECK_RESAMPLES = 1  # IncrementalCheck's comparison: its bootstrap intervals are read by no settlement
 CS_MIN_N = 10  # scorers/sequential.asymptotic_cs: no bounds before this many inputs
 STOPPED_OUTCOME = "stopped early"  # the start of a stopped session's outcome in the manifest (eval/run/ab.py)
 FULL_RUN_ONLY = ("cold_scores", "hitlen_cache_honoured", "batch_invariant", "hitlen_equality",
@@ -86,18 +93,27 @@ FULL_RUN_ONLY = ("cold_scores", "hitlen_cache_honoured", "batch_invariant", "hit
 def restrict(run: ScoredRun, keys: Sequence[ExampleKey], expected: int | None) -> ScoredRun:
     """The run scored on `keys` only (their records, their rows): the denominators are these inputs.
     `expected`: the planned slots of these inputs (None: the slots recorded, during a session)."""
+    return restrict_loaded(run.loaded, run.rows, run.scores.run.damage, keys, expected)
+
+
+def restrict_loaded(
+    loaded: LoadedRun, rows: Sequence[InputRow], damaged: Sequence[str], keys: Sequence[ExampleKey],
+    expected: int | None,
+) -> ScoredRun:  # fmt: skip
+    """`restrict` from the records as read: `damaged` is the whole run's damage (the partial run is incomplete
+    when there is any)."""
     wanted = set(keys)
-    records = [r for r in run.loaded.records if (r.dataset, r.example_id) in wanted]
-    rows = [row for row in run.rows if row.key in wanted]
-    m = run.loaded.manifest
+    records = [r for r in loaded.records if (r.dataset, r.example_id) in wanted]
+    mine = [row for row in rows if row.key in wanted]
+    m = loaded.manifest
     slots = {(r.dataset, r.example_id, r.pass_name, r.repetition) for r in records}
     manifest = replace(
         m,
         expected_records=len(slots) if expected is None else expected,
-        complete=not run.scores.run.damage,  # the whole run's damage: _view names it
+        complete=not damaged,  # the whole run's damage: _view names it
         stats={k: v for k, v in m.stats.items() if k != "records"},  # counted over the whole run
     )
-    return score_loaded(replace(run.loaded, manifest=manifest, records=records), rows)
+    return score_loaded(replace(loaded, manifest=manifest, records=records), mine)
 
 
 def _partial(query: StopQuery) -> tuple[ScoredRun, ScoredRun]:
@@ -107,6 +123,76 @@ def _partial(query: StopQuery) -> tuple[ScoredRun, ScoredRun]:
         from_dirs.append(score_loaded(loaded, load_inputs(loaded.manifest, run_dir)))
     keys = list(query.inputs_run)
     return restrict(from_dirs[0], keys, None), restrict(from_dirs[1], keys, None)
+
+
+@dataclass
+class _RunTail:
+    """One side's run folder during a session: its inputs' rows (read once) and its records, of which only the
+    lines appended since the last look are read and decoded."""
+
+    run_dir: Path
+    rows: list[InputRow] | None = None
+    offset: int = 0  # bytes of records.jsonl read so far (whole lines only)
+    lines: int = 0
+    records: list[RequestRecord] = field(default_factory=list)
+    torn: list[int] = field(default_factory=list)  # 1-based line numbers that could not be read
+
+    def read(self) -> LoadedRun:
+        manifest = read_manifest(self.run_dir)
+        if self.rows is None:
+            self.rows = load_inputs(manifest, self.run_dir)
+        path = self.run_dir / RECORDS_NAME
+        data = b""
+        if path.exists():
+            with path.open("rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        end = data.rfind(b"\n") + 1  # a line still being written is read at the next look
+        for line in data[:end].splitlines():
+            self.lines += 1
+            try:
+                self.records.append(record_from_dict(json.loads(line)))
+            except (ValueError, KeyError, TypeError):
+                self.torn.append(self.lines)
+        self.offset += end
+        return LoadedRun(manifest, list(self.records), len(self.torn), self.run_dir, list(self.torn))
+
+
+class IncrementalCheck:
+    """The stop check of one session (`stop_check`), kept between its looks: each side's rows are read once and
+    its records incrementally (only the lines appended since the last look), the partial runs are scored
+    once, on the inputs run (not the whole run first, then the inputs run, as `_partial` does), and their
+    comparison draws STOP_CHECK_RESAMPLES bootstrap resamples: no settlement reads a bootstrap interval (the
+    timing rule settles on its confidence sequence; the gate's other results are read for their status, which
+    a bootstrap does not change). Its decisions
+    are those of `scratch_check` (tests/eval/gate/test_settle_incremental.py); bench/bench_stop_check.py times
+    a look of each."""
+
+    def __init__(self, policy: Policy, floor: AaFloor | None = None) -> None:
+        self.policy, self.floor = policy, floor
+        self._tails: dict[Path, _RunTail] = {}
+
+    def _side(self, run_dir: Path, keys: Sequence[ExampleKey]) -> ScoredRun:
+        tail = self._tails.setdefault(run_dir, _RunTail(run_dir))
+        loaded = tail.read()
+        assert tail.rows is not None
+        return restrict_loaded(loaded, tail.rows, damage(loaded, select_final(loaded.records)), keys, None)
+
+    def __call__(self, query: StopQuery) -> Settlement:
+        keys = list(query.inputs_run)
+        base, variant = (self._side(d, keys) for d in query.run_dirs)
+        return _settle_look(base, variant, self.policy, self.floor, query, STOP_CHECK_RESAMPLES)
+
+
+def _settle_look(
+    base: ScoredRun, variant: ScoredRun, policy: Policy, floor: AaFloor | None, query: StopQuery,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> Settlement:  # fmt: skip
+    c = compare(base, variant, allow_mismatch=True, resamples=resamples)
+    if floor is not None:
+        check_against(floor, base, variant)  # the A/A runs asked these inputs of this model
+        c = replace(c, aa_floor=floor)
+    return settle(c, policy, len(query.inputs_run), query.inputs_planned)
 
 
 # ---------------------------------------------------------------- the rules
@@ -176,6 +262,14 @@ def _no_invalid_warm(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
     return _count_max("no_invalid_warm", counts, look, p)
 
 
+def _cache_reports(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
+    counts = [
+        (side, sum(r.cache_finding is not None for r in run.loaded.records))
+        for side, run in runs_named(look.c, p["runs"])
+    ]
+    return _count_max("cache_reports_consistent", counts, look, p)
+
+
 def input_log_ratios(c: Comparison) -> list[float]:
     """Per input, in session order: the mean log(variant / base) warm server prefill over its adjacent pairs."""
     pairs = session_pairs(c.base, c.variant)
@@ -217,6 +311,7 @@ SETTLERS: dict[str, Callable[[Look, Mapping[str, Any]], RuleSettlement]] = {
     "no_errors": _no_errors,
     "no_invalid_warm": _no_invalid_warm,
     "warm_prefill_change": _timing,
+    "cache_reports_consistent": _cache_reports,
 }
 
 
@@ -259,13 +354,19 @@ def settle(c: Comparison, policy: Policy, k: int, n: int) -> Settlement:
     )
 
 
-def stop_check(policy: Policy) -> Callable[[StopQuery], Settlement]:
-    """The callback of `lbeval ab --stop-when-settled` (eval/run/ab.StopCheck)."""
+def stop_check(policy: Policy, floor: AaFloor | None = None) -> Callable[[StopQuery], Settlement]:
+    """The callback of `lbeval ab --stop-when-settled` (eval/run/ab.StopCheck): an IncrementalCheck; `floor`:
+    the A/A floor of `lbeval ab --aa-floor RUN_A RUN_B` (a policy's max_change_aa_multiple reads it, as the
+    gate's does)."""
+    return IncrementalCheck(policy, floor)
+
+
+def scratch_check(policy: Policy, floor: AaFloor | None = None) -> Callable[[StopQuery], Settlement]:
+    """The same decisions from scratch: each look re-reads and re-scores both whole runs, then the inputs run."""
 
     def check(query: StopQuery) -> Settlement:
         base, variant = _partial(query)
-        c = compare(base, variant, allow_mismatch=True)
-        return settle(c, policy, len(query.inputs_run), query.inputs_planned)
+        return _settle_look(base, variant, policy, floor, query)
 
     return check
 

@@ -1,6 +1,8 @@
 """On-disk codec of one request record: a JSON line with the RequestRecord field names.
 
-Versions: 2 (written) adds `scenario` and `variation`; version 1 lines are read with their defaults ("cache",
+Versions: 3 (written) adds `server_foreign` and `cache_finding` (eval/records/server_figures.py); version 1 and 2
+lines get them from their stored deltas and usage by `figure_check` (without the finished-requests delta, which
+they did not keep). 2 adds `scenario` and `variation`; version 1 lines are read with their defaults ("cache",
 {}). Unknown fields and versions are refused. `cache_check` (version 2) is written only when it is not
 "verified" (a server that reports no cached tokens): records of vLLM runs are unchanged, and an lbeval that does
 not know the field refuses an unverified record rather than read it as verified.
@@ -27,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from eval.records.server_figures import figure_check
 from eval.records.types import (
     CACHE_CHECKS,
     CACHE_VERIFIED,
@@ -137,6 +140,7 @@ def decode_topk(obj: dict[str, Any]) -> TopK:
 
 _SCALARS = tuple(f.name for f in fields(RequestRecord) if f.name not in ("topk", "usage", "timings"))
 _V2_FIELDS = {"scenario", "variation"}  # absent from version 1 records (the defaults fill them)
+_V3_FIELDS = {"server_foreign", "cache_finding"}  # absent from version 1 and 2 records (derived on reading)
 
 
 def record_to_dict(rec: RequestRecord) -> dict[str, Any]:
@@ -146,6 +150,9 @@ def record_to_dict(rec: RequestRecord) -> dict[str, Any]:
     out["topk"] = None if rec.topk is None else encode_topk(rec.topk)
     if rec.cache_check == CACHE_VERIFIED:
         del out["cache_check"]  # the default (see the module docstring)
+    for name in _V3_FIELDS:
+        if out[name] is None:
+            del out[name]  # written only when set (the default None: the figures are the request's own)
     return out
 
 
@@ -162,6 +169,7 @@ def record_from_dict(obj: dict[str, Any], *, with_topk: bool = True) -> RequestR
         readable = ", ".join(str(v) for v in READABLE_SCHEMA_VERSIONS)
         raise ValueError(f"record schema_version {version!r}, this lbeval reads {readable}")
     known = {f.name for f in fields(RequestRecord)} - (_V2_FIELDS if version == 1 else set())
+    known -= _V3_FIELDS if version in (1, 2) else set()
     unknown = sorted(set(obj) - known)
     if unknown:
         raise ValueError(f"unknown field {unknown[0]!r}")
@@ -173,4 +181,7 @@ def record_from_dict(obj: dict[str, Any], *, with_topk: bool = True) -> RequestR
     kwargs["timings"] = None if timings is None else ClientTimings(**timings)
     topk = obj.get("topk")
     kwargs["topk"] = None if topk is None or not with_topk else decode_topk(topk)
+    if version in (1, 2):
+        check = figure_check(obj.get("server_metrics"), kwargs["usage"])
+        kwargs["server_foreign"], kwargs["cache_finding"] = check.foreign, check.finding
     return RequestRecord(**kwargs)

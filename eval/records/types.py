@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-RECORD_SCHEMA_VERSION = 2
-# versions this lbeval reads: 1 had no `scenario` and `variation` (the defaults fill them: a cache-scenario record)
-READABLE_SCHEMA_VERSIONS = (1, 2)
+RECORD_SCHEMA_VERSION = 3
+# versions this lbeval reads: 1 had no `scenario` and `variation` (the defaults fill them: a cache-scenario
+# record); 1 and 2 had no `server_foreign` and `cache_finding` (the codec derives them from the stored deltas)
+READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 CACHE_VERIFIED, CACHE_UNVERIFIED = "verified", "unverified"
 CACHE_CHECKS = (CACHE_VERIFIED, CACHE_UNVERIFIED)  # RequestRecord.cache_check
 
@@ -86,6 +87,12 @@ class RequestRecord:
     # (status ok: met; invalid: not met); "unverified" when the server reports no count (llama-cpp-python), so
     # the request's cache state is not known and status ok says only that it was answered
     cache_check: str = "verified"
+    # eval/records/server_figures.py: why `server_metrics` are not this request's own (another request counted
+    # in the window, this one counted late or twice); None: its own, or no figures. Foreign figures are kept
+    # on disk and read by no timing statistic
+    server_foreign: str | None = None
+    # the same module: "usage reports N cached tokens, the server counted M hits" on an otherwise clean window
+    cache_finding: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str, int, int, int]:

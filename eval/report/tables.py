@@ -369,6 +369,13 @@ def timing_table(c: Comparison) -> Table:
     rows.append(Row("reps", "repetitions per input", [Num(tb.reps, 0), Num(tv.reps, 0), None, None]))
     rows.append(
         Row(
+            "foreign",
+            "foreign: server figures not the request's own, left out (k of N)",
+            [Text(f"{t.foreign} of {t.with_figures}") for t in (tb, tv)] + [None, None],
+        )
+    )
+    rows.append(
+        Row(
             "valid",
             "timing valid (timing passes at concurrency 1)",
             [Flag(tb.valid), Flag(tv.valid), None, None],
@@ -540,6 +547,16 @@ def cache_table(c: Comparison) -> Table:
             "errors",
             "errored requests (all passes)",
             [Num(run.scores.errors, 0) for run in (c.base, c.variant)],
+        )
+    )
+    rows.append(
+        Row(
+            "cache_findings",
+            "usage's cached tokens differ from the server's hit count (cache_finding)",
+            [
+                Num(sum(r.cache_finding is not None for r in run.loaded.records), 0)
+                for run in (c.base, c.variant)
+            ],
         )
     )
     rows.append(

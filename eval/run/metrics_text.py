@@ -10,6 +10,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from eval.records.server_figures import FINISHED_KEY, OBSERVATIONS_DIFFER_KEY, REQUESTS_KEY
+
 # the histograms whose per-request deltas a record keeps, by record key
 REQUEST_HISTOGRAMS = {
     "prefill_time_s": "vllm:request_prefill_time_seconds",
@@ -171,13 +173,18 @@ def went_backwards(before: Snapshot, after: Snapshot) -> bool:
 def request_deltas(before: Snapshot, after: Snapshot) -> dict[str, float]:
     """What one request changed, for a record's server_metrics (only meaningful at concurrency 1).
 
-    Histogram sums are kept only when exactly one observation was added (`requests` says how many were)."""
+    Histogram sums are kept only when exactly one observation was added (`requests` says how many were;
+    `observations_differ` is 1 when the histograms moved by different counts); `finished` is the
+    finished-requests counter's delta. eval/records/server_figures.figure_check reads them: are these deltas the
+    request's own?"""
     out: dict[str, float] = {}
     requests: float | None = None
     for key, name in REQUEST_HISTOGRAMS.items():
         h = histogram_delta(before, after, name)
         if h is None:
             continue
+        if requests is not None and h.count != requests:
+            out[OBSERVATIONS_DIFFER_KEY] = 1.0
         requests = h.count if requests is None else requests
         if h.count == 1:
             out[key] = h.sum
@@ -186,5 +193,8 @@ def request_deltas(before: Snapshot, after: Snapshot) -> dict[str, float]:
         if d is not None:
             out[key] = d
     if requests is not None:
-        out["requests"] = requests
+        out[REQUESTS_KEY] = requests
+    finished = counter_delta(before, after, FINISHED_COUNTER)
+    if finished is not None:
+        out[FINISHED_KEY] = finished
     return out

@@ -43,6 +43,7 @@ from eval.prepare.dataset_specs import get_spec
 from eval.prepare.dataset_specs_v2 import is_v2
 from eval.prepare.inputs import InputRow, sha256_text
 from eval.records.final import select_final
+from eval.records.server_figures import FINISHED_KEY, FigureCheck, figure_check
 from eval.records.types import CACHE_UNVERIFIED, CACHE_VERIFIED, RequestRecord, Usage
 from eval.records.vocabulary import ANSWER_PASSES, PASS_CHOICES, UNIT_MAIN, UNIT_TIMING
 from eval.run.client import (
@@ -320,6 +321,8 @@ class ServerWatch:
         self._seen: Seen | None = None  # the last settled after: its finished count, ledger.answered then
         self._filtered = filtered  # scrape the filtered /metrics (None: find out whether it has every sample)
         self._lock = threading.Lock()
+        # the last request's figures were not its own (window_checked; eval/records/server_figures.py)
+        self.last_foreign = False
 
     def scrape(self) -> Snapshot | None:
         if not self.metrics:
@@ -388,6 +391,19 @@ class ServerWatch:
             if keep and mark is not None and self.ledger.mark() == mark:
                 self._kept, self._kept_mark = got.snap, mark
         return got.snap
+
+    def window_checked(self, foreign: bool, own_missing: bool) -> None:
+        """The per-request check of the window just closed. A foreign window's after-snapshot is not reused as
+        the next before; when one request was counted in it and it was not this one (`own_missing`: another
+        took its place, this one's count lags), the next before also waits for one more finished request, so
+        that the lagging count does not land in the next request's window."""
+        with self._lock:
+            self.last_foreign = foreign
+            if not foreign:
+                return
+            self._kept = None
+            if own_missing and self._seen is not None:
+                self._seen = Seen(self._seen.finished + 1, self._seen.answered)
 
     def request_done(self) -> None:
         with self._lock:
@@ -553,6 +569,8 @@ class Observed:
     seq: int
     epoch: int
     server: dict[str, float] | None  # per-request metric deltas (concurrency 1 with /metrics)
+    foreign: str | None = None  # why `server` is not this request's own (RequestRecord.server_foreign)
+    finding: str | None = None  # usage vs the server's hit counter (RequestRecord.cache_finding)
 
 
 def send_observed(ctx: Context, row: InputRow, req: dict[str, Any], what: str) -> Observed:
@@ -568,12 +586,25 @@ def send_observed(ctx: Context, row: InputRow, req: dict[str, Any], what: str) -
     server = None
     if before is not None and after is not None and not went_backwards(before, after):
         server = request_deltas(before, after)
-    cached = out.response.usage.cached_tokens if out.response is not None else None
-    hits = None if server is None else server.get("prefix_cache_hits")
-    if server is not None and hits is not None and cached not in (None, hits):
-        server["cached_tokens_mismatch"] = 1.0
+    check = _own_figures(ctx, server, out.response)
+    return Observed(out, seq, epoch, server, check.foreign, check.finding)
+
+
+def _own_figures(ctx: Context, server: dict[str, float] | None, response: Reply | None) -> FigureCheck:
+    """Whose figures are these (eval/records/server_figures.py): every watched counter moved by this request?
+    A usage finding needs the request before to have been counted in its own window too: else its lagging
+    count (the same prompt, other hits: a timing_cold before its timing_warm) may be what this window saw."""
+    if response is None or server is None:
+        return FigureCheck(None, None)
+    check = figure_check(server, response.usage)
+    if check.finding is not None and ctx.watch.last_foreign:
+        check = FigureCheck(f"{check.foreign}; the request before had foreign figures too", None)
+    ctx.watch.window_checked(check.foreign is not None, server.get(FINISHED_KEY) == 1)
+    if check.foreign is not None:
+        ctx.count("foreign_figures")
+    if check.finding is not None:
         ctx.count("cached_tokens_mismatch")
-    return Observed(out, seq, epoch, server)
+    return check
 
 
 def _send_attempt(ctx: Context, row: InputRow, unit: Unit, gs: GroupState, at: Attempt) -> RequestRecord:
@@ -608,7 +639,7 @@ def _send_attempt(ctx: Context, row: InputRow, unit: Unit, gs: GroupState, at: A
     return replace(
         base, status=status, error=reason, output_text=resp.text, finish_reason=resp.finish_reason,
         output_token_ids=resp.token_ids, topk=resp.topk, usage=resp.usage, expected_cached_tokens=expected,
-        timings=resp.timings, server_metrics=obs.server,
+        timings=resp.timings, server_metrics=obs.server, server_foreign=obs.foreign, cache_finding=obs.finding,
     )  # fmt: skip
 
 

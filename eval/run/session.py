@@ -369,7 +369,13 @@ def _warnings(session: RunSession, probe: ProbeResult, stats: dict[str, Any], co
         )
     if stats.get("cached_tokens_mismatch"):
         out.append(
-            f"{stats['cached_tokens_mismatch']} request(s): /metrics cache hits differ from cached_tokens"
+            f"{stats['cached_tokens_mismatch']} request(s): usage's cached tokens differ from the server's "
+            "prefix-cache hits (cache_finding in records.jsonl)"
+        )
+    if stats.get("foreign_figures"):
+        out.append(
+            f"{stats['foreign_figures']} request(s): the server's figures were not the request's own (another "
+            "request counted in the window); left out of every timing statistic (server_foreign)"
         )
     out += scenario_warnings(session.slim)
     return out

@@ -108,7 +108,9 @@ class Fault:
     n-th request with the same prompt and salt (`salt_seen`: 0 cold, 1 warm, 2 repeat...) and only those with
     `max_tokens`. Affects `times` matching requests (-1: all)."""
 
-    kind: str  # "5xx" | "4xx" | "drop" | "slow" | "divergence" | "warm_miss" | "restart" | "jitter"
+    # "5xx" | "4xx" | "drop" | "slow" | "divergence" | "warm_miss" | "restart" | "jitter" | "overreport" (usage
+    # claims the prompt's full blocks cached, whatever the cache did; /metrics count the real hits)
+    kind: str
     match: str | None = None
     salt_seen: int | None = None
     max_tokens: int | None = None
@@ -800,7 +802,12 @@ class _Handler(BaseHTTPRequestHandler):
             details = {"cached_tokens": cached} if fake.report_cached_tokens and cached > 0 else None
             usage["prompt_tokens_details"] = details
         elif fake.report_cached_tokens and fake.dialect == "vllm":
-            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+            claimed = (
+                (len(ids) - 1) // fake.block_size * fake.block_size if "overreport" in faults else cached
+            )
+            usage["prompt_tokens_details"] = {
+                "cached_tokens": claimed
+            }  # overreport: the metrics get `cached`
         answer = _Answer(chat, body, out, tops, finish, usage)
         answer.dialect = fake.dialect
         if fake.dialect != "vllm":

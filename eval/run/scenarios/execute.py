@@ -245,7 +245,7 @@ def _record(
     return replace(
         base, status=status, error=reason, output_text=resp.text, finish_reason=resp.finish_reason,
         output_token_ids=resp.token_ids, topk=resp.topk, usage=resp.usage, expected_cached_tokens=expected,
-        timings=resp.timings, server_metrics=obs.server,
+        timings=resp.timings, server_metrics=obs.server, server_foreign=obs.foreign, cache_finding=obs.finding,
     )  # fmt: skip
 
 

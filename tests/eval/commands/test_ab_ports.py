@@ -78,7 +78,9 @@ def test_one_fixed_port_for_both_sides_stops_with_one_line(
     err = capsys.readouterr().err
     assert code == 78, err
     assert f"port {port}" in err and "already in use" in err and "Traceback" not in err
-    side_b = tmp_path / "runs" / "fakevllm" / "aa-b"  # locked (the locks come before the servers), not written
+    side_b = (
+        tmp_path / "runs" / "fakevllm" / "aa-b"
+    )  # locked (the locks come before the servers), not written
     assert not (side_b / RECORDS_NAME).exists() and not (side_b / MANIFEST_NAME).exists()  # nothing sent to b
     # side a's server was stopped before main returned (stop() waits for its process group): its pid is gone
     # now, without waiting on a clock; the port may since be anyone's (another test's free_port)

@@ -128,7 +128,9 @@ def test_repeats_from_a_spec_table_is_not_replaced_by_the_default() -> None:
     from eval.commands.run import scenario_config
 
     args = argparse.Namespace(scenarios="repeats")
-    assert scenario_config(args, {"repeats": 0}).repeats == 0  # then refused by validate_scenarios, not read as 10
+    assert (
+        scenario_config(args, {"repeats": 0}).repeats == 0
+    )  # then refused by validate_scenarios, not read as 10
 
 
 @pytest.mark.parametrize("name", sorted(RESERVED_VARIANTS) + ["Servers"])

@@ -166,7 +166,7 @@ def test_compare_shows_the_floor_beside_each_change_and_refuses_other_inputs(
     [("max_change_aa_multiple = 0.5", "max_change_aa_multiple: must be a multiple of the A/A floor in [1, 1000], got 0.5"),
      ("max_change_aa_multiple = '3'", "max_change_aa_multiple: must be float, got '3'"),
      ("max_change_aa_multiple = nan", "max_change_aa_multiple: must be a finite number, got nan"),
-     ("aa_multiple = 3", "rules.warm_prefill_change.aa_multiple: unknown key (known: enabled, max_change_aa_multiple, max_change_pct)")],
+     ("aa_multiple = 3", "rules.warm_prefill_change.aa_multiple: unknown key (known: enabled, max_change_aa_multiple, max_change_pct, max_foreign_fraction)")],
 )  # fmt: skip
 def test_bad_aa_policy_keys_are_one_line_exit_78(
     sessions: Sessions, tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, message: str

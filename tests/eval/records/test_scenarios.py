@@ -34,7 +34,9 @@ def v1_line(rec: RequestRecord) -> dict[str, object]:
 
 
 def test_version_2_round_trips_scenario_and_variation() -> None:
-    assert RECORD_SCHEMA_VERSION == 2
+    assert (
+        RECORD_SCHEMA_VERSION >= 2
+    )  # 3 adds server_foreign and cache_finding (tests/eval/records/test_server_figures.py)
     rec = make_record(
         pass_name="batch_member", repetition=1, scenario="batch", variation={"batch_size": 4, "slot": 0}
     )
@@ -56,7 +58,7 @@ def test_version_1_and_2_manifests_are_read(tmp_path: Path) -> None:
     for version in (1, 2):
         write_manifest(tmp_path, make_manifest(schema_version=version))
         assert read_manifest(tmp_path).schema_version == version
-    write_manifest(tmp_path, make_manifest(schema_version=3))
+    write_manifest(tmp_path, make_manifest(schema_version=99))
     with pytest.raises(ManifestError, match="schema_version"):
         read_manifest(tmp_path)
 
