@@ -105,7 +105,9 @@ class Fault:
     n-th request with the same prompt and salt (`salt_seen`: 0 cold, 1 warm, 2 repeat...) and only those with
     `max_tokens`. Affects `times` matching requests (-1: all)."""
 
-    kind: str  # "5xx" | "4xx" | "drop" | "slow" | "divergence" | "warm_miss" | "restart" | "jitter"
+    # "5xx" | "4xx" | "drop" | "slow" | "divergence" | "warm_miss" | "restart" | "jitter" | "short_hit" (a hit
+    # reported one block short: cached_tokens one block fewer than found, never below 0)
+    kind: str
     match: str | None = None
     salt_seen: int | None = None
     max_tokens: int | None = None
@@ -766,6 +768,8 @@ class _Handler(BaseHTTPRequestHandler):
         effect_at, effect_jitter, drop_hit = fake.scenario_effects(ids, salt, peers)
         if drop_hit:
             cached = 0
+        if "short_hit" in faults:
+            cached = max(0, cached - fake.block_size)
         if effect_at is not None:
             diverge = effect_at if diverge is None else min(diverge, effect_at)
         if fake.dialect == "llama-cpp-python" and body.get("repeat_penalty", 1.1) != 1.0:

@@ -55,6 +55,35 @@ HIT_BLOCK_MULTIPLES = (1, 2, 3)
 
 
 @dataclass(frozen=True)
+class DefaultPlan:
+    """The plan of `lbeval run`, `lbeval ab` and `make eval` when no scenario option names one (neither
+    `--scenarios` nor a launch spec's `scenarios.names`): the cache passes on every input, and a little of each
+    other scenario on `inputs` inputs, enough to catch each class of engine fault (docs/scenarios.md gives the
+    cost it was tuned to): a partial prefix hit and a full one (hitlen), one batch size above 1 (batch), a few
+    repeats (repeats), one round of traffic (traffic). Any scenario option given falls back to these values for
+    the others; `--scenarios` given (`--scenarios cache`: the cache passes alone) falls back to the scenarios'
+    own defaults above."""
+
+    scenarios: tuple[str, ...]
+    inputs: int  # scenario inputs, round robin over the datasets (scenario_inputs)
+    hit_classes: tuple[str, ...]  # the hitlen classes kept (eval/run/scenarios/hitlen.py names them)
+    batch_sizes: tuple[int, ...]
+    repeats: int
+    max_tokens: int  # output limit of the scenario requests: a difference shows in the first tokens' logprobs
+
+
+DEFAULT_PLAN = DefaultPlan(
+    scenarios=SCENARIO_NAMES,
+    inputs=2,
+    # a hit one block long (partial when the prompt has 2+ full blocks) and a full one
+    hit_classes=("1B", "last block"),
+    batch_sizes=(1, 4),
+    repeats=3,
+    max_tokens=16,
+)
+
+
+@dataclass(frozen=True)
 class PairDef:
     """Pairs a scenario compares: `b` (the measured request) against `a` (the reference) of the same input,
     one sub-row per value of the variation key `by` (None: one row)."""

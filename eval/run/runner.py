@@ -58,6 +58,7 @@ from eval.run.passes import (
     plan_units,
     resume_point,
     run_unit,
+    short_hit,
     validate_passes,
 )
 from eval.run.probe import ProbeResult, probe_server
@@ -70,6 +71,7 @@ from eval.run.scenarios.plan import (
 )
 from eval.run.scenarios.settings import (
     ScenarioSettings,
+    fit_default_plan,
     resolve_budget,
     scenario_settings,
     validate_scenarios,
@@ -155,8 +157,15 @@ def resolved_for_server(config: RunConfig, probe: ProbeResult) -> RunConfig:
     out = replace(config, cold_mode=probe.cold_mode, request=replace(config.request, server_fields=fields))
     if config.cold_mode == "auto":
         _validate_cold(out)
-        validate_scenarios(out.scenarios, cold_mode=out.cold_mode)
-    return out
+        try:
+            validate_scenarios(out.scenarios, cold_mode=out.cold_mode)
+        except ConfigError as exc:  # e.g. the salts these scenarios need do not isolate (probe.SALT_FAULT)
+            raise ConfigError("; ".join([*probe.findings, str(exc)])) from None
+    scenarios, dropped = fit_default_plan(
+        out.scenarios, cold_mode=out.cold_mode, tokenize=probe.tokenize, block_size=probe.block_size
+    )
+    probe.warnings += [w for w in dropped if w not in probe.warnings]  # the manifest's warnings repeat them
+    return replace(out, scenarios=scenarios)
 
 
 def _api_key(config: RunConfig) -> str | None:
@@ -452,12 +461,19 @@ def _warnings(session: Session, probe: ProbeResult, stats: dict[str, Any], compl
         out.append(
             f"incomplete: {missing} of {session.manifest.expected_records} request slots have no record yet"
         )
-    warm_invalid = sum(
-        n for p, n in stats["invalid_attempts"].items() if p in ("warm", "repeat", "timing_warm")
-    )
+    warm = ("warm", "repeat", "timing_warm")
+    short = [r for r in session.slim if r.pass_name in warm and r.attempt == 0 and short_hit(r)]
+    warm_invalid = sum(n for p, n in stats["invalid_attempts"].items() if p in warm) - len(short)
     if warm_invalid:
         out.append(
             f"{warm_invalid} warm/repeat request(s) missed the prefix cache, were marked invalid and retried"
+        )
+    if short:
+        first = short[0]
+        out.append(
+            f"{len(short)} warm/repeat request(s) found fewer cached tokens than the prompt's full blocks (first: "
+            f"{first.dataset}/{first.example_id} {first.pass_name} found {first.usage.cached_tokens} of "
+            f"{first.expected_cached_tokens}): short hits, kept invalid, not retried"
         )
     duplicated = describe_duplicates(select_final(session.slim))
     if duplicated is not None:

@@ -48,7 +48,9 @@ def test_spec_scenarios_are_the_defaults_of_lbeval_run(tmp_path: Path) -> None:
     args.spec_scenarios, args.hit_budget = specs["chunky"].scenarios, 256
     s = run_command.scenario_config(args)
     assert s.scenarios == ("hitlen",) and s.max_tokens == 4 and s.hit_budget == 256
-    assert run_command.scenario_config(args_for([])).scenarios == ("cache",)
+    plan = run_command.scenario_config(args_for([]))  # no table, no option: the default plan
+    assert plan.scenarios == ("cache", "batch", "hitlen", "repeats", "traffic") and plan.default_plan
+    assert run_command.scenario_config(args_for(["--scenarios", "cache"])).scenarios == ("cache",)
 
 
 @pytest.mark.parametrize(
