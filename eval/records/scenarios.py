@@ -39,6 +39,7 @@ INPUT = "input"  # "dataset/id" of the input whose prompt a filler or noise requ
 HIT_LEN = "hit_len"  # L: prompt tokens primed before the full request
 HIT_CLASS = "hit_class"  # how L was chosen: "1B-1", "2B", "last block", "n-1", "budget+1", "given"...
 EXPECTED_CACHED = "expected_cached"  # floor(min(L, n-1)/block)*block
+FULL_CACHED = "full_cached"  # floor((n-1)/block)*block: the whole prompt's blocks (a hit below it is partial)
 PROMPT_IDS = "prompt_ids"  # n: the full prompt's token IDs
 NOISE = "noise"  # k of the traffic_noise request
 STOP = "stop"  # the stop string of the traffic noise request that must end on one

@@ -77,6 +77,7 @@ def plan_hitlen(
             sc.HIT_LEN: length,
             sc.HIT_CLASS: name,
             sc.EXPECTED_CACHED: expected_cached(n, length, block),
+            sc.FULL_CACHED: expected_cached(n, n, block),
             sc.PROMPT_IDS: n,
         }
         salt = f"L{j}"

@@ -9,11 +9,14 @@ from typing import Any
 
 import pytest
 
+from eval.analyze.attribution import POINT_PARTIAL, pointed_cause
+from eval.analyze.score import score_run
 from eval.commands import run as run_command
 from eval.errors import ConfigError
 from eval.records.final import select_final
 from eval.records.run_folder import load_run, read_manifest
 from eval.records.types import RequestRecord
+from eval.report.attribution import reading
 from eval.run.client import Client, RequestSettings
 from eval.run.passes import RetryPolicy
 from eval.run.probe import SALT_FAULT, probe_server
@@ -21,7 +24,7 @@ from eval.run.runner import execute_run
 from eval.run.scenarios.hitlen import hit_lengths
 from eval.run.scenarios.settings import ScenarioSettings
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
-from tests.fake_server import FakeServer, Fault
+from tests.fake_server import FakeServer, Fault, PrefixEffect
 
 FAST = RetryPolicy(retries=2, backoff_s=0.01, max_backoff_s=0.02)
 BLOCK = 16
@@ -60,8 +63,12 @@ def test_no_scenario_option_gives_the_default_plan_and_scenarios_cache_the_cache
     assert cache.scenarios == ("cache",) and not cache.default_plan
     named = default_plan(["--scenarios", "cache,hitlen"])  # named scenarios keep their own defaults
     assert (named.inputs, named.hit_classes, named.batch_sizes, named.repeats) == (None, None, (1, 4, 8), 10)
-    given = default_plan(["--scenario-inputs", "3", "--hit-lengths", "5"])  # an option: the rest from the plan
-    assert given.default_plan and given.inputs == 3 and given.hit_lengths == (5,) and given.hit_classes is None
+    given = default_plan(
+        ["--scenario-inputs", "3", "--hit-lengths", "5"]
+    )  # an option: the rest from the plan
+    assert (
+        given.default_plan and given.inputs == 3 and given.hit_lengths == (5,) and given.hit_classes is None
+    )
 
 
 def test_the_default_plans_hit_classes_keep_a_partial_and_a_full_hit() -> None:
@@ -92,7 +99,9 @@ def test_a_default_plan_run_sends_every_scenario_on_two_inputs(tmp_path: Path) -
         assert per_scenario[name] == {"ex0", "ex1"}, name  # one input per dataset (round robin)
     full = sorted(r.variation["hit_len"] for r in finals if r.pass_name == "hitlen_full")
     assert full == [16, 16, 64, 64]  # 1B and the last full block (79 tokens: 4 blocks) of each input
-    assert all(r.settings["max_tokens"] == 16 for r in finals if r.pass_name in ("hitlen_full", "batch_member"))
+    assert all(
+        r.settings["max_tokens"] == 16 for r in finals if r.pass_name in ("hitlen_full", "batch_member")
+    )
 
 
 def test_resuming_a_cache_only_run_with_the_default_plan_names_the_difference(tmp_path: Path) -> None:
@@ -112,7 +121,9 @@ def test_resuming_a_cache_only_run_with_the_default_plan_names_the_difference(tm
 def test_the_default_plan_keeps_the_cache_passes_alone_when_cold_requests_reset(tmp_path: Path) -> None:
     with FakeServer(block_size=BLOCK) as server:
         run_dir = execute_run(
-            config_for(server, rows_file(tmp_path, 2), tmp_path / "runs", cold_mode="reset", scenarios=default_plan())
+            config_for(
+                server, rows_file(tmp_path, 2), tmp_path / "runs", cold_mode="reset", scenarios=default_plan()
+            )
         )
     m = read_manifest(run_dir)
     assert m.complete and "scenarios" not in m.settings  # the cache-only plan's settings
@@ -149,10 +160,14 @@ def test_a_salt_that_hits_without_a_reset_to_fall_back_on_is_refused_naming_the_
         res.require()
 
 
-def test_a_run_on_a_leaking_salt_completes_with_the_finding_and_salted_records_that_hit(tmp_path: Path) -> None:
+def test_a_run_on_a_leaking_salt_completes_with_the_finding_and_salted_records_that_hit(
+    tmp_path: Path,
+) -> None:
     with FakeServer(block_size=BLOCK, honor_salt=False) as server:
         run_dir = execute_run(
-            config_for(server, rows_file(tmp_path, 2), tmp_path / "runs", cold_mode="auto", scenarios=default_plan())
+            config_for(
+                server, rows_file(tmp_path, 2), tmp_path / "runs", cold_mode="auto", scenarios=default_plan()
+            )
         )
     loaded = load_run(run_dir)
     m = loaded.manifest
@@ -204,3 +219,27 @@ def test_a_miss_is_still_retried(tmp_path: Path) -> None:
     warm = [r for r in loaded.records if r.pass_name == "warm"]
     assert len(warm) == 3 and sum(r.status == "ok" for r in warm) == 2  # the miss was retried and recovered
     assert any("missed the prefix cache" in w for w in loaded.manifest.warnings)
+
+
+# --- the attribution reading points at the cause -----------------------------------------------------------------
+
+
+def test_the_default_plan_catches_partial_prefix_numerics_and_the_reading_names_them(tmp_path: Path) -> None:
+    """The fake's prefix effect with modulus 64, residue 16: a request whose longest earlier same-salt prompt
+    is a proper prefix of 16 tokens (mod 64) diverges. In the default plan only hitlen's 1B hit (L = 16 of a
+    79-token prompt: a partial prefix) is one; its last-block hit (64: the full blocks) and every warm request
+    of the other scenarios (same prompt, not a proper prefix) are untouched."""
+    with FakeServer(block_size=BLOCK) as server:
+        server.prefix_effect = PrefixEffect(modulus=64, residue=16)
+        run_dir = execute_run(
+            config_for(server, rows_file(tmp_path), tmp_path / "runs", scenarios=default_plan())
+        )
+    a = score_run(run_dir).scores.attribution
+    assert a is not None
+    p = pointed_cause(a)
+    assert p.kind == POINT_PARTIAL and [r.key for r in p.differing] == ["hitlen"]
+    assert [(r.value, r.partial) for r in p.sub_rows] == [("1B", True)]
+    assert reading(a).endswith(
+        "Points at: differences only where a partial prefix was resumed: hitlen 2/4 (1B 0/2); "
+        "cache, batch, repeats, traffic clean."
+    )
