@@ -78,8 +78,8 @@ DEFAULT_PLAN = DefaultPlan(
     inputs=2,
     # a hit one block long (partial when the prompt has 2+ full blocks) and a full one
     hit_classes=("1B", "last block"),
-    batch_sizes=(1, 4),
-    repeats=3,
+    batch_sizes=(1, 2),
+    repeats=2,
     max_tokens=16,
 )
 

@@ -57,7 +57,7 @@ def probe(server: FakeServer, cold_mode: str = "auto") -> Any:
 def test_no_scenario_option_gives_the_default_plan_and_scenarios_cache_the_cache_passes_alone() -> None:
     s = default_plan()
     assert s.default_plan and s.scenarios == ("cache", "batch", "hitlen", "repeats", "traffic")
-    assert (s.inputs, s.batch_sizes, s.repeats, s.max_tokens) == (2, (1, 4), 3, 16)
+    assert (s.inputs, s.batch_sizes, s.repeats, s.max_tokens) == (2, (1, 2), 2, 16)
     assert s.hit_classes == ("1B", "last block") and s.hit_lengths is None
     cache = default_plan(["--scenarios", "cache"])
     assert cache.scenarios == ("cache",) and not cache.default_plan
