@@ -284,24 +284,19 @@ def _unverifiable(pr: _Probing, res: ProbeResult, cold_mode: str) -> None:
 SALT_FAULT = "cache_salt accepted but not honoured: a cache isolation fault"
 
 
-def _salt_fault(pr: _Probing, res: ProbeResult, other: int, auto: bool) -> str:
-    """A fresh salt that hit: the finding (recorded, warned), and the cold mode the run goes on with: the
-    server's cache reset when `--cold auto` left the choice to lbeval and the server offers one (the probe then
-    checks it), else salt, which `require` refuses with the finding named."""
+def _salt_fault(pr: _Probing, res: ProbeResult, other: int, cold_mode: str, auto: bool) -> str:
+    """A fresh salt that hit: the finding (recorded, warned), and the cold mode the run goes on with: the one
+    asked for when it is not salt; the server's cache reset when `--cold auto` left the choice to lbeval and
+    the server offers one (the probe then checks it); else salt, which `require` refuses with the finding."""
     finding = f"{SALT_FAULT} (a fresh cache_salt still hit {other} cached tokens)"
     res.findings.append(finding)
-    switch = auto and bool(pr.kind.reset)
-    res.warnings.append(
-        finding
-        + (
-            "; cold requests use the cache reset instead (--cold reset), and the salted controls show the leak"
-            if switch
-            else ""
-        )
-    )
+    switch = cold_mode == COLD_SALT and auto and bool(pr.kind.reset)
+    note = "; cold requests use the cache reset instead (--cold reset), and the salted controls show the leak"
+    res.warnings.append(finding + (note if switch else ""))
     fix = "salts cannot isolate requests on this server: use --cold reset or --cold auto"
-    res.capabilities["cache_salt"] = Capability(False, not switch, finding, fix, fault=True)
-    return COLD_RESET if switch else COLD_SALT
+    required = cold_mode == COLD_SALT and not switch
+    res.capabilities["cache_salt"] = Capability(False, required, finding, fix, fault=True)
+    return COLD_RESET if switch else cold_mode
 
 
 def _cache_checks(
@@ -325,9 +320,9 @@ def _cache_checks(
         )
     elif again == 0:
         res.warnings.append("the probe's repeated prompt did not hit the prefix cache")
-    elif other > 0 and pr.kind.name in (VLLM, UNKNOWN) and cold_mode == COLD_SALT:
+    elif other > 0 and pr.kind.name in (VLLM, UNKNOWN):
         res.salt_honored = False  # a server that takes cache_salt (vLLM) and ignores it: a fault, not a gap
-        cold_mode = res.cold_mode = _salt_fault(pr, res, other, auto)
+        cold_mode = res.cold_mode = _salt_fault(pr, res, other, cold_mode, auto)
     else:
         res.salt_honored = other == 0
         res.capabilities["cache_salt"] = Capability(

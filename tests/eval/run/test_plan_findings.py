@@ -243,3 +243,11 @@ def test_the_default_plan_catches_partial_prefix_numerics_and_the_reading_names_
         "Points at: differences only where a partial prefix was resumed: hitlen 2/4 (1B 0/2); "
         "cache, batch, repeats, traffic clean."
     )
+
+
+def test_a_salt_that_hits_is_a_finding_with_an_explicit_cold_reset_too() -> None:
+    with FakeServer(honor_salt=False) as server:
+        res = probe(server, cold_mode="reset")
+        res.require()
+    assert res.cold_mode == "reset" and res.findings and res.findings[0].startswith(SALT_FAULT)
+    assert res.capabilities["cache_salt"].fault and not res.capabilities["cache_salt"].required
