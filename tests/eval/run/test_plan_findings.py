@@ -11,6 +11,7 @@ import pytest
 
 from eval.analyze.attribution import POINT_PARTIAL, pointed_cause
 from eval.analyze.score import score_run
+from eval.cli import main as cli_main
 from eval.commands import run as run_command
 from eval.errors import ConfigError
 from eval.records.final import select_final
@@ -251,3 +252,19 @@ def test_a_salt_that_hits_is_a_finding_with_an_explicit_cold_reset_too() -> None
         res.require()
     assert res.cold_mode == "reset" and res.findings and res.findings[0].startswith(SALT_FAULT)
     assert res.capabilities["cache_salt"].fault and not res.capabilities["cache_salt"].required
+
+
+def test_lbeval_ab_without_scenario_options_runs_the_default_plan_on_both_sides(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs = rows_file(tmp_path, 2)
+    with FakeServer(block_size=BLOCK) as s:
+        code = cli_main(
+            ["ab", "x", "y", "--inputs", str(inputs), "--base-url-a", s.base_url, "--base-url-b", s.base_url,
+             "--out", str(tmp_path / "runs"), "--timing-reps", "1", "--seed", "3"]
+        )  # fmt: skip
+    assert code == 0
+    for line in capsys.readouterr().out.split():
+        m = read_manifest(Path(line))
+        assert m.complete and m.settings["scenarios"] == ["cache", "batch", "hitlen", "repeats", "traffic"]
+        assert m.settings["hit_classes"] == ["1B", "last block"] and m.settings["repeats"] == 2
