@@ -232,10 +232,16 @@ def scenario_config(args: argparse.Namespace) -> ScenarioSettings:
         hit_lengths=hit_lengths,
         hit_budget=budget if isinstance(budget, int) else None,
         inputs=one("scenario_inputs", "inputs") or (plan.inputs if plan else None),
-        max_tokens=one("scenario_max_tokens", "max_tokens") or (plan.max_tokens if plan else None),
+        max_tokens=one("scenario_max_tokens", "max_tokens") or (_plan_max_tokens(args) if plan else None),
         hit_classes=plan.hit_classes if plan and hit_lengths is None else None,
         default_plan=plan is not None,
     )
+
+
+def _plan_max_tokens(args: argparse.Namespace) -> int:
+    """The default plan's scenario output limit, never above `--max-tokens` (a smoke run's limit)."""
+    cap = getattr(args, "max_tokens", None)
+    return min(DEFAULT_PLAN.max_tokens, cap) if isinstance(cap, int) and cap > 0 else DEFAULT_PLAN.max_tokens
 
 
 def run(args: argparse.Namespace) -> int:

@@ -64,6 +64,8 @@ def test_no_scenario_option_gives_the_default_plan_and_scenarios_cache_the_cache
     assert cache.scenarios == ("cache",) and not cache.default_plan
     named = default_plan(["--scenarios", "cache,hitlen"])  # named scenarios keep their own defaults
     assert (named.inputs, named.hit_classes, named.batch_sizes, named.repeats) == (None, None, (1, 4, 8), 10)
+    assert default_plan(["--max-tokens", "8"]).max_tokens == 8  # 16, capped by a smoke run's limit
+    assert default_plan(["--max-tokens", "64"]).max_tokens == 16
     given = default_plan(
         ["--scenario-inputs", "3", "--hit-lengths", "5"]
     )  # an option: the rest from the plan
