@@ -16,6 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from eval.records.run_folder import load_run
 from eval.records.types import RequestRecord
 
@@ -61,6 +63,42 @@ def costs(records: Sequence[RequestRecord]) -> dict[str, Cost]:
     return out
 
 
+@dataclass(frozen=True)
+class Rates:
+    """A least-squares fit over the requests sent alone: seconds = per_request + per_prefill_token * (prompt
+    tokens not cached) + per_output_token * (completion tokens)."""
+
+    per_request: float
+    per_prefill_token: float
+    per_output_token: float
+    n: int
+
+
+def fit_rates(records: Sequence[RequestRecord]) -> Rates | None:
+    rows: list[tuple[float, float, float]] = []
+    for r in records:
+        t, u = r.timings, r.usage
+        if t is None or t.done_s is None or u.prompt_tokens is None or u.completion_tokens is None:
+            continue
+        if r.pass_name in ("batch_member", "batch_filler", "batch_warm_member", "repeats_batched"):
+            continue  # sent with others: their seconds overlap
+        rows.append((u.prompt_tokens - (u.cached_tokens or 0), u.completion_tokens, t.done_s))
+    if len(rows) < 3:
+        return None
+    x = np.array([[1.0, p, c] for p, c, _ in rows], dtype=float)
+    y = np.array([s for *_, s in rows], dtype=float)
+    coef = np.linalg.lstsq(x, y, rcond=None)[0]
+    return Rates(float(coef[0]), float(coef[1]), float(coef[2]), len(rows))
+
+
+def per_input(records: Sequence[RequestRecord]) -> dict[tuple[str, str], dict[str, float]]:
+    """Server-seconds per input (dataset, id) and unit kind: what one more input of that kind costs."""
+    by: dict[tuple[str, str], dict[str, list[RequestRecord]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        by[(r.dataset, r.example_id)][unit_of(r)].append(r)
+    return {key: {name: busy_seconds(recs) for name, recs in kinds.items()} for key, kinds in by.items()}
+
+
 def main(argv: list[str]) -> int:
     for arg in argv:
         loaded = load_run(Path(arg))
@@ -72,6 +110,16 @@ def main(argv: list[str]) -> int:
             per = c.seconds / c.units if c.units else 0.0
             print(
                 f"  {name:13} {c.seconds:8.1f} s  {c.units:3} units  {per:7.2f} s/unit  {c.requests:4} requests"
+            )
+        for (dataset, example), kinds in per_input(loaded.records).items():
+            cells = ", ".join(f"{name} {sec:.1f}" for name, sec in sorted(kinds.items()))
+            print(f"  {dataset}/{example[:12]}: {cells}")
+        rates = fit_rates(loaded.records)
+        if rates is not None:
+            print(
+                f"  fit over {rates.n} requests sent alone: {rates.per_request:.2f} s per request + "
+                f"{1000 * rates.per_prefill_token:.1f} ms per prefilled token + {rates.per_output_token:.2f} s per "
+                "output token"
             )
     return 0
 
