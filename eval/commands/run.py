@@ -147,7 +147,8 @@ def add_scenario_arguments(p: argparse.ArgumentParser, title: str, how_they_run:
     scn.add_argument(
         "--scenario-inputs",
         type=int,
-        help=f"run the scenarios on this many inputs only (default all; default plan {plan.inputs})",
+        help=f"run the scenarios on this many inputs only (default all; default plan one per {plan.inputs_per} "
+        "inputs, at least 1)",
     )
     scn.add_argument(
         "--scenario-max-tokens",
@@ -231,7 +232,7 @@ def scenario_config(args: argparse.Namespace) -> ScenarioSettings:
         repeats=one("repeats", "repeats") or (plan.repeats if plan else DEFAULT_REPEATS),
         hit_lengths=hit_lengths,
         hit_budget=budget if isinstance(budget, int) else None,
-        inputs=one("scenario_inputs", "inputs") or (plan.inputs if plan else None),
+        inputs=one("scenario_inputs", "inputs"),  # the default plan's: from the inputs (sized_default_plan)
         max_tokens=one("scenario_max_tokens", "max_tokens") or (_plan_max_tokens(args) if plan else None),
         hit_classes=plan.hit_classes if plan and hit_lengths is None else None,
         default_plan=plan is not None,

@@ -74,6 +74,7 @@ from eval.run.scenarios.settings import (
     fit_default_plan,
     resolve_budget,
     scenario_settings,
+    sized_default_plan,
     validate_scenarios,
 )
 from eval.serve.process import sigterm_as_interrupt
@@ -393,7 +394,9 @@ def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> tuple[Session
     probe.require()
     config = resolved_for_server(config, probe)
     announce_server(probe)
-    config = replace(config, scenarios=resolve_budget(config.scenarios, client))
+    config = replace(
+        config, scenarios=sized_default_plan(resolve_budget(config.scenarios, client), len(rows))
+    )
     cot_rows = frozenset(i for i, r in enumerate(rows) if r.answer_template is not None)  # LongBench v2 CoT
     units = (
         plan_units(len(rows), config.passes, config.timing_reps, config.stream_all, cot_rows)

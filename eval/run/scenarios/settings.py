@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from eval.errors import ConfigError
-from eval.records.scenarios import DEFAULT_BATCH_SIZES, DEFAULT_REPEATS, DEFAULT_SCENARIOS
+from eval.records.scenarios import DEFAULT_BATCH_SIZES, DEFAULT_PLAN, DEFAULT_REPEATS, DEFAULT_SCENARIOS
 from eval.records.vocabulary import CACHE_SCENARIO
 from eval.run.client import Client, RequestFailed
 
@@ -106,6 +106,14 @@ def settings_from_manifest(settings: Mapping[str, Any]) -> ScenarioSettings:
         if isinstance(classes := settings.get("hit_classes"), list)
         else None,
     )
+
+
+def sized_default_plan(s: ScenarioSettings, n_inputs: int) -> ScenarioSettings:
+    """The default plan's scenario inputs for a run of `n_inputs` inputs (DEFAULT_PLAN.scenario_inputs), unless
+    `--scenario-inputs` gave them."""
+    if not s.default_plan or s.inputs is not None:
+        return s
+    return replace(s, inputs=DEFAULT_PLAN.scenario_inputs(n_inputs))
 
 
 def fit_default_plan(

@@ -23,7 +23,7 @@ from eval.run.passes import RetryPolicy
 from eval.run.probe import SALT_FAULT, probe_server
 from eval.run.runner import execute_run
 from eval.run.scenarios.hitlen import hit_lengths
-from eval.run.scenarios.settings import ScenarioSettings
+from eval.run.scenarios.settings import ScenarioSettings, sized_default_plan
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.fake_server import FakeServer, Fault, PrefixEffect
 
@@ -58,7 +58,14 @@ def probe(server: FakeServer, cold_mode: str = "auto") -> Any:
 def test_no_scenario_option_gives_the_default_plan_and_scenarios_cache_the_cache_passes_alone() -> None:
     s = default_plan()
     assert s.default_plan and s.scenarios == ("cache", "batch", "hitlen", "repeats", "traffic")
-    assert (s.inputs, s.batch_sizes, s.repeats, s.max_tokens) == (2, (1, 2), 2, 16)
+    assert (s.inputs, s.batch_sizes, s.repeats, s.max_tokens) == (
+        None,
+        (1, 2),
+        2,
+        16,
+    )  # inputs: from the run's
+    sized = [sized_default_plan(s, n).inputs for n in (1, 4, 12, 23, 24, 32, 100)]
+    assert sized == [1, 1, 1, 1, 2, 2, 8]  # one per 12 inputs, at least 1
     assert s.hit_classes == ("1B", "last block") and s.hit_lengths is None
     cache = default_plan(["--scenarios", "cache"])
     assert cache.scenarios == ("cache",) and not cache.default_plan
@@ -83,7 +90,7 @@ def test_the_default_plans_hit_classes_keep_a_partial_and_a_full_hit() -> None:
     assert hit_lengths(100, 128, classes=("1B", "last block")) == []
 
 
-def test_a_default_plan_run_sends_every_scenario_on_two_inputs(tmp_path: Path) -> None:
+def test_a_default_plan_run_sends_every_scenario_on_one_input_of_four(tmp_path: Path) -> None:
     with FakeServer(block_size=BLOCK) as server:
         run_dir = execute_run(
             config_for(server, rows_file(tmp_path), tmp_path / "runs", scenarios=default_plan())
@@ -92,16 +99,16 @@ def test_a_default_plan_run_sends_every_scenario_on_two_inputs(tmp_path: Path) -
     m = loaded.manifest
     assert m.complete
     assert m.settings["scenarios"] == ["cache", "batch", "hitlen", "repeats", "traffic"]
-    assert m.settings["hit_classes"] == ["1B", "last block"] and m.settings["scenario_inputs"] == 2
+    assert m.settings["hit_classes"] == ["1B", "last block"] and m.settings["scenario_inputs"] == 1
     finals = select_final(loaded.records).final.values()
     per_scenario: dict[str, set[str]] = {}
     for r in finals:
         per_scenario.setdefault(r.scenario, set()).add(r.example_id)
     assert per_scenario["cache"] == {"ex0", "ex1", "ex2", "ex3"}
     for name in ("batch", "hitlen", "repeats", "traffic"):
-        assert per_scenario[name] == {"ex0", "ex1"}, name  # one input per dataset (round robin)
+        assert per_scenario[name] == {"ex0"}, name  # the first input (round robin over the datasets)
     full = sorted(r.variation["hit_len"] for r in finals if r.pass_name == "hitlen_full")
-    assert full == [16, 16, 64, 64]  # 1B and the last full block (79 tokens: 4 blocks) of each input
+    assert full == [16, 64]  # 1B and the last full block (79 tokens: 4 blocks)
     assert all(
         r.settings["max_tokens"] == 16 for r in finals if r.pass_name in ("hitlen_full", "batch_member")
     )
@@ -243,7 +250,7 @@ def test_the_default_plan_catches_partial_prefix_numerics_and_the_reading_names_
     assert p.kind == POINT_PARTIAL and [r.key for r in p.differing] == ["hitlen"]
     assert [(r.value, r.partial) for r in p.sub_rows] == [("1B", True)]
     assert reading(a).endswith(
-        "Points at: differences only where a partial prefix was resumed: hitlen 2/4 (1B 0/2); "
+        "Points at: differences only where a partial prefix was resumed: hitlen 1/2 (1B 0/1); "
         "cache, batch, repeats, traffic clean."
     )
 
