@@ -257,9 +257,11 @@ def _open_manifest(config: RunConfig, run_dir: Path, fresh: RunManifest) -> RunM
     old = read_manifest(run_dir)
     diffs = _differences(old, fresh.inputs_sha256, fresh.model, fresh.settings)
     if diffs:
+        cache_only = "scenarios" not in old.settings and "scenarios" in fresh.settings
+        old_plan = " (a cache-only run: add --scenarios cache to resume it)" if cache_only else ""
         raise ConfigError(
             f"{run_dir} holds a run with a different configuration ({'; '.join(diffs)}); it will not be resumed "
-            "into. Pass --run-id NAME for a new run, or run with the original configuration."
+            f"into. Pass --run-id NAME for a new run, or run with the original configuration{old_plan}."
         )
     # the latest probe and provenance describe the server and client now; the first start time stays
     probe = dict(fresh.probe)

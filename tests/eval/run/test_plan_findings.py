@@ -122,6 +122,7 @@ def test_resuming_a_cache_only_run_with_the_default_plan_names_the_difference(tm
         with pytest.raises(ConfigError) as err:
             execute_run(config_for(server, inputs, tmp_path / "runs", scenarios=default_plan()))
         assert "scenarios None -> ['cache', 'batch', 'hitlen', 'repeats', 'traffic']" in str(err.value)
+        assert "add --scenarios cache to resume it" in str(err.value)
         again = execute_run(
             config_for(server, inputs, tmp_path / "runs", scenarios=default_plan(["--scenarios", "cache"]))
         )
