@@ -88,6 +88,9 @@ class AttributionRow:
     hits: Hits | None = None
     confounded_with: str | None = None
     hit_lens: list[int] | None = None  # hitlen sub-rows: the L values of the row's inputs
+    # hitlen sub-rows: True when every hit of the row stops short of its prompt's full blocks (a partial prefix
+    # resumed), False when every one covers them, None mixed or unknown
+    partial: bool | None = None
     stop_ended: tuple[int, int] | None = (
         None  # traffic: noise requests that ended on their stop string (k, N)
     )
@@ -316,6 +319,21 @@ def _hits(recs: Sequence[tuple[Key, RequestRecord | None, int]]) -> Hits:
     return Hits(honoured, len(recs), misses)
 
 
+def _partial(f: _Finals, keys: Sequence[Key], name: str) -> bool | None:
+    """Whether the hits of class `name` are partial: their promised cached tokens below the prompt's full blocks
+    (`full_cached`; records from before it: below the input's largest promised hit)."""
+    flags = set()
+    for k in keys:
+        rec = f.one(k, "hitlen_full", **{sc.HIT_CLASS: name})
+        if rec is None:
+            continue
+        full = rec.variation.get(sc.FULL_CACHED)
+        if not isinstance(full, int):
+            full = max(int(r.variation.get(sc.EXPECTED_CACHED) or 0) for r in f.all(k, "hitlen_full"))
+        flags.add(int(rec.variation.get(sc.EXPECTED_CACHED) or 0) < full)
+    return flags.pop() if len(flags) == 1 else None
+
+
 def _hitlen_rows(keys: Sequence[Key], f: _Finals) -> list[AttributionRow]:
     order = _hit_class_order(f, keys)
     total, all_hits, subs = _PairSet(), [], []
@@ -352,7 +370,7 @@ def _hitlen_rows(keys: Sequence[Key], f: _Finals) -> list[AttributionRow]:
             _row(
                 "hitlen", f"{name}: L = {_span(lens)}", key=f"hitlen_{_safe(name)}", level=1, value=name, measured=True,
                 pairs=ps.stats("hitlen_cold", "hitlen_full"), outputs=outputs_of(per), hits=_hits(hits),
-                hit_lens=sorted(lens),
+                hit_lens=sorted(lens), partial=_partial(f, keys, name),
             )
         )  # fmt: skip
     no_cold = sum(f.one(k, "hitlen_cold") is None for k in keys)
@@ -479,3 +497,72 @@ def attribution(
         match = next((r for r in rows if r.key == f"batch_b{concurrency}"), None) if measured else None
         confounding = Confounding(concurrency, match, measured)
     return Attribution(scenarios, concurrency, len(keys), len(chosen), rows, confounding)
+
+
+# ---------------------------------------------------------------- the cause the rows point at
+
+
+POINT_NONE = "none"  # no measured row differs
+POINT_NOISE = "noise"  # the very same request differs (repeats): other rows' differences may be that noise
+POINT_PARTIAL = "partial prefix"  # hitlen differs only where a partial prefix was resumed
+POINT_HITLEN = "hitlen"  # hitlen differs, the cache scenario's warm path does not
+POINT_WARM = "warm path"  # a request that starts from a prefix hit differs from its cold twin
+POINT_BATCH = "batch"  # cold requests differ in a batch
+POINT_TRAFFIC = "traffic"  # warm differs after unrelated traffic, not before it
+POINT_SEVERAL = "several"  # more than one of the above, no single cause
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """What the attribution rows point at: `kind` (POINT_*), the cause rows that differ (the evidence), the
+    scenarios whose every measured cause row is bit-identical (clean), and the sub-rows that locate it (the
+    hitlen sub-rows that differ for POINT_PARTIAL and POINT_HITLEN, repeats alone for POINT_NOISE)."""
+
+    kind: str
+    differing: list[AttributionRow]
+    clean: list[str]
+    sub_rows: list[AttributionRow]
+
+
+def differs(r: AttributionRow) -> bool:
+    """A measured row whose pairs are not all token-identical with max |delta| 0 (or that has no pair)."""
+    s = r.pairs
+    return (
+        r.measured
+        and s is not None
+        and not (s.n_total > 0 and s.tokens_equal == s.n_total and not s.max_delta)
+    )
+
+
+def pointed_cause(a: Attribution) -> Pointer:
+    """The cause the rows point at (see the POINT_* kinds), from the cause rows and the hitlen sub-rows."""
+    causes = [r for r in a.rows if r.level == 0 and r.measured and r.pairs is not None]
+    diff = {r.key for r in causes if differs(r)}
+    scenarios = list(dict.fromkeys(r.scenario for r in causes))
+    clean = [s for s in scenarios if not any(r.scenario == s and r.key in diff for r in causes)]
+    differing = [r for r in causes if r.key in diff]
+    subs = [
+        r for r in a.rows if r.level == 1 and r.scenario == "hitlen" and r.measured and r.pairs is not None
+    ]
+    hit_diff = [r for r in subs if differs(r)]
+    if not diff:
+        return Pointer(POINT_NONE, [], clean, [])
+    alone = a.row("repeats_alone")  # the same request alone: a difference there is noise
+    if alone is not None and differs(alone):
+        return Pointer(POINT_NOISE, differing, clean, [alone])
+    if (
+        diff == {"hitlen"}
+        and hit_diff
+        and all(r.partial for r in hit_diff)
+        and any(r.partial is False for r in subs)
+    ):
+        return Pointer(POINT_PARTIAL, differing, clean, hit_diff)
+    if diff == {"hitlen"}:
+        return Pointer(POINT_HITLEN, differing, clean, hit_diff)
+    if "cache_cold_warm" in diff and not diff & {"batch", "traffic"}:
+        return Pointer(POINT_WARM, differing, clean, [])
+    if "batch" in diff and not diff - {"batch", "batch_warm", "repeats"}:  # repeats: its batched copies
+        return Pointer(POINT_BATCH, differing, clean, [])
+    if diff == {"traffic"}:
+        return Pointer(POINT_TRAFFIC, differing, clean, [])
+    return Pointer(POINT_SEVERAL, differing, clean, [])

@@ -21,7 +21,7 @@ from eval.commands import options
 from eval.commands.options import add_specs_option
 from eval.errors import ConfigError
 from eval.records.run_folder import read_manifest
-from eval.records.scenarios import DEFAULT_BATCH_SIZES, DEFAULT_REPEATS, parse_scenarios
+from eval.records.scenarios import DEFAULT_BATCH_SIZES, DEFAULT_PLAN, DEFAULT_REPEATS, parse_scenarios
 from eval.records.vocabulary import PASS_CHOICES, SCENARIO_NAMES
 from eval.run.client import RequestSettings
 from eval.run.passes import RetryPolicy
@@ -149,21 +149,39 @@ SCENARIO_OPTIONS = (
 def add_scenario_arguments(p: argparse.ArgumentParser, title: str, how_they_run: str) -> None:
     """The scenario options of `lbeval run` and `lbeval ab` (one definition: names, help, defaults shown)."""
     scn = p.add_argument_group(title)
+    plan = DEFAULT_PLAN
     scn.add_argument(
         "--scenarios",
-        help=f"comma list of {', '.join(SCENARIO_NAMES)} (default cache: the --passes above); {how_they_run}",
+        help=f"comma list of {', '.join(SCENARIO_NAMES)}; default: the default plan, every scenario on a few "
+        f"inputs with the small settings below (docs/scenarios.md); --scenarios cache: the --passes above "
+        f"alone; {how_they_run}",
     )
-    sizes = ",".join(map(str, DEFAULT_BATCH_SIZES))
-    scn.add_argument("--batch-sizes", help=f"batch scenario: requests in flight together (default {sizes})")
+    sizes, small = ",".join(map(str, DEFAULT_BATCH_SIZES)), ",".join(map(str, plan.batch_sizes))
     scn.add_argument(
-        "--repeats", type=int, help=f"repeats scenario: copies of each request (default {DEFAULT_REPEATS})"
+        "--batch-sizes",
+        help=f"batch scenario: requests in flight together (default {sizes}; default plan {small})",
+    )
+    scn.add_argument(
+        "--repeats",
+        type=int,
+        help=f"repeats scenario: copies of each request (default {DEFAULT_REPEATS}; default plan {plan.repeats})",
     )
     scn.add_argument(
         "--hit-lengths",
-        help="hitlen scenario: prompt tokens to prime (default: around 1-3 blocks, the last block, n-1)",
+        help="hitlen scenario: prompt tokens to prime (default: around 1-3 blocks, the last block, n-1; "
+        f"default plan: {', '.join(plan.hit_classes)})",
     )
-    scn.add_argument("--scenario-inputs", type=int, help="run the scenarios on this many inputs only")
-    scn.add_argument("--scenario-max-tokens", type=int, help="output limit of the scenarios' requests")
+    scn.add_argument(
+        "--scenario-inputs",
+        type=int,
+        help=f"run the scenarios on this many inputs only (default all; default plan one per {plan.inputs_per} "
+        "inputs, at least 1)",
+    )
+    scn.add_argument(
+        "--scenario-max-tokens",
+        type=int,
+        help=f"output limit of the scenario requests (default the example's; default plan {plan.max_tokens})",
+    )
 
 
 def run_config(
@@ -237,25 +255,43 @@ def scenario_config(
         value = given if given is not None else table.get(key)
         return int(value) if value is not None else None
 
-    names = getattr(args, "scenarios", None) or ",".join(table.get("names") or ["cache"])
+    named = getattr(args, "scenarios", None) or ",".join(table.get("names") or [])
     try:
-        scenarios = parse_scenarios(names)
+        scenarios = parse_scenarios(named) if named else DEFAULT_PLAN.scenarios
     except ValueError as exc:
         raise ConfigError(f"--scenarios: {exc}") from None
+    hit_lengths = ints("hit_lengths", "hit_lengths", "--hit-lengths")
+    plan = None if named else DEFAULT_PLAN  # no scenario named: the default plan's small settings
     return ScenarioSettings(
         scenarios=scenarios,
-        batch_sizes=ints("batch_sizes", "batch_sizes", "--batch-sizes") or DEFAULT_BATCH_SIZES,
-        repeats=_given(one("repeats", "repeats"), DEFAULT_REPEATS),
-        hit_lengths=ints("hit_lengths", "hit_lengths", "--hit-lengths"),
+        batch_sizes=ints("batch_sizes", "batch_sizes", "--batch-sizes")
+        or (plan.batch_sizes if plan else DEFAULT_BATCH_SIZES),
+        repeats=_given(one("repeats", "repeats"), plan.repeats if plan else DEFAULT_REPEATS),
+        hit_lengths=hit_lengths,
         hit_budget=hit_budget,
-        inputs=one("scenario_inputs", "inputs"),
-        max_tokens=one("scenario_max_tokens", "max_tokens"),
+        inputs=one("scenario_inputs", "inputs"),  # the default plan's: from the inputs (sized_default_plan)
+        max_tokens=_given_or(
+            one("scenario_max_tokens", "max_tokens"), _plan_max_tokens(args) if plan else None
+        ),
+        hit_classes=plan.hit_classes if plan and hit_lengths is None else None,
+        default_plan=plan is not None,
     )
 
 
 def _given(value: int | None, default: int) -> int:
     """`value` unless it was not given (0 is a value, refused by its check, never read as "the default")."""
     return default if value is None else value
+
+
+def _given_or(value: int | None, default: int | None) -> int | None:
+    """`_given` where the default may be "none" (the example's own limit)."""
+    return default if value is None else value
+
+
+def _plan_max_tokens(args: argparse.Namespace) -> int:
+    """The default plan's scenario output limit, never above `--max-tokens` (a smoke run's limit)."""
+    cap = getattr(args, "max_tokens", None)
+    return min(DEFAULT_PLAN.max_tokens, cap) if isinstance(cap, int) and cap > 0 else DEFAULT_PLAN.max_tokens
 
 
 def run(args: argparse.Namespace) -> int:

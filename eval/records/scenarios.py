@@ -39,6 +39,7 @@ INPUT = "input"  # "dataset/id" of the input whose prompt a filler or noise requ
 HIT_LEN = "hit_len"  # L: prompt tokens primed before the full request
 HIT_CLASS = "hit_class"  # how L was chosen: "1B-1", "2B", "last block", "n-1", "budget+1", "given"...
 EXPECTED_CACHED = "expected_cached"  # floor(min(L, n-1)/block)*block
+FULL_CACHED = "full_cached"  # floor((n-1)/block)*block: the whole prompt's blocks (a hit below it is partial)
 PROMPT_IDS = "prompt_ids"  # n: the full prompt's token IDs
 NOISE = "noise"  # k of the traffic_noise request
 STOP = "stop"  # the stop string of the traffic noise request that must end on one
@@ -52,6 +53,38 @@ REPEAT_BATCH = 8  # repeats_batched: copies sent at once, at most
 TRAFFIC_NOISE = 3  # traffic_noise requests between cold and warm
 # default hit lengths: k*block - 1, k*block, k*block + 1 for these k (those below n)
 HIT_BLOCK_MULTIPLES = (1, 2, 3)
+
+
+@dataclass(frozen=True)
+class DefaultPlan:
+    """The plan of `lbeval run`, `lbeval ab` and `make eval` when no scenario option names one (neither
+    `--scenarios` nor a launch spec's `scenarios.names`): the cache passes on every input, and a little of each
+    other scenario on one input per `inputs_per`, enough to catch each class of engine fault (docs/scenarios.md gives the
+    cost it was tuned to): a partial prefix hit and a full one (hitlen), one batch size above 1 (batch), two
+    repeats (repeats), one round of traffic (traffic). Any scenario option given falls back to these values for
+    the others; `--scenarios` given (`--scenarios cache`: the cache passes alone) falls back to the scenarios'
+    own defaults above."""
+
+    scenarios: tuple[str, ...]
+    inputs_per: int  # one scenario input per this many inputs, at least 1 (round robin: scenario_inputs)
+    hit_classes: tuple[str, ...]  # the hitlen classes kept (eval/run/scenarios/hitlen.py names them)
+    batch_sizes: tuple[int, ...]
+    repeats: int
+    max_tokens: int  # output limit of the scenario requests: a difference shows in the first tokens' logprobs
+
+    def scenario_inputs(self, n_inputs: int) -> int:
+        return max(1, n_inputs // self.inputs_per)
+
+
+DEFAULT_PLAN = DefaultPlan(
+    scenarios=SCENARIO_NAMES,
+    inputs_per=12,  # 12 mini inputs: 1; 32 inputs: 2 (docs/scenarios.md: about +20% server-seconds either way)
+    # a hit one block long (partial when the prompt has 2+ full blocks) and a full one
+    hit_classes=("1B", "last block"),
+    batch_sizes=(1, 2),
+    repeats=2,
+    max_tokens=16,
+)
 
 
 @dataclass(frozen=True)

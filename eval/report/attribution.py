@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from eval.analyze.attribution import Attribution, AttributionRow, Confounding
+from eval.analyze import attribution as at
+from eval.analyze.attribution import Attribution, AttributionRow, Confounding, Pointer, pointed_cause
 from eval.analyze.compare import Comparison
 from eval.analyze.pairs import NEAR_TIE_MARGIN
 from eval.analyze.score import RunScores
@@ -221,7 +222,43 @@ def reading(a: Attribution) -> str:
         parts.append(f"Not run: {', '.join(missing)}.")
     if a.confounding is not None:
         parts.append(confounding_reading(a.confounding))
+    if measured:
+        parts.append(pointer_reading(pointed_cause(a)))
     return " ".join(parts)
+
+
+def _k_of_n(r: AttributionRow) -> str:
+    s = r.pairs
+    return f"{r.scenario if r.level == 0 else r.value} {s.text_equal}/{s.n_total}" if s else r.key
+
+
+# what each kind of pointer says (eval/analyze/attribution.py POINT_*)
+POINTER_TEXT = {
+    at.POINT_NONE: "no cause shows a difference",
+    at.POINT_NOISE: "run-to-run variation: the very same request differs, so the other differences may be "
+    "that noise",
+    at.POINT_PARTIAL: "differences only where a partial prefix was resumed",
+    at.POINT_HITLEN: "differences only in the prefix-hit lengths, not in the cache scenario's warm path",
+    at.POINT_WARM: "differences where a request starts from a prefix hit (the warm path)",
+    at.POINT_BATCH: "differences with batch composition",
+    at.POINT_TRAFFIC: "differences after unrelated traffic, not before it",
+    at.POINT_SEVERAL: "differences in several causes, no single one",
+}
+
+
+def pointer_reading(p: Pointer) -> str:
+    """The reading's last sentence: the cause the rows point at, its evidence (row k/N equal), what is clean,
+    e.g. "Points at: differences only where a partial prefix was resumed: hitlen 20/44 (1B 0/4); cache,
+    batch, repeats clean." """
+    text = "Points at: " + POINTER_TEXT[p.kind]
+    evidence = ", ".join(_k_of_n(r) for r in p.differing)
+    if evidence:
+        text += f": {evidence}"
+    if p.sub_rows:
+        text += f" ({', '.join(_k_of_n(r) for r in p.sub_rows)})"
+    if p.clean:
+        text += f"{'; ' if evidence else ': '}{', '.join(p.clean)} clean"
+    return text + "."
 
 
 def note(a: Attribution) -> str:

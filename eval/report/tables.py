@@ -531,7 +531,8 @@ def cache_table(c: Comparison) -> Table:
     invalid_rows = (
         (
             "invalid_warm_attempts",
-            "invalid warm attempts: warm, repeat, timing_warm missed the cache",
+            "invalid warm attempts: warm, repeat, timing_warm missed the cache (or hit short: fewer cached "
+            "tokens than promised, not retried)",
             "warm_attempts",
         ),
         ("invalid_warm_recovered", "of which recovered by the re-primed retry", "warm_recovered"),

@@ -18,7 +18,12 @@ from eval.records.vocabulary import PASS_CHOICES
 from eval.run.client import RequestSettings
 from eval.run.passes import RetryPolicy, validate_passes
 from eval.run.probe import ProbeResult
-from eval.run.scenarios.settings import ScenarioSettings, scenario_settings, validate_scenarios
+from eval.run.scenarios.settings import (
+    ScenarioSettings,
+    fit_default_plan,
+    scenario_settings,
+    validate_scenarios,
+)
 from eval.serve.launch_specs import LaunchSpec
 
 EXIT_INCOMPLETE = 3  # `lbeval run`: the run is not complete (interrupted, errors left, a file not written)
@@ -103,8 +108,15 @@ def resolved_for_server(config: RunConfig, probe: ProbeResult) -> RunConfig:
     out = replace(config, cold_mode=probe.cold_mode, request=replace(config.request, server_fields=fields))
     if config.cold_mode == "auto":
         _validate_cold(out)
-        validate_scenarios(out.scenarios, cold_mode=out.cold_mode)
-    return out
+        try:
+            validate_scenarios(out.scenarios, cold_mode=out.cold_mode)
+        except ConfigError as exc:  # e.g. the salts these scenarios need do not isolate (probe.SALT_FAULT)
+            raise ConfigError("; ".join([*probe.findings, str(exc)])) from None
+    scenarios, dropped = fit_default_plan(
+        out.scenarios, cold_mode=out.cold_mode, tokenize=probe.tokenize, block_size=probe.block_size
+    )
+    probe.warnings += [w for w in dropped if w not in probe.warnings]  # the manifest's warnings repeat them
+    return replace(out, scenarios=scenarios)
 
 
 def run_settings(config: RunConfig) -> dict[str, Any]:

@@ -9,8 +9,10 @@ Verification per request (vLLM caches whole blocks and never the last prompt tok
     cold, timing_cold, control_salt   must report 0 cached tokens
     warm, repeat, timing_warm         must report floor((prompt_tokens - 1) / block) * block cached tokens
     control_sibling                   must hit the blocks of the prefix it shares with the input's prompt
-A cold that hit is retried once with a fresh salt; a warm/repeat that missed is re-primed (same prompt and
-salt, max_tokens=1, not recorded) and retried once. The failing attempt stays on disk as `invalid`.
+A cold that hit is retried once with a fresh salt; a warm/repeat that missed (0 cached tokens) is re-primed
+(same prompt and salt, max_tokens=1, not recorded) and retried once. The failing attempt stays on disk as
+`invalid`. A warm/repeat that found some but fewer cached tokens than expected (a short hit: "found N of M
+cached tokens") is the server's answer, not a transient miss: it stays `invalid` and is not retried.
 A server restart noticed inside a group (process start time or counters went back, connection refused) marks
 the request `invalid` and re-runs the whole group from cold as group g+1.
 
@@ -216,7 +218,16 @@ def verify(
     expected = expected_cached(n, shared, facts.block_size)
     if cached >= expected:
         return "ok", None, expected
+    if cached > 0:
+        return "invalid", f"found {cached} of {expected} cached tokens ({expect}): a short hit", expected
     return "invalid", f"expected {expected} cached tokens ({expect}), the server reported {cached}", expected
+
+
+def short_hit(rec: RequestRecord) -> bool:
+    """An invalid hit-condition record that found some but fewer cached tokens than expected: what the server
+    does, not a transient miss, so it is never retried (`verify` names it "found N of M cached tokens")."""
+    cached, expected = rec.usage.cached_tokens, rec.expected_cached_tokens
+    return rec.status == "invalid" and cached is not None and expected is not None and 0 < cached < expected
 
 
 def sibling_prompt(row: InputRow) -> str:
@@ -682,7 +693,13 @@ def run_step(ctx: Context, row: InputRow, unit: Unit, step: Step, gs: GroupState
             else:
                 gs.salt = salt
         restart = rec.error is not None and rec.error.startswith("server restart detected")
-        retry = rec.status == "invalid" and step.retry_invalid and attempt == 0 and not restart
+        retry = (
+            rec.status == "invalid"
+            and step.retry_invalid
+            and attempt == 0
+            and not restart
+            and not short_hit(rec)
+        )
         ctx.emit(rec, not (retry or restart))
         if rec.status == "error":
             raise UnitFailed(rec.error)
@@ -724,8 +741,11 @@ def run_unit(ctx: Context, row: InputRow, unit: Unit, start: GroupState, first_s
 def _step_done(step: Step, final: RequestRecord | None) -> bool:
     if final is None or final.status == "error":
         return False
-    # an invalid first attempt of a retried step whose retry was never sent is not done
-    return not (final.status == "invalid" and step.retry_invalid and final.attempt == 0)
+    # an invalid first attempt of a retried step whose retry was never sent is not done (a short hit is: it
+    # is never retried)
+    return not (
+        final.status == "invalid" and step.retry_invalid and final.attempt == 0 and not short_hit(final)
+    )
 
 
 def resume_point(

@@ -50,6 +50,7 @@ class Capability:
     required: bool
     detail: str
     fix: str = ""  # the server flag or setting that provides it
+    fault: bool = False  # the server offers it but it does the wrong thing (a finding, not a missing feature)
 
 
 @dataclass
@@ -72,6 +73,9 @@ class ProbeResult:
     finished_requests: float | None = None
     capabilities: dict[str, Capability] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # faults of the server the probe found (SALT_FAULT); each is also a warning, and stops the run only when
+    # the run relies on what is broken
+    findings: list[str] = field(default_factory=list)
     server_kind: str = VLLM  # eval/run/server_kinds.py KINDS
     server_label: str = "vLLM"
     server_evidence: str = ""  # what the server answered that identified it
@@ -90,11 +94,21 @@ class ProbeResult:
         return [
             f"{name}: {cap.detail}" + (f" (add {cap.fix})" if cap.fix else "")
             for name, cap in self.capabilities.items()
-            if cap.required and cap.ok is False
+            if cap.required and cap.ok is False and not cap.fault
+        ]
+
+    def faulty(self) -> list[str]:
+        """Required capabilities the server offers but gets wrong (findings, each with what to do instead)."""
+        return [
+            f"{cap.detail}" + (f" ({cap.fix})" if cap.fix else "")
+            for cap in self.capabilities.values()
+            if cap.required and cap.ok is False and cap.fault
         ]
 
     def require(self) -> None:
-        missing = self.missing()
+        faulty, missing = self.faulty(), self.missing()
+        if faulty:
+            raise ConfigError("the server has a fault this run relies on: " + "; ".join(faulty + missing))
         if missing:
             raise ConfigError("the server lacks what lbeval needs: " + "; ".join(missing))
 
@@ -267,7 +281,27 @@ def _unverifiable(pr: _Probing, res: ProbeResult, cold_mode: str) -> None:
     res.capabilities["reset_prefix_cache"] = Capability(False, cold_mode == COLD_RESET, reset, fix)
 
 
-def _cache_checks(pr: _Probing, res: ProbeResult, row: InputRow, cold_mode: str, check_reset: bool) -> None:
+SALT_FAULT = "cache_salt accepted but not honoured: a cache isolation fault"
+
+
+def _salt_fault(pr: _Probing, res: ProbeResult, other: int, cold_mode: str, auto: bool) -> str:
+    """A fresh salt that hit: the finding (recorded, warned), and the cold mode the run goes on with: the one
+    asked for when it is not salt; the server's cache reset when `--cold auto` left the choice to lbeval and
+    the server offers one (the probe then checks it); else salt, which `require` refuses with the finding."""
+    finding = f"{SALT_FAULT} (a fresh cache_salt still hit {other} cached tokens)"
+    res.findings.append(finding)
+    switch = cold_mode == COLD_SALT and auto and bool(pr.kind.reset)
+    note = "; cold requests use the cache reset instead (--cold reset), and the salted controls show the leak"
+    res.warnings.append(finding + (note if switch else ""))
+    fix = "salts cannot isolate requests on this server: use --cold reset or --cold auto"
+    required = cold_mode == COLD_SALT and not switch
+    res.capabilities["cache_salt"] = Capability(False, required, finding, fix, fault=True)
+    return COLD_RESET if switch else cold_mode
+
+
+def _cache_checks(
+    pr: _Probing, res: ProbeResult, row: InputRow, cold_mode: str, check_reset: bool, auto: bool = False
+) -> None:
     salt_a, salt_b = _probe_salt(), _probe_salt()  # fresh each time: earlier probes must not hit
     first = _send_probe(pr, res, row, salt_a)
     if first is None:
@@ -286,6 +320,9 @@ def _cache_checks(pr: _Probing, res: ProbeResult, row: InputRow, cold_mode: str,
         )
     elif again == 0:
         res.warnings.append("the probe's repeated prompt did not hit the prefix cache")
+    elif other > 0 and pr.kind.name in (VLLM, UNKNOWN):
+        res.salt_honored = False  # a server that takes cache_salt (vLLM) and ignores it: a fault, not a gap
+        cold_mode = res.cold_mode = _salt_fault(pr, res, other, cold_mode, auto)
     else:
         res.salt_honored = other == 0
         res.capabilities["cache_salt"] = Capability(
@@ -300,6 +337,9 @@ def _cache_checks(pr: _Probing, res: ProbeResult, row: InputRow, cold_mode: str,
         )
     if check_reset or cold_mode == "reset":
         _reset_check(pr, res, cold_mode, lambda: _send_probe(pr, res, row, salt_a))
+        salt = res.capabilities.get("cache_salt")
+        if salt is not None and salt.fault and not res.reset_prefix_cache:
+            salt.required = True  # no reset to fall back on: the refusal names the fault first
     else:
         detail = "not checked (it would empty the cache of the groups a resumed run continues)"
         res.capabilities["reset_prefix_cache"] = Capability(None, False, detail, pr.kind.reset_fix)
@@ -358,7 +398,7 @@ def probe_server(
     if kind.request_fields:
         settings = replace(settings, server_fields={**kind.request_fields, **(settings.server_fields or {})})
     pr = _Probing(client, settings, policy, kind)
-    cold_mode = kind.default_cold if cold_mode == "auto" else cold_mode
+    asked, cold_mode = cold_mode, kind.default_cold if cold_mode == "auto" else cold_mode
     res = ProbeResult(
         model=name, model_ids=ids, max_model_len=mml, top_logprobs=settings.top_logprobs,
         server_kind=kind.name, server_label=kind.label, server_evidence=ident.evidence,
@@ -379,7 +419,7 @@ def probe_server(
             "--cold salt or --cold reset (or --cold auto)",
         )  # fmt: skip
     ordered = [m for m in ("chat", "raw") if m in modes] or ["chat"]
-    _cache_checks(pr, res, _probe_row(ordered[0]), cold_mode, check_reset)
+    _cache_checks(pr, res, _probe_row(ordered[0]), cold_mode, check_reset, auto=asked == "auto")
     for mode in ordered[1:]:
         _send_probe(pr, res, _probe_row(mode), _probe_salt())
     _tokenize_check(pr, res)

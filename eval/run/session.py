@@ -65,6 +65,7 @@ from eval.run.passes import (
     Unit,
     plan_units,
     resume_point,
+    short_hit,
 )
 from eval.run.probe import ProbeResult, probe_server
 from eval.run.progress import Progress
@@ -75,7 +76,7 @@ from eval.run.scenarios.plan import (
     plan_scenario_units,
     scenario_resume_point,
 )
-from eval.run.scenarios.settings import resolve_budget
+from eval.run.scenarios.settings import resolve_budget, sized_default_plan
 from eval.serve.process import start
 from eval.terminal import echo_err
 
@@ -195,7 +196,9 @@ def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> RunSession:
     probe.require()
     config = resolved_for_server(config, probe)
     announce_server(probe)
-    config = replace(config, scenarios=resolve_budget(config.scenarios, client))
+    config = replace(
+        config, scenarios=sized_default_plan(resolve_budget(config.scenarios, client), len(rows))
+    )
     cot_rows = frozenset(i for i, r in enumerate(rows) if r.answer_template is not None)  # LongBench v2 CoT
     units = (
         plan_units(len(rows), config.passes, config.timing_reps, config.stream_all, cot_rows)
@@ -274,9 +277,11 @@ def _open_manifest(config: RunConfig, run_dir: Path, fresh: RunManifest) -> RunM
     old = read_manifest(run_dir)
     diffs = _differences(old, fresh.inputs_sha256, fresh.model, fresh.settings)
     if diffs:
+        cache_only = "scenarios" not in old.settings and "scenarios" in fresh.settings
+        old_plan = " (a cache-only run: add --scenarios cache to resume it)" if cache_only else ""
         raise ConfigError(
             f"{run_dir} holds a run with a different configuration ({'; '.join(diffs)}); it will not be resumed "
-            "into. Pass --run-id NAME for a new run, or run with the original configuration."
+            f"into. Pass --run-id NAME for a new run, or run with the original configuration{old_plan}."
         )
     # the latest probe and provenance describe the server and client now; the first start time stays
     probe = dict(fresh.probe)
@@ -353,12 +358,19 @@ def _warnings(session: RunSession, probe: ProbeResult, stats: dict[str, Any], co
         out.append(
             f"incomplete: {missing} of {session.manifest.expected_records} request slots have no record yet"
         )
-    warm_invalid = sum(
-        n for p, n in stats["invalid_attempts"].items() if p in ("warm", "repeat", "timing_warm")
-    )
+    warm = ("warm", "repeat", "timing_warm")
+    short = [r for r in session.slim if r.pass_name in warm and r.attempt == 0 and short_hit(r)]
+    warm_invalid = sum(n for p, n in stats["invalid_attempts"].items() if p in warm) - len(short)
     if warm_invalid:
         out.append(
             f"{warm_invalid} warm/repeat request(s) missed the prefix cache, were marked invalid and retried"
+        )
+    if short:
+        first = short[0]
+        out.append(
+            f"{len(short)} warm/repeat request(s) found fewer cached tokens than the prompt's full blocks (first: "
+            f"{first.dataset}/{first.example_id} {first.pass_name} found {first.usage.cached_tokens} of "
+            f"{first.expected_cached_tokens}): short hits, kept invalid, not retried"
         )
     duplicated = describe_duplicates(select_final(session.slim))
     if duplicated is not None:

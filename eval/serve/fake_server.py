@@ -109,7 +109,8 @@ class Fault:
     `max_tokens`. Affects `times` matching requests (-1: all)."""
 
     # "5xx" | "4xx" | "drop" | "slow" | "divergence" | "warm_miss" | "restart" | "jitter" | "overreport" (usage
-    # claims the prompt's full blocks cached, whatever the cache did; /metrics count the real hits)
+    # claims the prompt's full blocks cached, whatever the cache did; /metrics count the real hits) | "short_hit"
+    # (a hit reported one block short: cached_tokens one block fewer than found, never below 0)
     kind: str
     match: str | None = None
     salt_seen: int | None = None
@@ -781,6 +782,8 @@ class _Handler(BaseHTTPRequestHandler):
         effect_at, effect_jitter, drop_hit = fake.scenario_effects(ids, salt, peers)
         if drop_hit:
             cached = 0
+        if "short_hit" in faults:
+            cached = max(0, cached - fake.block_size)
         if effect_at is not None:
             diverge = effect_at if diverge is None else min(diverge, effect_at)
         if fake.dialect == "llama-cpp-python" and body.get("repeat_penalty", 1.1) != 1.0:

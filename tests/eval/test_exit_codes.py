@@ -56,7 +56,7 @@ def test_an_interrupted_run_says_what_was_kept_and_how_to_resume(
     out = tmp_path / "runs"
     with FakeServer() as fake:
         argv = ["run", "--variant", "v", "--inputs", str(inputs), "--base-url", fake.base_url]
-        argv += ["--out", str(out), "--passes", "cold,warm", "--quiet"]
+        argv += ["--out", str(out), "--passes", "cold,warm", "--quiet", "--scenarios", "cache"]
         assert main(argv) == 0  # 2 inputs x (cold, warm) = 4 records
         run_dir = next((out / "v").glob("run-*"))
         capsys.readouterr()

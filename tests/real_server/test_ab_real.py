@@ -57,7 +57,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Pa
         code = main(
             ["ab", SPEC, SPEC, "--spec-a", SPEC, "--spec-b", SPEC, "--inputs", str(inputs),
              "--out", str(work / "runs"), "--passes", "timing", "--timing-reps", str(REPS), "--run-id", "aa",
-             "--quiet"]
+             "--quiet", "--scenarios", "cache"]
         )  # fmt: skip
         assert code == 0
     yield work, work / "runs" / SPEC / "aa-a", work / "runs" / SPEC / "aa-b"

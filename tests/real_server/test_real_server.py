@@ -84,6 +84,7 @@ def inputs(real_server: RealServer, work: Path) -> Path:
 
 def run_args(server: RealServer, inputs: Path, work: Path, run_id: str, *extra: str) -> list[str]:
     base = ["run", "--variant", "cpu-smollm2", "--base-url", server.base_url, "--inputs", str(inputs)]
+    base += ["--scenarios", "cache"]  # the cache-only plan these tests count (docs/scenarios.md)
     return [*base, "--out", str(work / "runs"), "--run-id", run_id, "--quiet", *extra]
 
 

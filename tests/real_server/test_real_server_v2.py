@@ -83,6 +83,7 @@ def run(
 ) -> Path:
     start = time.monotonic()
     argv = ["run", "--variant", variant, "--base-url", server.base_url, "--inputs", str(inputs)]
+    argv += ["--scenarios", "cache"]  # the cache-only plan (docs/scenarios.md)
     code = lbeval(*argv, "--out", str(work / "runs"), "--run-id", "r", "--quiet", "--passes", passes, *extra)
     assert code == 0
     MEASURED[f"run {variant}"] = round(time.monotonic() - start, 1)

@@ -11,7 +11,8 @@ reference and the measured request alike (the pair differs only in the cache).
 Default hit lengths, from the block size B (those from 1 to n-1): k*B-1, k*B, k*B+1 for k = 1..3, the last
 full block below n, n-1, and, when the chunked-prefill budget b (max_num_batched_tokens) is known, b-1, b and
 b+1. A length that two rules give is planned once, under the first rule's class (a budget length is named by
-both: "2B (budget)"); `--hit-lengths` replaces the defaults (class "L=<L>").
+both: "2B (budget)"); `--hit-lengths` replaces the defaults (class "L=<L>"). `classes` (the default plan's,
+records/scenarios.DEFAULT_PLAN) keeps only the lengths that one of those rules gives, whatever class names them.
 """
 
 from __future__ import annotations
@@ -27,22 +28,31 @@ from eval.run.scenarios.base import ScenarioStep, scenario_step
 
 
 def hit_lengths(
-    n: int, block: int, budget: int | None = None, given: Sequence[int] | None = None
+    n: int,
+    block: int,
+    budget: int | None = None,
+    given: Sequence[int] | None = None,
+    classes: Sequence[str] | None = None,
 ) -> list[tuple[int, str]]:
     """(L, class) pairs for a prompt of n tokens, ordered by L."""
     if given is not None:
         return [(length, f"L={length}") for length in sorted(set(given)) if 1 <= length <= n]
     found: dict[int, str] = {}
+    rules: dict[int, set[str]] = {}  # every rule that gives each length
     for k in sc.HIT_BLOCK_MULTIPLES:
         for delta, tag in ((-1, "-1"), (0, ""), (1, "+1")):
             found.setdefault(k * block + delta, f"{k}B{tag}")
+            rules.setdefault(k * block + delta, set()).add(f"{k}B{tag}")
     if budget is not None:
         for delta, tag in ((-1, "-1"), (0, ""), (1, "+1")):
             length, name = budget + delta, f"budget{tag}"
             found[length] = f"{found[length]} ({name})" if length in found else name
+            rules.setdefault(length, set()).add(name)
     for length, name in (((n - 1) // block * block, "last block"), (n - 1, "n-1")):
         found.setdefault(length, name)  # n-dependent: a length the rules above give keeps their class
-    return sorted((length, name) for length, name in found.items() if 1 <= length <= n - 1)
+        rules.setdefault(length, set()).add(name)
+    kept = found if classes is None else {k: v for k, v in found.items() if rules[k] & set(classes)}
+    return sorted((length, name) for length, name in kept.items() if 1 <= length <= n - 1)
 
 
 def plan_hitlen(
@@ -51,9 +61,10 @@ def plan_hitlen(
     budget: int | None,
     given: Sequence[int] | None,
     max_tokens: int | None,
+    classes: Sequence[str] | None = None,
 ) -> list[ScenarioStep]:
     n = len(ids)
-    lengths = hit_lengths(n, block, budget, given)
+    lengths = hit_lengths(n, block, budget, given, classes)
     all_ids = tuple(ids)
     cold_vary: dict[str, Any] = {
         sc.PROMPT_IDS: n,
@@ -66,6 +77,7 @@ def plan_hitlen(
             sc.HIT_LEN: length,
             sc.HIT_CLASS: name,
             sc.EXPECTED_CACHED: expected_cached(n, length, block),
+            sc.FULL_CACHED: expected_cached(n, n, block),
             sc.PROMPT_IDS: n,
         }
         salt = f"L{j}"

@@ -73,7 +73,9 @@ def plan_scenario_units(
                     raise ConfigError(
                         "--scenarios hitlen needs the server's block size (vllm:cache_config_info in /metrics)"
                     )
-                steps = plan_hitlen(token_ids[i], block_size, s.hit_budget, s.hit_lengths, s.max_tokens)
+                steps = plan_hitlen(
+                    token_ids[i], block_size, s.hit_budget, s.hit_lengths, s.max_tokens, s.hit_classes
+                )
             elif name == "repeats":
                 steps = plan_repeats(s.repeats, s.max_tokens)
             else:

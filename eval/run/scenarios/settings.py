@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from eval.errors import ConfigError
-from eval.records.scenarios import DEFAULT_BATCH_SIZES, DEFAULT_REPEATS, DEFAULT_SCENARIOS
+from eval.records.scenarios import DEFAULT_BATCH_SIZES, DEFAULT_PLAN, DEFAULT_REPEATS, DEFAULT_SCENARIOS
 from eval.records.vocabulary import CACHE_SCENARIO
 from eval.run.client import Client, RequestFailed
 from eval.serve.launch_specs import flag_int
@@ -29,6 +29,11 @@ class ScenarioSettings:
         None  # run the scenarios on this many inputs only (records/scenarios.scenario_inputs)
     )
     max_tokens: int | None = None  # output limit of scenario requests (None: the example's, or --max-tokens)
+    # keep only these hitlen classes (None: all; the default plan's: records/scenarios.DEFAULT_PLAN)
+    hit_classes: tuple[str, ...] | None = None
+    # no scenario option named the scenarios (the default plan): on a server whose cold requests cannot use
+    # cache_salt, the run keeps the cache passes alone (`fit_default_plan`) instead of refusing
+    default_plan: bool = False
 
     @property
     def extra(self) -> tuple[str, ...]:
@@ -55,7 +60,7 @@ def validate_scenarios(s: ScenarioSettings, *, cold_mode: str) -> None:
         raise ConfigError("--scenario-inputs: at least 1")
     if s.max_tokens is not None and s.max_tokens < 1:
         raise ConfigError("--scenario-max-tokens: at least 1")
-    if s.extra and cold_mode != "salt":
+    if s.extra and cold_mode != "salt" and not s.default_plan:
         raise ConfigError(
             f"--scenarios {','.join(s.extra)} needs --cold salt: every request keeps its cache state by its salt"
         )
@@ -73,10 +78,41 @@ def scenario_settings(s: ScenarioSettings) -> dict[str, Any]:
     if "hitlen" in s.scenarios:
         out["hit_lengths"] = None if s.hit_lengths is None else list(s.hit_lengths)
         out["hit_budget"] = s.hit_budget
+        if s.hit_classes is not None:  # absent from runs before the default plan (a resume compares these)
+            out["hit_classes"] = list(s.hit_classes)
     if s.extra:
         out["scenario_inputs"] = s.inputs
         out["scenario_max_tokens"] = s.max_tokens
     return out
+
+
+def sized_default_plan(s: ScenarioSettings, n_inputs: int) -> ScenarioSettings:
+    """The default plan's scenario inputs for a run of `n_inputs` inputs (DEFAULT_PLAN.scenario_inputs), unless
+    `--scenario-inputs` gave them."""
+    if not s.default_plan or s.inputs is not None:
+        return s
+    return replace(s, inputs=DEFAULT_PLAN.scenario_inputs(n_inputs))
+
+
+def fit_default_plan(
+    s: ScenarioSettings, *, cold_mode: str, tokenize: bool, block_size: int | None
+) -> tuple[ScenarioSettings, list[str]]:
+    """The default plan (`s.default_plan`) as this server can run it, and a warning per scenario dropped: the
+    scenarios beyond cache keep each request's cache state by its salt (any cold mode but salt: the cache
+    passes alone), hitlen sends token IDs from POST /tokenize and needs the block size. Named scenarios are
+    returned as they are (they refuse later, naming what is missing)."""
+    if not s.default_plan or not s.extra:
+        return s, []
+    if cold_mode != "salt":
+        why = f"need cold requests by cache_salt, and this run's cold requests use --cold {cold_mode}"
+        return replace(s, scenarios=DEFAULT_SCENARIOS), [
+            f"the default plan's scenarios {','.join(s.extra)} {why}: the cache passes only"
+        ]
+    if "hitlen" in s.scenarios and (not tokenize or block_size is None):
+        missing = "POST /tokenize" if not tokenize else "the block size (vllm:cache_config_info)"
+        kept = replace(s, scenarios=tuple(n for n in s.scenarios if n != "hitlen"))
+        return kept, [f"the default plan's hitlen scenario needs {missing}, which this server lacks: not run"]
+    return s, []
 
 
 def parse_ints(text: str, what: str) -> tuple[int, ...]:

@@ -21,8 +21,17 @@ from typing import Any
 
 import pytest
 
-from eval.analyze.attribution import Attribution, AttributionRow
+from eval.analyze.attribution import (
+    POINT_BATCH,
+    POINT_HITLEN,
+    POINT_NONE,
+    POINT_TRAFFIC,
+    Attribution,
+    AttributionRow,
+    pointed_cause,
+)
 from eval.analyze.score import ScoredRun, score_run
+from eval.report.attribution import reading
 from eval.run.runner import execute_run
 from eval.run.scenarios.settings import ScenarioSettings
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
@@ -231,3 +240,30 @@ def test_every_cause_has_a_row_whatever_the_run_asked(runs: dict[str, ScoredRun]
     assert keys == list(CAUSE_ROWS)
     for r in att(runs["clean"]).rows:
         assert r.held_fixed and r.varied and r.cause
+
+
+def test_the_reading_ends_with_the_cause_the_rows_point_at(runs: dict[str, ScoredRun]) -> None:
+    """Each fault knob's run points at its own cause (the knobs' definitions in the module docstring): the
+    batch effect also changes the batched repeats (they are in a batch), not the repeats alone; the prefix
+    effect's lengths are all below the prompts' full blocks (48 or 64 tokens), so no full hit is there to
+    contrast and the pointer names the hit lengths without calling them partial."""
+    expected = {
+        "clean": (POINT_NONE, set()),
+        "batch": (POINT_BATCH, {"batch", "batch_warm", "repeats"}),
+        "hitlen": (POINT_HITLEN, {"hitlen"}),
+        "traffic": (POINT_TRAFFIC, {"traffic"}),
+    }
+    for name, (kind, keys) in expected.items():
+        p = pointed_cause(att(runs[name]))
+        assert p.kind == kind, name
+        assert {r.key for r in p.differing} == keys, name
+        assert set(p.clean) == set(ALL) - {r.scenario for r in p.differing}, name
+    assert reading(att(runs["clean"])).endswith(
+        "Points at: no cause shows a difference: cache, batch, hitlen, repeats, traffic clean."
+    )
+    hit = pointed_cause(att(runs["hitlen"]))
+    assert {r.value for r in hit.sub_rows} == {f"L={length}" for length in hit_lengths_diverging()}
+    assert reading(att(runs["traffic"])).endswith(
+        f"Points at: differences after unrelated traffic, not before it: traffic 0/{N_INPUTS}; "
+        "cache, batch, hitlen, repeats clean."
+    )

@@ -137,7 +137,7 @@ def test_aa_one_server_both_sides_via_cli(tmp_path: Path, capsys: pytest.Capture
     with FakeServer() as s:
         code = main(
             ["ab", "x", "x", "--inputs", str(inputs), "--base-url-a", s.base_url, "--base-url-b", s.base_url,
-             "--out", str(tmp_path / "runs"), "--timing-reps", "2", "--seed", "3"]
+             "--out", str(tmp_path / "runs"), "--timing-reps", "2", "--seed", "3", "--scenarios", "cache"]
         )  # fmt: skip
     assert code == 0
     da, db = (Path(line) for line in capsys.readouterr().out.split())

@@ -38,6 +38,7 @@ def two_rows(tmp_path: Path) -> Path:
 
 def cli_run(fake: FakeServer, inputs: Path, out: Path) -> subprocess.Popen[str]:
     cmd = [sys.executable, "-m", "eval.cli", "run", "--variant", "v1", "--inputs", str(inputs), "--quiet"]
+    cmd += ["--scenarios", "cache"]  # the cache-only plan the test resumes with config_for
     cmd += ["--base-url", fake.base_url, "--out", str(out), "--timing-reps", "2", "--stream-all"]
     cmd += ["--seed", "3", "--backoff", "0.01"]
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -171,6 +172,7 @@ def test_a_full_disk_stops_the_run_with_one_line_and_exit_3_then_it_resumes(
     out = tmp_path / "runs"
     run_dir = out / "v1" / default_run_id(inputs_digest(inputs))
     argv = ["run", "--variant", "v1", "--inputs", str(inputs), "--base-url", fake.base_url, "--quiet"]
+    argv += ["--scenarios", "cache"]
     argv += ["--out", str(out), "--timing-reps", "2", "--seed", "3", "--backoff", "0.01"]
     # 5 records written, the 6th half-written (or written, not synced) then ENOSPC
     monkeypatch.setattr(eval.records.run_folder, "os", FullDisk(failing, 5))

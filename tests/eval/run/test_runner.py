@@ -221,6 +221,7 @@ def test_killed_process_then_resume(fake: FakeServer, tmp_path: Path) -> None:
     fake.add_fault(Fault("slow", match="Example ex1:", times=-1, hold=held))
     out = tmp_path / "runs"
     cmd = [sys.executable, "-m", "eval.cli", "run", "--variant", "v1", "--inputs", str(inputs)]
+    cmd += ["--scenarios", "cache"]  # the cache-only plan this test resumes with config_for
     cmd += ["--base-url", fake.base_url, "--out", str(out), "--timing-reps", "2", "--stream-all", "--quiet"]
     cmd += ["--seed", "3", "--backoff", "0.01"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -413,6 +414,7 @@ def test_cli_prints_the_run_dir_last(
         "--out",
         str(tmp_path),
     ]
+    args += ["--scenarios", "cache"]  # the cache-only plan this test counts
     assert cli_main([*args, "--passes", "cold,warm", "--quiet", "--max-tokens", "2"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     run_dir = Path(out[-1])

@@ -432,6 +432,7 @@ model = "fake-model"
     )
     argv = ["run", "--variant", "fakevllm", "--specs", str(specs), "--inputs", str(inputs)]
     argv += ["--out", str(tmp_path / "runs"), "--passes", "cold,warm", "--quiet", "--retries", "0"]
+    argv += ["--scenarios", "cache"]
     assert main(argv) == 0
     loaded = load_run(
         tmp_path / "runs" / "fakevllm" / (tmp_path / "runs/fakevllm/LATEST").read_text().strip()

@@ -49,10 +49,19 @@ def test_spec_scenarios_are_the_defaults_of_lbeval_run(tmp_path: Path) -> None:
     assert chunky.server is specs["chunky"] and specs["fast"].url is not None
     assert run_command.run_config(args_for([]), "v", None, specs["fast"]).base_url == specs["fast"].url
     plain = run_command.run_config(args_for([]), "v", "http://127.0.0.1:9/v1", None)
-    assert plain.scenarios.scenarios == ("cache",) and plain.server is None
-    # lbeval ab: no spec table (both sides' plans must match)
+    # no table, no option: the default plan
+    assert (
+        plain.scenarios.scenarios == ("cache", "batch", "hitlen", "repeats", "traffic")
+        and plain.server is None
+    )
+    assert plain.scenarios.default_plan
+    cache_only = run_command.run_config(
+        args_for(["--scenarios", "cache"]), "v", "http://127.0.0.1:9/v1", None
+    )
+    assert cache_only.scenarios.scenarios == ("cache",)
+    # lbeval ab: no spec table (both sides' plans must match): the default plan, no chunked-prefill budget
     s = run_command.run_config(args_for([]), "v", None, specs["chunky"], spec_scenarios=False).scenarios
-    assert s.scenarios == ("cache",) and s.hit_budget is None
+    assert s.default_plan and s.hit_budget is None
 
 
 @pytest.mark.parametrize(
