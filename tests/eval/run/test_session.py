@@ -128,6 +128,7 @@ AB_ONLY = {
     "--base-url-a", "--base-url-b", "--spec-a", "--spec-b",  # one server per side
     "--sampling-seed",  # run's --seed
     "--stop-when-settled", "--policy",  # time to verdict (eval/gate/settle.py)
+    "--aa-floor",  # the stop check's A/A floor (a timing rule stated as a multiple of it)
     "--seed",  # the pairs' order
 }  # fmt: skip
 
