@@ -503,8 +503,15 @@ def student_t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+def student_t_pdf(t: float, df: float) -> float:
+    """The density of Student's t with df degrees of freedom."""
+    log_c = math.lgamma((df + 1.0) / 2.0) - math.lgamma(df / 2.0) - 0.5 * math.log(df * math.pi)
+    return math.exp(log_c - (df + 1.0) / 2.0 * math.log1p(t * t / df))
+
+
 def student_t_quantile(p: float, df: float) -> float:
-    """The p-quantile of Student's t with df degrees of freedom (bisection on `student_t_cdf`)."""
+    """The p-quantile of Student's t with df degrees of freedom: Newton's method on `student_t_cdf` from a
+    bracket found by doubling, with a bisection step whenever Newton leaves the bracket."""
     if not 0.0 < p < 1.0:
         raise ValueError("p must be in (0, 1)")
     if p < 0.5:
@@ -512,15 +519,19 @@ def student_t_quantile(p: float, df: float) -> float:
     low, high = 0.0, 1.0
     while student_t_cdf(high, df) < p:
         low, high = high, high * 2.0
-    for _ in range(200):
-        mid = (low + high) / 2.0
-        if student_t_cdf(mid, df) < p:
-            low = mid
+    x = (low + high) / 2.0
+    for _ in range(100):
+        f = student_t_cdf(x, df) - p
+        if f < 0:
+            low = x
         else:
-            high = mid
-        if high - low <= 1e-13 * max(1.0, high):
-            break
-    return (low + high) / 2.0
+            high = x
+        step = x - f / student_t_pdf(x, df)
+        nxt = step if low < step < high else (low + high) / 2.0
+        if abs(nxt - x) <= 1e-12 * max(1.0, abs(x)):
+            return nxt
+        x = nxt
+    return x
 
 
 def _change(
