@@ -139,7 +139,9 @@ def _side_noise(
     return out
 
 
-def simulate(sched: Schedule, noise: str, effect_pct: float, rng: np.random.Generator) -> Session:
+def simulate(
+    sched: Schedule, noise: str, effect_pct: float, rng: np.random.Generator, position: float = POSITION
+) -> Session:
     """Warm prefill times of both sides of every timing pair (side B slowed by effect_pct)."""
     extra: object = None
     if noise.startswith("bursts"):
@@ -149,8 +151,8 @@ def simulate(sched: Schedule, noise: str, effect_pct: float, rng: np.random.Gene
     t_a = np.where(sched.b_first, sched.t_second, sched.t_first)
     t_b = np.where(sched.b_first, sched.t_first, sched.t_second)
     base = np.exp(rng.normal(math.log(50.0), 0.5, max(sched.ids) + 1))[sched.ids]
-    log_a = _side_noise(rng, noise, t_a, 0, sched, extra) + POSITION * ~sched.b_first
-    log_b = _side_noise(rng, noise, t_b, 1, sched, extra) + POSITION * sched.b_first
+    log_a = _side_noise(rng, noise, t_a, 0, sched, extra) + position * ~sched.b_first
+    log_b = _side_noise(rng, noise, t_b, 1, sched, extra) + position * sched.b_first
     return Session(
         sched.ids, sched.blocks, base * np.exp(log_a), base * np.exp(log_b) * (1 + effect_pct / 100)
     )
@@ -238,6 +240,59 @@ def power(method: str, sessions: int, resamples: int) -> list[dict[str, object]]
     return rows
 
 
+def end_to_end(sessions: int, n_inputs: int = 6, reps: int = 2) -> list[str]:
+    """The check of the pair-level simulation: A/A sessions through eval/run/ab.execute_ab on one fake server
+    (tests/fake_server.py) whose every prefill time gets the `load` model's noise (no position effect), the warm
+    prefill pairs read back as compare reads them, against the pair-level simulation of the same cell."""
+    import tempfile
+    from dataclasses import replace
+    from pathlib import Path
+
+    from eval.analyze.paired import paired_values, session_pairs
+    from eval.analyze.score import score_run
+    from eval.run.ab import AbConfig, execute_ab
+    from tests.eval.fake_fixtures import config_for, make_row, write_rows
+    from tests.fake_server import FakeServer
+
+    methods = ("boot_mean", "t_mean", CHOSEN, "randomization")
+    e2e = {m: 0 for m in methods}
+    sim = {m: 0 for m in methods}
+    with tempfile.TemporaryDirectory() as tmp, FakeServer() as server:
+        rng = np.random.default_rng(20261202)
+        server.prefill_noise = lambda: float(_load(rng, 1)[0])
+        inputs = write_rows(
+            Path(tmp) / "inputs.jsonl", [make_row(i, words=60 + 20 * i) for i in range(n_inputs)]
+        )
+        for k in range(sessions):
+            base = config_for(server, inputs, Path(tmp) / f"s{k}", variant="a", timing_reps=reps,
+                              passes=("cold", "warm", "timing"))  # fmt: skip
+            da, db = execute_ab(AbConfig(base, replace(base, variant="b"), seed=k, quiet=True))
+            ra, rb = score_run(da), score_run(db)
+            pairs = session_pairs(ra, rb)
+            assert pairs is not None
+            v = paired_values(ra, rb, pairs, "warm_prefill_ms")
+            reps_of = {(p.dataset, p.example_id, p.repetition) for p in pairs}
+            assert len(v.a) == n_inputs * reps, f"session {k}: {len(v.a)} pairs of {len(reps_of)}"
+            timing = [p for p in pairs if p.kind == UNIT_TIMING]
+            blocks = [(f"{p.dataset}/{p.example_id}", (p.repetition + 1) // 2) for p in timing]
+            s = Session(v.input_ids, blocks, np.array(v.a), np.array(v.b))  # type: ignore[arg-type]
+            seed = 1_000_003 * n_inputs + 10_007 * reps + k
+            t = simulate(
+                schedule(n_inputs, reps, k), "load", 0.0, np.random.default_rng([seed, 99]), position=0.0
+            )
+            for m in methods:
+                for store, session in ((e2e, s), (sim, t)):
+                    ch = METHODS[m](session, seed, RESAMPLES)
+                    store[m] += ch.ci_low > 0 or ch.ci_high < 0
+    out = []
+    for m in methods:
+        lo, hi = wilson(e2e[m], sessions)
+        slo, shi = wilson(sim[m], sessions)
+        out.append(f"| {m} | {n_inputs} x {reps} | {100 * e2e[m] / sessions:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] | "
+                   f"{100 * sim[m] / sessions:.1f} [{100 * slo:.1f}, {100 * shi:.1f}] | {sessions} |")  # fmt: skip
+    return out
+
+
 def markdown(cells: list[Cell], rows: list[dict[str, object]]) -> str:
     """The coverage table (a row per noise model and cell, a column per method) and the power table."""
     methods = list(METHODS)
@@ -266,6 +321,11 @@ def markdown(cells: list[Cell], rows: list[dict[str, object]]) -> str:
 
 
 def main() -> None:
+    e2e = int(os.environ.get("LBEVAL_COVERAGE_E2E", "0"))
+    if e2e:  # the one-off end-to-end check (docs/timing.md), on its own
+        print("| method | cell | lbeval ab on the fake server | pair-level simulation | sessions |")
+        print("\n".join(end_to_end(e2e)))
+        return
     quick = os.environ.get("LBEVAL_COVERAGE_QUICK") == "1"
     sessions = QUICK_SESSIONS if quick else SESSIONS
     resamples = QUICK_RESAMPLES if quick else RESAMPLES
