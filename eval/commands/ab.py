@@ -17,6 +17,7 @@ from eval.errors import ConfigError
 from eval.records.run_folder import read_manifest
 from eval.records.stop import read_stop
 from eval.run.ab import AbConfig, StopCheck, execute_ab
+from eval.run.adaptive import TimingTarget, read_adaptive
 from eval.run.runner import EXIT_INCOMPLETE, RunConfig
 from eval.serve.launch_specs import spec_for_run
 from eval.serve.process import sigterm_as_interrupt, start
@@ -56,6 +57,19 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--policy", type=Path, help="the gate policy --stop-when-settled settles (default: the shipped one)"
+    )
+    p.add_argument(
+        "--timing-until",
+        type=float,
+        metavar="PCT",
+        help="after the planned units, add paired timing repetitions until the warm-prefill change's 95%% "
+        "confidence sequence has a half-width of at most PCT %% (docs/timing.md)",
+    )
+    p.add_argument(
+        "--timing-budget",
+        type=float,
+        metavar="S",
+        help="with --timing-until: stop adding repetitions before both servers' busy seconds exceed S",
     )
     run_command.add_scenario_arguments(
         p, "scenarios (as `lbeval run`; each scenario unit is a pair like the cache units)",
@@ -109,7 +123,11 @@ def run(args: argparse.Namespace) -> int:
             same = args.base == args.variant
             a = replace(a, run_id=args.run_id + ("-a" if same else ""))
             b = replace(b, run_id=args.run_id + ("-b" if same else ""))
-        dirs = execute_ab(AbConfig(a, b, args.seed, args.quiet, check), servers=(servers[0], servers[1]))
+        config = AbConfig(a, b, args.seed, args.quiet, check, _timing_target(args))
+        dirs = execute_ab(config, servers=(servers[0], servers[1]))
+    adaptive = read_adaptive(dirs[0])
+    if adaptive is not None and args.timing_until is not None:
+        echo_err(f"lbeval ab: {adaptive.headline()}")
     stop = read_stop(dirs[0])
     if stop is not None:  # stopped early by a settled decision: one line saying why
         echo_err(f"lbeval ab: {stop.headline()}")
@@ -127,6 +145,20 @@ def run(args: argparse.Namespace) -> int:
     for run_dir in dirs:
         echo(run_dir)
     return 0 if complete else EXIT_INCOMPLETE
+
+
+def _timing_target(args: argparse.Namespace) -> TimingTarget | None:
+    if args.timing_until is None:
+        if args.timing_budget is not None:
+            raise ConfigError("--timing-budget is for --timing-until")
+        return None
+    if not 0.0 < args.timing_until < 100.0:
+        raise ConfigError(f"--timing-until {args.timing_until:g}: a half-width in percent, in (0, 100)")
+    if args.timing_budget is not None and args.timing_budget <= 0.0:
+        raise ConfigError(f"--timing-budget {args.timing_budget:g}: server-seconds, > 0")
+    if "timing" not in args.passes.split(","):
+        raise ConfigError("--timing-until needs the timing pass (--passes ...,timing)")
+    return TimingTarget(args.timing_until, args.timing_budget)
 
 
 def _stop_check(args: argparse.Namespace) -> StopCheck | None:
