@@ -16,6 +16,7 @@ from eval.analyze.score import score_run
 from eval.records.final import select_final
 from eval.records.pairing import last_pairs, read_pairs
 from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
+from eval.report.tables import build_tables
 from eval.run.ab import AbConfig, execute_ab
 from eval.run.adaptive import TimingTarget, read_adaptive
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
@@ -86,6 +87,13 @@ def test_adds_repetitions_until_the_half_width_is_reached(tmp_path: Path) -> Non
     # compare counts every adjacent pair, the added ones included
     c = compare(score_run(da), score_run(db))
     assert c.paired is not None and c.paired.measures["warm_prefill_ms"].n_pairs == len(ratios)
+    # the report says how many repetitions it took and why it stopped
+    assert c.paired.adaptive == rec
+    table = next(t for t in build_tables(c) if t.id == "paired_timing")
+    assert (
+        f"{rec.reps_done} timing repetitions (planned {REPS})" in table.reading
+        and "half-width" in table.reading
+    )
 
 
 def test_budget_stops_it_and_says_so(tmp_path: Path) -> None:
