@@ -157,6 +157,11 @@ class Change:
     n_inputs: int
     n_resamples: int
     seed: int
+    confidence: float = 0.95  # an interleaved session's gated timing figure: 0.975 (eval/analyze/paired.py)
+
+    @property
+    def ci_label(self) -> str:
+        return f"{100 * self.confidence:g}% CI"
 
 
 def _change(result: stats.BootstrapResult, scale: float) -> Change:
@@ -287,7 +292,7 @@ def _paired_change(paired: PairedTiming, measure: str) -> Change | None:
     ch = paired.measures[measure].gated  # the figure the coverage experiment supports (docs/timing.md)
     if ch is None:
         return None
-    return Change(ch.estimate, ch.ci_low, ch.ci_high, ch.n_inputs, ch.resamples, ch.seed)
+    return Change(ch.estimate, ch.ci_low, ch.ci_high, ch.n_inputs, ch.resamples, ch.seed, ch.confidence)
 
 
 def compare(

@@ -44,9 +44,9 @@ def paired_timing_table(c: Comparison) -> Table | None:
     if pt.adaptive is not None:  # lbeval ab --timing-until
         reading += f" Adaptive timing: {pt.adaptive.headline()}."
     note = (
-        "gated: the 20 % trimmed mean of the per-input mean log(b/a) with Yuen's t interval over inputs, the "
-        "figure the gate reads (the interval whose false-alarm rate held at 5 % in simulated A/A sessions with "
-        "heavy-tailed and bursty noise, docs/timing.md); "
+        "gated: the 20 % trimmed mean of the per-input mean log(b/a) with Yuen's 97.5 % t interval over inputs, "
+        "the figure the gate reads (its A/A false-alarm rate stayed at most 5 % in every cell of simulated "
+        "sessions with heavy-tailed and bursty noise, docs/timing.md); "
         "paired: exp(mean log(b/a)) - 1 over the pairs of adjacent requests, cluster bootstrap over inputs (pairs "
         "of an input kept together); paired median: exp(median log(b/a)) - 1, the typical "
         "pair's change, which a burst of other work hitting one side of a few pairs does not move; a mean well "
@@ -55,7 +55,7 @@ def paired_timing_table(c: Comparison) -> Table | None:
         "each server's own log times (drift: p < 0.01 and at least 5 %/h); a trend is shown as the change its slope "
         "makes over the session's time span (not extrapolated). " + " ".join(f"{r}." for r in readings)
     )
-    columns = ["measure", "gated: trimmed mean [95% CI]", "paired change [95% CI]", "paired median [95% CI]", "sequential-style [95% CI]",
+    columns = ["measure", "gated: trimmed mean [97.5% CI]", "paired change [95% CI]", "paired median [95% CI]", "sequential-style [95% CI]",
                "pairs", "left out", "paired trend over the session", "drift"]  # fmt: skip
     return Table(
         "paired_timing", "Interleaved A/B timing (pairs adjacent in time)", reading, columns, rows, note
