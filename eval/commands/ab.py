@@ -91,6 +91,7 @@ def _side_config(args: argparse.Namespace, variant: str, url: str, model: str | 
 
 def run(args: argparse.Namespace) -> int:
     check = _stop_check(args)
+    target = _timing_target(args)  # a bad option stops here, before any server starts
     with sigterm_as_interrupt(), ExitStack() as stack:
         urls: list[str] = []
         models: list[str | None] = []
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             same = args.base == args.variant
             a = replace(a, run_id=args.run_id + ("-a" if same else ""))
             b = replace(b, run_id=args.run_id + ("-b" if same else ""))
-        config = AbConfig(a, b, args.seed, args.quiet, check, _timing_target(args))
+        config = AbConfig(a, b, args.seed, args.quiet, check, target)
         dirs = execute_ab(config, servers=(servers[0], servers[1]))
     adaptive = read_adaptive(dirs[0])
     if adaptive is not None and args.timing_until is not None:

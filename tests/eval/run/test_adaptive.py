@@ -13,6 +13,7 @@ import pytest
 
 from eval.analyze.compare import compare
 from eval.analyze.score import score_run
+from eval.cli import main
 from eval.records.final import select_final
 from eval.records.pairing import last_pairs, read_pairs
 from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
@@ -126,3 +127,22 @@ def test_resume_continues_the_added_repetitions(tmp_path: Path) -> None:
         sel = select_final(scan_records(d / RECORDS_NAME).records)
         assert not sel.duplicates
     assert rec.pairs == len(_ratios_by_hand(da, db))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--timing-budget", "60"], "--timing-budget is for --timing-until"),
+        (["--timing-until", "0"], "--timing-until 0: a half-width in percent"),
+        (["--timing-until", "10", "--timing-budget", "-1"], "--timing-budget -1: server-seconds"),
+        (["--timing-until", "10", "--passes", "cold,warm"], "--timing-until needs the timing pass"),
+    ],
+)
+def test_bad_timing_options_are_one_line_config_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str], message: str
+) -> None:
+    argv = ["ab", "x", "x", "--inputs", str(tmp_path / "none.jsonl"), "--base-url-a", "http://127.0.0.1:9/v1",
+            "--base-url-b", "http://127.0.0.1:9/v1", *options]  # fmt: skip
+    assert main(argv) == 78
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
