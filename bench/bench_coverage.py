@@ -350,6 +350,10 @@ def main() -> None:
     print(
         f"coverage: {sessions} A/A sessions per cell, {resamples} resamples, load avg {os.getloadavg()[0]:.2f}"
     )
+    if quick:
+        print(
+            "  (quick mode: too few sessions for the <= 5 % (upper <= 8 %) verdicts; they need the full 500)"
+        )
     for method in _methods():
         mine = [c for c in cells if c.method == method]
         worst = max(mine, key=lambda c: c.high)
