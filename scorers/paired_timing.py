@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -57,7 +57,7 @@ from numpy.typing import ArrayLike, NDArray
 
 _CELLS_PER_CHUNK = 4_000_000  # as in scorers.stats: bounds memory; part of the definition of the draws
 
-Statistic = Literal["median", "mean"]
+Statistic = Literal["median", "mean", "trimmed_mean", "hodges_lehmann"]
 DriftVerdict = Literal["no_drift", "drift"]
 
 
@@ -74,6 +74,7 @@ class TimingChange:
     seed: int
     confidence: float
     statistic: Statistic = "mean"  # of the log-ratios: "mean" (the geometric-mean ratio) or "median"
+    method: str = "percentile_bootstrap"  # the interval: percentile_bootstrap, t, yuen_t, signed_rank, ...
 
 
 @dataclass(frozen=True)
@@ -405,3 +406,314 @@ def drift_check(
         alpha=alpha,
         min_pct_per_hour=min_pct_per_hour,
     )
+
+
+# ---- interval methods beside the percentile cluster bootstrap (issue 19; chosen by bench/bench_coverage.py) ----
+#
+# All work on the log-ratios d_k = log(b_k / a_k) and report in percent like `paired_timing_change`.
+#
+# `t_interval_change`: the per-input means m_j of the d_k (n inputs), their mean and the Student t interval
+# mean +- t_{n-1, 1-alpha/2} sd(m) / sqrt(n) (the inputs as a sample; an input's repetitions averaged first).
+#
+# `trimmed_t_change`: Yuen's (1974) trimmed-mean interval on the m_j: g = floor(trim n) inputs cut from each
+# end, the mean of the h = n - 2g left, standard error s_w / ((1 - 2 trim') sqrt n) with s_w the standard
+# deviation of the winsorized m_j and trim' = g / n, and t quantiles with h - 1 degrees of freedom.
+#
+# `hodges_lehmann_change`: the Hodges-Lehmann estimate of the m_j (the median of the n(n+1)/2 Walsh averages
+# (m_i + m_j) / 2, i <= j) and the interval by inverting Wilcoxon's signed-rank test (exact null distribution
+# of the rank sum): [W_(k), W_(M+1-k)] of the sorted Walsh averages with k the largest integer such that
+# P(T+ <= k - 1) <= alpha / 2 (Lehmann 1975, "Nonparametrics", ch. 4). Needs n >= 6 at 95 %: with fewer
+# inputs no interval of that level exists and the bounds are infinite.
+#
+# `randomization_change`: randomization inference on the session's own AB/BA assignment. The pairs fall in
+# randomization blocks (`blocks`: the pairs whose orders were drawn together, eval/run/ab.pair_orders); under
+# "B = A + delta on the log scale" the values d_k - delta of a block change sign together when the block's
+# assignment is flipped. The test statistic is the mean; for a flip of the blocks in a set F the one-sided
+# comparison of flipped and observed statistics changes at delta_F = (sum of d_k over F) / (pairs in F), the
+# mean of the flipped blocks' pairs (Hartigan 1969, "Using subsample values as typical values", JASA 64), so
+# the interval inverting both one-sided tests at alpha / 2 is [delta_(c+1), delta_(M-c)] of the M sorted
+# delta_F with c = floor(alpha / 2 (M + 1)) - 1: every non-empty F when 2^blocks - 1 <= max_flips, else
+# max_flips sets drawn uniformly (`numpy.random.default_rng(seed)`, each block in or out with probability
+# 1/2, empty draws redrawn as in the Monte-Carlo test's (1 + count) / (M + 1) p-value). Exact under the
+# sharp null whatever the noise's distribution, as long as the recorded orders were drawn as `pair_orders`
+# draws them.
+#
+# `studentized_bootstrap_change`: the bootstrap-t over inputs: resample inputs (the draws of
+# `paired_timing_change`), t* = (mean* - mean) / se*, se the standard error of the per-input means weighted by
+# their pair counts; interval [mean - q_{1-alpha/2}(t*) se, mean - q_{alpha/2}(t*) se]. Resamples whose se* is 0
+# (one distinct input drawn) are left out.
+
+
+def _ids_and_ratios(
+    input_ids: Sequence[Hashable], a: ArrayLike, b: ArrayLike
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    ratios = log_ratios(a, b)
+    if len(input_ids) != ratios.size:
+        raise ValueError(f"{len(input_ids)} input ids for {ratios.size} pairs: one id per pair")
+    return _codes(input_ids, {}), ratios
+
+
+def per_input_means(input_ids: Sequence[Hashable], ratios: ArrayLike) -> NDArray[np.float64]:
+    """Mean of the values of each input, inputs in order of first appearance."""
+    values = np.asarray(ratios, dtype=np.float64)
+    codes = _codes(input_ids, {})
+    n = int(codes.max()) + 1
+    return _per_cluster(codes, values, n) / _per_cluster(codes, np.ones_like(values), n)
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta function (modified Lentz)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        m2 = 2 * m
+        for num in (
+            m * (b - m) * x / ((qam + m2) * (a + m2)),
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+        ):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    """I_x(a, b), the regularized incomplete beta function, for 0 <= x <= 1."""
+    if x <= 0.0 or x >= 1.0:
+        return 0.0 if x <= 0.0 else 1.0
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def student_t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with df degrees of freedom: 1 - I_{df/(df+t^2)}(df/2, 1/2) / 2 for t >= 0."""
+    if df <= 0:
+        raise ValueError("df must be > 0")
+    tail = 0.5 * _incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def student_t_pdf(t: float, df: float) -> float:
+    """The density of Student's t with df degrees of freedom."""
+    log_c = math.lgamma((df + 1.0) / 2.0) - math.lgamma(df / 2.0) - 0.5 * math.log(df * math.pi)
+    return math.exp(log_c - (df + 1.0) / 2.0 * math.log1p(t * t / df))
+
+
+def student_t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t with df degrees of freedom: Newton's method on `student_t_cdf` from a
+    bracket found by doubling, with a bisection step whenever Newton leaves the bracket."""
+    if not 0.0 < p < 1.0:
+        raise ValueError("p must be in (0, 1)")
+    if p < 0.5:
+        return -student_t_quantile(1.0 - p, df)
+    low, high = 0.0, 1.0
+    while student_t_cdf(high, df) < p:
+        low, high = high, high * 2.0
+    x = (low + high) / 2.0
+    for _ in range(100):
+        f = student_t_cdf(x, df) - p
+        if f < 0:
+            low = x
+        else:
+            high = x
+        step = x - f / student_t_pdf(x, df)
+        nxt = step if low < step < high else (low + high) / 2.0
+        if abs(nxt - x) <= 1e-12 * max(1.0, abs(x)):
+            return nxt
+        x = nxt
+    return x
+
+
+def _change(
+    point: float,
+    low: float,
+    high: float,
+    n: int,
+    pairs: int,
+    confidence: float,
+    statistic: Statistic,
+    method: str,
+) -> TimingChange:
+    return TimingChange(
+        estimate=percent_change(point),
+        ci_low=percent_change(low),
+        ci_high=percent_change(high),
+        n_inputs=n,
+        n_pairs=pairs,
+        resamples=0,
+        seed=0,
+        confidence=confidence,
+        statistic=statistic,
+        method=method,
+    )
+
+
+def _means(
+    input_ids: Sequence[Hashable], a: ArrayLike, b: ArrayLike, least: int
+) -> tuple[NDArray[np.float64], int]:
+    codes, ratios = _ids_and_ratios(input_ids, a, b)
+    m = per_input_means(input_ids, ratios)
+    if m.size < least:
+        raise ValueError(f"{m.size} inputs: this interval needs at least {least}")
+    return m, ratios.size
+
+
+def t_interval_change(
+    input_ids: Sequence[Hashable], a: ArrayLike, b: ArrayLike, *, confidence: float = 0.95
+) -> TimingChange:
+    """exp(mean of the per-input mean log-ratios) - 1 with the Student t interval over inputs (see above)."""
+    _check(1, confidence)
+    m, pairs = _means(input_ids, a, b, 2)
+    n = m.size
+    half = student_t_quantile(0.5 + confidence / 2.0, n - 1) * float(np.std(m, ddof=1)) / math.sqrt(n)
+    mean = float(m.mean())
+    return _change(mean, mean - half, mean + half, n, pairs, confidence, "mean", "t")
+
+
+def trimmed_t_change(
+    input_ids: Sequence[Hashable], a: ArrayLike, b: ArrayLike, *, trim: float = 0.2, confidence: float = 0.95
+) -> TimingChange:
+    """Yuen's trimmed mean of the per-input mean log-ratios with its t interval (see above)."""
+    _check(1, confidence)
+    if not 0.0 <= trim < 0.5:
+        raise ValueError("trim must be in [0, 0.5)")
+    m, pairs = _means(input_ids, a, b, 2)
+    n = m.size
+    g = int(math.floor(trim * n))
+    h = n - 2 * g
+    if h < 2:
+        raise ValueError(f"{n} inputs trimmed by {g} at each end leave fewer than 2")
+    s = np.sort(m)
+    point = float(s[g : n - g].mean())
+    winsorized = np.clip(s, s[g], s[n - g - 1])
+    se = float(np.std(winsorized, ddof=1)) / ((1.0 - 2.0 * g / n) * math.sqrt(n))
+    half = student_t_quantile(0.5 + confidence / 2.0, h - 1) * se
+    return _change(point, point - half, point + half, n, pairs, confidence, "trimmed_mean", "yuen_t")
+
+
+def signed_rank_cdf(n: int) -> NDArray[np.float64]:
+    """P(T+ <= k), k = 0..n(n+1)/2, for Wilcoxon's signed-rank sum of n untied values under the null."""
+    counts = np.zeros(n * (n + 1) // 2 + 1, dtype=np.float64)
+    counts[0] = 1.0
+    for r in range(1, n + 1):
+        counts[r:] = counts[r:] + counts[:-r].copy()
+    return np.cumsum(counts) / 2.0**n
+
+
+def hodges_lehmann_change(
+    input_ids: Sequence[Hashable], a: ArrayLike, b: ArrayLike, *, confidence: float = 0.95
+) -> TimingChange:
+    """Hodges-Lehmann estimate of the per-input mean log-ratios with the signed-rank interval (see above)."""
+    _check(1, confidence)
+    m, pairs = _means(input_ids, a, b, 2)
+    n = m.size
+    i, j = np.triu_indices(n)
+    walsh = np.sort((m[i] + m[j]) / 2.0)
+    cdf = signed_rank_cdf(n)
+    k = int(np.sum(cdf <= (1.0 - confidence) / 2.0 + 1e-12))  # P(T+ <= k - 1) <= alpha/2
+    point = float(np.median(walsh))
+    if k == 0:
+        return _change(point, -math.inf, math.inf, n, pairs, confidence, "hodges_lehmann", "signed_rank")
+    return _change(point, float(walsh[k - 1]), float(walsh[walsh.size - k]), n, pairs, confidence,
+                   "hodges_lehmann", "signed_rank")  # fmt: skip
+
+
+def _flip_sets(n_blocks: int, seed: int, max_flips: int) -> NDArray[np.float64]:
+    """0/1 rows: which blocks each flip turns round; every non-empty set when few enough, else random draws."""
+    if n_blocks < 1:
+        raise ValueError("no randomization blocks")
+    if n_blocks <= 30 and 2**n_blocks - 1 <= max_flips:
+        codes = np.arange(1, 2**n_blocks, dtype=np.int64)
+        return ((codes[:, None] >> np.arange(n_blocks, dtype=np.int64)) & 1).astype(np.float64)
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, 2, size=(max_flips, n_blocks))
+    empty = ~rows.any(axis=1)
+    while np.any(empty):
+        rows[empty] = rng.integers(0, 2, size=(int(empty.sum()), n_blocks))
+        empty = ~rows.any(axis=1)
+    return rows.astype(np.float64)
+
+
+def randomization_change(
+    input_ids: Sequence[Hashable],
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    blocks: Sequence[Hashable],
+    seed: int = 0,
+    max_flips: int = 4999,
+    confidence: float = 0.95,
+) -> TimingChange:
+    """exp(mean log-ratio) - 1 with the interval inverting the randomization test of the AB/BA assignment."""
+    _check(max_flips, confidence)
+    codes, ratios = _ids_and_ratios(input_ids, a, b)
+    if len(blocks) != ratios.size:
+        raise ValueError(f"{len(blocks)} block ids for {ratios.size} pairs: one per pair")
+    block_codes = _codes(blocks, {})
+    nb = int(block_codes.max()) + 1
+    flips = _flip_sets(nb, seed, max_flips)
+    sums = flips @ _per_cluster(block_codes, ratios, nb)
+    sizes = flips @ _per_cluster(block_codes, np.ones_like(ratios), nb)
+    subset_means = np.sort(sums / sizes)
+    total = subset_means.size
+    c = int(math.floor((1.0 - confidence) / 2.0 * (total + 1) + 1e-9)) - 1
+    mean = float(ratios.mean())
+    low, high = (
+        (-math.inf, math.inf) if c < 0 else (float(subset_means[c]), float(subset_means[total - 1 - c]))
+    )
+    out = _change(mean, low, high, int(codes.max()) + 1, ratios.size, confidence, "mean", "randomization")
+    return replace(out, resamples=total, seed=seed)
+
+
+def studentized_bootstrap_change(
+    input_ids: Sequence[Hashable],
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    seed: int,
+    n_resamples: int = 10000,
+    confidence: float = 0.95,
+) -> TimingChange:
+    """exp(mean log-ratio) - 1 with the bootstrap-t interval over inputs (see above)."""
+    _check(n_resamples, confidence)
+    codes, ratios = _ids_and_ratios(input_ids, a, b)
+    n = int(codes.max()) + 1
+    if n < 2:
+        raise ValueError("1 input: the bootstrap-t needs at least 2")
+    sums, cells = _per_cluster(codes, ratios, n), _per_cluster(codes, np.ones_like(ratios), n)
+    mean = float(sums.sum() / cells.sum())
+    se = _ratio_se(sums[None, :], cells[None, :], np.ones((1, n)))[0]
+    tstats = []
+    for counts in _resample_counts(n, seed, n_resamples):
+        means = (counts @ sums) / (counts @ cells)
+        se_star = _ratio_se(sums[None, :], cells[None, :], counts)
+        keep = se_star > 0
+        tstats.append((means[keep] - mean) / se_star[keep])
+    t = np.concatenate(tstats)
+    tail = (1.0 - confidence) / 2.0
+    q_low, q_high = np.quantile(t, [tail, 1.0 - tail])
+    out = _change(mean, mean - float(q_high) * se, mean - float(q_low) * se, n, ratios.size, confidence, "mean",
+                  "bootstrap_t")  # fmt: skip
+    return replace(out, resamples=n_resamples, seed=seed)
+
+
+def _ratio_se(
+    sums: NDArray[np.float64], cells: NDArray[np.float64], counts: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Linearized standard error of sum(w s) / sum(w c) over clusters drawn w times (rows of counts)."""
+    total_s, total_c = counts @ sums[0], counts @ cells[0]
+    mean = total_s / total_c
+    resid = sums[0][None, :] - mean[:, None] * cells[0][None, :]  # per cluster: s_j - mean c_j
+    k = counts.sum(axis=1)
+    var = k / (k - 1.0) * np.sum(counts * resid**2, axis=1) / total_c**2
+    return np.asarray(np.sqrt(np.maximum(var, 0.0)), dtype=np.float64)

@@ -49,7 +49,14 @@ class BootstrapResult:
     n_inputs: int
     n_resamples: int
     seed: int
-    confidence: float
+    confidence: (
+        float  # e.g. 0.95; an interleaved session's gated timing figure: 0.975 (eval/analyze/paired.py)
+    )
+
+    @property
+    def ci_label(self) -> str:
+        """'95% CI', '97.5% CI': the interval's name wherever it is shown."""
+        return f"{100 * self.confidence:g}% CI"
 
 
 def _check(n_resamples: int, confidence: float) -> None:

@@ -6,6 +6,9 @@ For each timing measure (eval/analyze/timing.TIMING_MEASURES) and each timing pa
 
 - paired: scorers.paired_timing.paired_timing_change (per-pair log ratios, cluster bootstrap over inputs)
 - paired median: the same with statistic="median" (the typical pair's change, robust to a few burst-hit pairs)
+- gated: scorers.paired_timing.trimmed_t_change, the 20 % trimmed mean of the per-input mean log ratios with
+  Yuen's t interval at 97.5 %: the figure compare's timing_changes hold for an interleaved session and the gate reads,
+  chosen by the coverage experiment of bench/bench_coverage.py (docs/timing.md)
 - sequential-style: scorers.paired_timing.unpaired_timing_change (median(b)/median(a) - 1, same inputs)
 - drift: scorers.paired_timing.drift_check over the pair's start time in the session (seconds since the first
   pair), with a plain-words reading.
@@ -22,6 +25,7 @@ from eval.analyze.timing import TIMING_MEASURES, measure_ms
 from eval.records.final import ok_record
 from eval.records.pairing import PairRecord, last_pairs, read_pairs
 from eval.records.vocabulary import UNIT_TIMING
+from eval.run.adaptive import AdaptiveRecord, read_adaptive
 from scorers.paired_timing import (
     DriftCheck,
     TimingChange,
@@ -29,10 +33,13 @@ from scorers.paired_timing import (
     UnpairedTimingChange,
     drift_check,
     paired_timing_change,
+    trimmed_t_change,
     unpaired_timing_change,
 )
 
 MIN_DRIFT_PAIRS = 4  # fewer pairs: no drift check
+GATED_TRIM = 0.2  # the gated figure: trimmed_t_change with this trim and level (docs/timing.md: at 95 % its
+GATED_CONFIDENCE = 0.975  # A/A false-alarm rate exceeded 5 % in 35 of 72 simulated cells; at 97.5 % in none)
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,7 @@ class PairedMeasure:
     drift: DriftCheck | None
     reading: str  # the drift check in plain words ("" without one)
     paired_median: TimingChange | None = None  # exp(median log(b/a)) - 1: the typical pair, robust to bursts
+    gated: TimingChange | None = None  # trimmed mean of the per-input means, Yuen's t: what the gate reads
 
     @property
     def drifting(self) -> bool:
@@ -69,6 +77,7 @@ class PairedTiming:
     incomplete: int
     rerun: int
     measures: dict[str, PairedMeasure] = field(default_factory=dict)
+    adaptive: AdaptiveRecord | None = None  # --timing-until: how many repetitions and why they stopped
 
     @property
     def drifting(self) -> list[str]:
@@ -143,9 +152,12 @@ def paired_measure(values: PairedValues, measure: str, seed: int, resamples: int
     seq = unpaired_timing_change(
         values.input_ids, values.a, values.input_ids, values.b, seed=seed, n_resamples=resamples
     )
+    gated = trimmed_t_change(
+        values.input_ids, values.a, values.b, trim=GATED_TRIM, confidence=GATED_CONFIDENCE
+    )
     drift = drift_check(values.times_s, values.a, values.b) if n >= MIN_DRIFT_PAIRS else None
     reading = drift_reading(drift) if drift is not None else ""
-    return PairedMeasure(measure, n, values.left_out, paired, seq, drift, reading, median)
+    return PairedMeasure(measure, n, values.left_out, paired, seq, drift, reading, median, gated)
 
 
 def interleaved_timing(
@@ -165,4 +177,5 @@ def interleaved_timing(
         incomplete=sum(not p.complete for p in pairs),
         rerun=sum(p.rerun is not None for p in pairs),
         measures=measures,
+        adaptive=read_adaptive(base.loaded.run_dir),
     )

@@ -8,6 +8,7 @@ two lines printed on stdout are the two run directories. Exit codes as `lbeval r
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ from eval.errors import ConfigError
 from eval.records.run_folder import read_manifest
 from eval.records.stop import read_stop
 from eval.run.ab import AbConfig, StopCheck, execute_ab
+from eval.run.adaptive import TimingTarget, read_adaptive
 from eval.run.runner import EXIT_INCOMPLETE, RunConfig
 from eval.serve.launch_specs import spec_for_run
 from eval.terminal import echo, echo_err
@@ -65,6 +67,19 @@ def configure(p: argparse.ArgumentParser) -> None:
         "variant names under --out) whose floor a policy's max_change_aa_multiple reads; give the gate the "
         "same --aa-floor",
     )
+    p.add_argument(
+        "--timing-until",
+        type=float,
+        metavar="PCT",
+        help="after the planned units, add paired timing repetitions until the warm-prefill change's 95%% "
+        "confidence sequence has a half-width of at most PCT %% (docs/timing.md)",
+    )
+    p.add_argument(
+        "--timing-budget",
+        type=float,
+        metavar="S",
+        help="with --timing-until: stop adding repetitions before both servers' busy seconds exceed S",
+    )
     run_command.add_scenario_arguments(
         p, "scenarios (as `lbeval run`; each scenario unit is a pair like the cache units)",
         "each scenario unit is sent to one server, then the other",
@@ -96,9 +111,13 @@ def side_configs(args: argparse.Namespace) -> tuple[RunConfig, RunConfig]:
 
 def run(args: argparse.Namespace) -> int:
     check = _stop_check(args)
+    target = _timing_target(args)  # a bad option stops here, before any server starts
     a, b = side_configs(args)
     # the managed servers are started by the session, once both run folders' locks are held
-    dirs = execute_ab(AbConfig(a, b, args.seed, args.quiet, check))
+    dirs = execute_ab(AbConfig(a, b, args.seed, args.quiet, check, target))
+    adaptive = read_adaptive(dirs[0])
+    if adaptive is not None and args.timing_until is not None:
+        echo_err(f"lbeval ab: {adaptive.headline()}")
     stop = read_stop(dirs[0])
     if stop is not None:  # stopped early by a settled decision: one line saying why
         echo_err(f"lbeval ab: {stop.headline()}")
@@ -116,6 +135,20 @@ def run(args: argparse.Namespace) -> int:
     for run_dir in dirs:
         echo(run_dir)
     return 0 if complete else EXIT_INCOMPLETE
+
+
+def _timing_target(args: argparse.Namespace) -> TimingTarget | None:
+    if args.timing_until is None:
+        if args.timing_budget is not None:
+            raise ConfigError("--timing-budget is for --timing-until")
+        return None
+    if not 0.0 < args.timing_until < 100.0:
+        raise ConfigError(f"--timing-until {args.timing_until:g}: a half-width in percent, in (0, 100)")
+    if args.timing_budget is not None and not 0.0 < args.timing_budget < math.inf:
+        raise ConfigError(f"--timing-budget {args.timing_budget:g}: server-seconds, > 0")
+    if "timing" not in args.passes.split(","):
+        raise ConfigError("--timing-until needs the timing pass (--passes ...,timing)")
+    return TimingTarget(args.timing_until, args.timing_budget)
 
 
 def _stop_check(args: argparse.Namespace) -> StopCheck | None:

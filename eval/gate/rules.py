@@ -172,11 +172,13 @@ def warm_prefill_limit(c: Comparison, p: Mapping[str, Any]) -> WarmPrefillLimit:
     """max_change_pct (absolute) and/or max_change_aa_multiple x the A/A floor of warm prefill; with both, the
     smaller (each stated limit must hold)."""
     absolute, multiple = p.get("max_change_pct"), p.get("max_change_aa_multiple")
+    ch = c.timing_changes.get("warm_prefill_ms")
+    ci = ch.ci_label if ch is not None else "95% CI"  # interleaved: the gated figure's level (docs/timing.md)
     limits = [] if absolute is None else [float(absolute)]
     parts = [] if absolute is None else [f"{absolute:+g}%"]
     if multiple is not None:
         parts.append(f"{multiple:g} x the A/A floor of warm prefill")
-        aa, threshold = c.aa_floor, "upper end of the 95% CI <= " + " and <= ".join(parts)
+        aa, threshold = c.aa_floor, f"upper end of the {ci} <= " + " and <= ".join(parts)
         if aa is None:
             why = 'max_change_aa_multiple needs the A/A floor: give --aa-floor RUN_A RUN_B (make: AA="RUN_A RUN_B")'
             return WarmPrefillLimit(None, threshold, why)
@@ -191,7 +193,7 @@ def warm_prefill_limit(c: Comparison, p: Mapping[str, Any]) -> WarmPrefillLimit:
         limits.append(multiple * m.floor_pct)
         parts[-1] = f"{multiple:g} x A/A floor {m.floor_pct:.1f}% = {multiple * m.floor_pct:+.1f}%"
     limit = min(limits)
-    threshold = "upper end of the 95% CI <= " + " and <= ".join(parts)
+    threshold = f"upper end of the {ci} <= " + " and <= ".join(parts)
     return WarmPrefillLimit(limit, threshold + (f" (the smaller: {limit:+.1f}%)" if len(limits) > 1 else ""))
 
 
@@ -214,7 +216,9 @@ def rule_warm_prefill_change(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     if paired is not None and paired.drift is not None and paired.drift.paired.verdict == "drift":
         why = f"the paired change drifted during the interleaved session ({paired.reading})"
         return RuleResult(name, NO_DATA, why, threshold)
-    measured = f"{ch.estimate:+.1f}% [95% CI {ch.low:+.1f}%, {ch.high:+.1f}%] over {ch.n_inputs} inputs"
+    measured = (
+        f"{ch.estimate:+.1f}% [{ch.ci_label} {ch.low:+.1f}%, {ch.high:+.1f}%] over {ch.n_inputs} inputs"
+    )
     ok = ch.high <= limit
     rows = (RowRef(TIMING, "warm_prefill_ms", not ok),)
     return RuleResult(name, PASS if ok else FAIL, measured, threshold, rows=rows)

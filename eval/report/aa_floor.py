@@ -44,7 +44,7 @@ def _reading(c: Comparison, aa: AaFloor) -> str:
         return f"{head}: no warm prefill change or floor to set side by side."
     where = position(ch.low, ch.high, m.floor_pct)
     return (
-        f"{head}: warm prefill change {ch.estimate:+.1f}% [95% CI {ch.low:+.1f}%, {ch.high:+.1f}%] against "
+        f"{head}: warm prefill change {ch.estimate:+.1f}% [{ch.ci_label} {ch.low:+.1f}%, {ch.high:+.1f}%] against "
         f"an A/A floor of +-{m.floor_pct:.1f}%: {where}."
     )
 
@@ -69,6 +69,7 @@ def aa_floor_table(c: Comparison) -> Table | None:
     if aa is None:
         return None
     rows = [Row(k, label, _cells(c.timing_changes.get(k), aa.measures.get(k))) for k, label in PAIRED_ROWS]
-    columns = ["measure", "change [95% CI]", "A/A change [95% CI]", "A/A floor", "A/A pairs", "A/A paired drift",
+    level = next((ch.ci_label for ch in c.timing_changes.values() if ch is not None), "95% CI")
+    columns = ["measure", f"change [{level}]", "A/A change [95% CI]", "A/A floor", "A/A pairs", "A/A paired drift",
                "change vs floor"]  # fmt: skip
     return Table("aa_floor", "Timing change against the A/A floor", _reading(c, aa), columns, rows, _note(c))

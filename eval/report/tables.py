@@ -381,7 +381,8 @@ def timing_table(c: Comparison) -> Table:
             [Flag(tb.valid), Flag(tv.valid), None, None],
         )
     )
-    columns = ["measure", *_sides(c), "change [95% CI]", "inputs"]
+    level = next((ch.ci_label for ch in c.timing_changes.values() if ch is not None), "95% CI")
+    columns = ["measure", *_sides(c), f"change [{level}]", "inputs"]
     return Table(
         "timing",
         "Timing (mean over inputs of per-input means)",
@@ -409,7 +410,9 @@ def timing_reading(c: Comparison) -> str:
         ch, what = c.timing_changes.get("warm_ttft_ms"), "warm TTFT (client)"
     if ch is None:
         return "No paired timing data: the timing change cannot be estimated."
-    measured = f"{ch.estimate:+.1f}%, 95% CI {ch.low:+.1f}% to {ch.high:+.1f}%, over {ch.n_inputs} inputs"
+    measured = (
+        f"{ch.estimate:+.1f}%, {ch.ci_label} {ch.low:+.1f}% to {ch.high:+.1f}%, over {ch.n_inputs} inputs"
+    )
     if c.execution == "interleaved":
         drift = " Drift was flagged: see the warnings." if c.paired and c.paired.drifting else ""
         return (
@@ -441,13 +444,13 @@ def timing_reading(c: Comparison) -> str:
 def _attributed_reading(c: Comparison, ch: Change, what: str) -> str:
     """The headline of timings taken side by side: the change is the variant's."""
     if ch.high < 0:
-        verdict = f"Variant {what} is {-ch.estimate:.1f}% lower than base (95% CI {-ch.high:.1f}% to {-ch.low:.1f}% lower)"
+        verdict = f"Variant {what} is {-ch.estimate:.1f}% lower than base ({ch.ci_label} {-ch.high:.1f}% to {-ch.low:.1f}% lower)"
     elif ch.low > 0:
-        verdict = f"Variant {what} is {ch.estimate:.1f}% higher than base (95% CI {ch.low:.1f}% to {ch.high:.1f}% higher)"
+        verdict = f"Variant {what} is {ch.estimate:.1f}% higher than base ({ch.ci_label} {ch.low:.1f}% to {ch.high:.1f}% higher)"
     else:
         verdict = (
             f"No detectable change in {what}: {ch.estimate:+.1f}%, "
-            f"95% CI {ch.low:+.1f}% to {ch.high:+.1f}% includes 0"
+            f"{ch.ci_label} {ch.low:+.1f}% to {ch.high:+.1f}% includes 0"
         )
     valid = c.base.scores.timing.valid and c.variant.scores.timing.valid
     return (

@@ -41,13 +41,23 @@ from pathlib import Path
 from eval.atomic import WriteFailed
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import InputRow
-from eval.records.pairing import ORDERS, PairRecord, PairSide, append_pair, read_pairs
+from eval.records.pairing import ORDERS, PairRecord, PairSide, append_pair, last_pairs, read_pairs
 from eval.records.run_folder import RECORDS_NAME, RecordWriter, run_lock
 from eval.records.stop import STOP_SCHEMA_VERSION, Settlement, StopRecord, remove_stop, write_stop
 from eval.records.types import RequestRecord
+from eval.run.adaptive import (
+    Look,
+    TimingTarget,
+    extend_timing,
+    extra_units,
+    planned_reps,
+    reps_recorded,
+    warm_log_ratios,
+    write_adaptive,
+)
 from eval.run.client import Client, SendLedger
 from eval.run.config import RunConfig, RunIncomplete, default_run_id
-from eval.run.passes import Context, GroupState, Unit, run_unit
+from eval.run.passes import Context, GroupState, Unit, resume_point, run_unit
 from eval.run.probe import ProbeResult
 from eval.run.progress import Progress
 from eval.run.scenarios.execute import run_scenario_unit
@@ -79,6 +89,7 @@ class AbConfig:
     seed: int = 0
     quiet: bool = False  # no progress bar over the pairs
     stop_check: StopCheck | None = None  # --stop-when-settled (module docstring)
+    timing_target: TimingTarget | None = None  # --timing-until / --timing-budget (eval/run/adaptive.py)
 
 
 def ab_run_ids(config: AbConfig, sha: str) -> tuple[str, str]:
@@ -283,7 +294,45 @@ def _pairs(
                 if stop is not None:
                     stopped.append(stop)
                     return {"a": False, "b": False}
+    if config.timing_target is not None:
+        _adaptive(config, config.timing_target, a, b, ab_id, between)
     return ok
+
+
+def _adaptive(
+    config: AbConfig,
+    target: TimingTarget,
+    a: _Side,
+    b: _Side,
+    ab_id: str,
+    between: Callable[[str, UnitId], None] | None,
+) -> None:
+    """More timing repetitions until the target (eval/run/adaptive.py); failures of added units are their own
+    error records and do not make the planned run incomplete."""
+    units = a.session.units
+    extras = [u for r in range(planned_reps(units), target.max_reps) for u in extra_units(units, r)]
+    orders = pair_orders(units + extras, config.seed)
+    extra_ok = {"a": True, "b": True}
+    rows = a.session.rows
+
+    def send(unit: Unit) -> bool:
+        row = rows[unit.row_index]
+        for side in (a, b):
+            mine = [r for r in side.session.slim if (r.dataset, r.example_id, r.repetition) == (row.dataset, row.id, unit.repetition)
+                    and r.pass_name in ("timing_cold", "timing_warm")]  # fmt: skip
+            point = resume_point(unit, mine, False)
+            if point is not None:
+                side.todo[(unit.row_index, unit.kind, unit.repetition)] = (unit, *point)
+        return _pair(a, b, unit, orders, ab_id, extra_ok, between)
+
+    def look() -> Look:
+        pairs = list(last_pairs(read_pairs(a.session.run_dir)).values())
+        return Look(warm_log_ratios(pairs, a.session.slim, b.session.slim), _busy_seconds(a.session.run_dir))
+
+    start = max(reps_recorded(s.session.slim) for s in (a, b))
+    record = extend_timing(target, units, max(planned_reps(units), start - 1), send, look)
+    for side in (a, b):
+        write_adaptive(side.session.run_dir, record)
 
 
 def _input_ends(order: list[Unit]) -> dict[UnitId, int]:

@@ -53,6 +53,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import random
 import re
 import socket
@@ -60,6 +61,7 @@ import struct
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -256,6 +258,7 @@ class FakeServer:
         self.output_prefix = output_prefix  # put before every generated text (hostile-output tests)
         self.faults: list[Fault] = []
         self.slowdown = 1.0  # multiplies the prefill time /metrics reports (drift tests)
+        self.prefill_noise: Callable[[], float] | None = None  # per request: log factor on its prefill
         self.batch_effect: BatchEffect | None = None
         self.prefix_effect: PrefixEffect | None = None
         self.stop_effect: StopEffect | None = None
@@ -498,6 +501,8 @@ class FakeServer:
                 st.generation_tokens += completion
                 st.success += 1
                 prefill = (1e-4 + (prompt_tokens - cached) * 1e-5) * self.slowdown
+                if self.prefill_noise is not None:  # noise models of bench/bench_coverage.py
+                    prefill *= math.exp(self.prefill_noise())
                 values = (prefill, 2e-4, prefill + 3e-4, prefill + 3e-4 + completion * 1e-4)
                 for name, value in zip(HISTOGRAMS, values, strict=True):
                     st.hist.setdefault(name, Histogram()).observe(value)

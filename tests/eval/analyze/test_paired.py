@@ -92,9 +92,16 @@ def test_drifting_machine_paired_ci_covers_zero_sequential_does_not(tmp_path: Pa
     pm_back = back.paired.measures["cold_prefill_ms"].paired
     assert pm_back is not None and math.isclose(pm_back.estimate, 100 * math.expm1(-mean_log), abs_tol=1e-9)
     assert c.timing_changes["cold_prefill_ms"] is not None
-    assert (
-        c.timing_changes["cold_prefill_ms"].estimate == pm.paired.estimate
-    )  # compare's figure is the paired one
+    # compare's (and the gate's) figure is the gated one: the 20 % trimmed mean of the per-input mean log
+    # ratios (6 inputs: one cut at each end), by hand
+    per_input: dict[str, list[float]] = {}
+    for i, x, y in zip(ids, va, vb, strict=True):
+        per_input.setdefault(i, []).append(math.log(y / x))
+    means = sorted(statistics.fmean(v) for v in per_input.values())
+    assert pm.gated is not None and pm.gated.method == "yuen_t"
+    assert math.isclose(pm.gated.estimate, 100 * math.expm1(statistics.fmean(means[1:-1])), abs_tol=1e-9)
+    assert c.timing_changes["cold_prefill_ms"].estimate == pm.gated.estimate
+    assert c.timing_changes["cold_prefill_ms"].high == pm.gated.ci_high
     # each server's own times drift (the machine), the paired ratio does not; the session is flagged
     assert (
         pm.drift.a.verdict == "drift"

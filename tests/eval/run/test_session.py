@@ -129,6 +129,7 @@ AB_ONLY = {
     "--sampling-seed",  # run's --seed
     "--stop-when-settled", "--policy",  # time to verdict (eval/gate/settle.py)
     "--aa-floor",  # the stop check's A/A floor (a timing rule stated as a multiple of it)
+    "--timing-until", "--timing-budget",  # adaptive timing repetitions (eval/run/adaptive.py)
     "--seed",  # the pairs' order
 }  # fmt: skip
 

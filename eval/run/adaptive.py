@@ -1,0 +1,185 @@
+"""Adaptive timing repetitions (`lbeval ab --timing-until PCT [--timing-budget S]`, issue 19).
+
+After the session's planned units, more repetitions of the timing units are added, one paired unit at a time
+(repetition R, R+1, ... of every input with timing units, inputs in the session's order; each pair's AB/BA
+order from eval/run/ab.pair_orders over the plan extended by these units, so the orders depend only on the
+seed and the plan), until the paired warm-prefill interval's half-width is at most PCT %, or the next round
+would overrun the server-seconds budget (both servers' busy seconds in the pairing), or MAX_REPS repetitions.
+
+The interval looked at after every pair is an always-valid confidence sequence (scorers/sequential.asymptotic_cs,
+alpha 0.05, rho2 tuned for the planned pairs, no bounds before CS_MIN_N pairs) on the per-pair log ratios
+log(b / a) of the warm server prefill times of the adjacent timing pairs, in send order: stopping at the first
+look whose half-width is small enough does not make the interval too narrow, as a fixed-sample interval
+recomputed after every pair would. The records of the added repetitions are ordinary timing records; the
+decision (target, budget, repetitions, why it stopped) is written to both run folders as `adaptive.json`
+(`AdaptiveRecord`), which the report reads. A resumed session re-plans the added repetitions that the records
+show and continues from there.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from eval.atomic import atomic_write
+from eval.records.final import select_final
+from eval.records.pairing import PairRecord
+from eval.records.types import RequestRecord
+from eval.records.vocabulary import UNIT_TIMING
+from eval.run.passes import Unit, timing_steps
+from scorers.sequential import asymptotic_cs, asymptotic_rho2
+
+ADAPTIVE_NAME = "adaptive.json"
+ADAPTIVE_SCHEMA_VERSION = 1
+CS_ALPHA = 0.05
+CS_MIN_N = 10
+MAX_REPS = 50
+
+
+@dataclass(frozen=True)
+class TimingTarget:
+    """--timing-until PCT: the half-width to reach (percent); --timing-budget S: server-seconds at most."""
+
+    until_pct: float
+    budget_s: float | None = None
+    max_reps: int = MAX_REPS
+
+
+@dataclass(frozen=True)
+class AdaptiveRecord:
+    schema_version: int
+    until_pct: float
+    budget_s: float | None
+    reps_planned: int
+    reps_done: int  # the most repetitions any input got (planned + added)
+    pairs: int  # timing pairs the confidence sequence was computed on
+    half_width_pct: float | None  # of the last look (None: fewer than CS_MIN_N pairs)
+    spent_s: float
+    stopped: str  # "target", "budget", "max_reps", "interrupted"
+    reason: str  # in words
+
+    def headline(self) -> str:
+        return f"{self.reps_done} timing repetitions (planned {self.reps_planned}): {self.reason}"
+
+
+def write_adaptive(run_dir: Path, record: AdaptiveRecord) -> None:
+    atomic_write(run_dir / ADAPTIVE_NAME, json.dumps(asdict(record), indent=1) + "\n")
+
+
+def read_adaptive(run_dir: Path) -> AdaptiveRecord | None:
+    """The session's adaptive record, or None (no --timing-until, or a damaged file: then no claim is made)."""
+    path = run_dir / ADAPTIVE_NAME
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return AdaptiveRecord(**data) if data.get("schema_version") == ADAPTIVE_SCHEMA_VERSION else None
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def extra_units(units: list[Unit], repetition: int) -> list[Unit]:
+    """Repetition `repetition` of the timing unit of every input that has timing units in the plan."""
+    rows = sorted({u.row_index for u in units if u.kind == UNIT_TIMING})
+    return [Unit(i, UNIT_TIMING, repetition, timing_steps(repetition)) for i in rows]
+
+
+def planned_reps(units: list[Unit]) -> int:
+    return max((u.repetition + 1 for u in units if u.kind == UNIT_TIMING), default=0)
+
+
+def reps_recorded(records: list[RequestRecord]) -> int:
+    """Timing repetitions the records show (1 + the highest repetition of a timing pass), 0 without any."""
+    reps = [r.repetition + 1 for r in records if r.pass_name in ("timing_cold", "timing_warm")]
+    return max(reps, default=0)
+
+
+def _warm_prefill(records: list[RequestRecord]) -> dict[tuple[str, str, int], tuple[int, float]]:
+    """(dataset, example_id, repetition) -> (seq, warm server prefill seconds) of each ok final timing_warm."""
+    out: dict[tuple[str, str, int], tuple[int, float]] = {}
+    for slot, rec in select_final(records).final.items():
+        value = (rec.server_metrics or {}).get("prefill_time_s")
+        ok = rec.status == "ok" and isinstance(value, float) and math.isfinite(value) and value > 0
+        if slot.pass_name == "timing_warm" and ok and isinstance(value, float):
+            out[(slot.dataset, slot.example_id, slot.repetition)] = (rec.seq, value)
+    return out
+
+
+def warm_log_ratios(
+    pairs: list[PairRecord], records_a: list[RequestRecord], records_b: list[RequestRecord]
+) -> list[float]:
+    """log(b / a) of the warm server prefill of every adjacent timing pair, in send order."""
+    wa, wb = _warm_prefill(records_a), _warm_prefill(records_b)
+    out = []
+    for p in pairs:
+        key = (p.dataset, p.example_id, p.repetition)
+        if p.kind != UNIT_TIMING or not p.adjacent or key not in wa or key not in wb:
+            continue
+        (sa, va), (sb, vb) = wa[key], wb[key]
+        if sa in p.a.seqs and sb in p.b.seqs:
+            out.append(math.log(vb / va))
+    return out
+
+
+def half_width_pct(ratios: list[float], horizon: int) -> float | None:
+    """The half-width in percent of the confidence sequence at its last look; None before CS_MIN_N pairs."""
+    if len(ratios) < CS_MIN_N:
+        return None
+    cs = asymptotic_cs(
+        ratios, rho2=asymptotic_rho2(max(horizon, 1), alpha=CS_ALPHA), alpha=CS_ALPHA, min_n=CS_MIN_N
+    )
+    return 50.0 * (math.expm1(cs.highs[-1]) - math.expm1(cs.lows[-1]))
+
+
+@dataclass(frozen=True)
+class Look:
+    """What the loop is shown after a pair: the log ratios so far and the server-seconds spent."""
+
+    ratios: list[float]
+    spent_s: float
+
+
+def extend_timing(
+    target: TimingTarget,
+    units: list[Unit],
+    start_reps: int,
+    send: Callable[[Unit], bool],
+    look: Callable[[], Look],
+) -> AdaptiveRecord:
+    """Add repetitions (module docstring) from repetition `start_reps` on; `send(unit)` runs one unit's pair
+    (False: the session was stopped), `look()` reads the pairs so far."""
+    planned = planned_reps(units)
+    horizon = planned * len(extra_units(units, 0))
+    reps, last_round_s = max(start_reps, planned), 0.0
+
+    def record(stopped: str, reason: str, seen: Look) -> AdaptiveRecord:
+        hw = half_width_pct(seen.ratios, horizon)
+        return AdaptiveRecord(ADAPTIVE_SCHEMA_VERSION, target.until_pct, target.budget_s, planned, reps,
+                              len(seen.ratios), hw, seen.spent_s, stopped, reason)  # fmt: skip
+
+    seen = look()
+    while True:
+        hw = half_width_pct(seen.ratios, horizon)
+        if hw is not None and hw <= target.until_pct:
+            return record("target", f"half-width {hw:.1f}% <= {target.until_pct:g}% (95% CS)", seen)
+        if reps >= target.max_reps:
+            return record("max_reps", f"{reps} repetitions, the most added (half-width {_hw(hw)})", seen)
+        if target.budget_s is not None and seen.spent_s + last_round_s > target.budget_s:
+            why = f"the budget of {target.budget_s:g} server-seconds would be overrun (spent {seen.spent_s:.1f} s"
+            return record("budget", f"{why}, half-width {_hw(hw)})", seen)
+        before = seen.spent_s
+        for unit in extra_units(units, reps):
+            if not send(unit):
+                return record("interrupted", "the session was stopped", look())
+            seen = look()
+            hw = half_width_pct(seen.ratios, horizon)
+            if hw is not None and hw <= target.until_pct:
+                break
+        reps += 1
+        last_round_s = seen.spent_s - before
+
+
+def _hw(hw: float | None) -> str:
+    return "not yet computable" if hw is None else f"{hw:.1f}%"

@@ -1,0 +1,148 @@
+"""Adaptive timing repetitions (`lbeval ab --timing-until`, eval/run/adaptive.py) on the fake server: the session
+adds paired timing repetitions until the confidence sequence's half-width, recomputed here from the records and
+the pairing with the formula of scorers/sequential.py, is at most the target, or the budget is spent."""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from eval.analyze.compare import compare
+from eval.analyze.score import score_run
+from eval.cli import main
+from eval.records.final import select_final
+from eval.records.pairing import last_pairs, read_pairs
+from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
+from eval.report.tables import build_tables
+from eval.run.ab import AbConfig, execute_ab
+from eval.run.adaptive import TimingTarget, read_adaptive
+from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.fake_server import FakeServer
+
+N_INPUTS, REPS = 6, 2
+
+
+def _config(server: FakeServer, tmp_path: Path, target: TimingTarget) -> AbConfig:
+    inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i, words=60 + 20 * i) for i in range(N_INPUTS)])
+    base = config_for(server, inputs, tmp_path / "runs", variant="aa", passes=("timing",), timing_reps=REPS)
+    return AbConfig(base, replace(base, run_id=None), seed=5, quiet=True, timing_target=target)
+
+
+def _noisy(server: FakeServer, sd: float) -> None:
+    rng = random.Random(7)
+    server.prefill_noise = lambda: rng.gauss(0.0, sd)
+
+
+def _ratios_by_hand(da: Path, db: Path) -> list[float]:
+    """log(b/a) of the warm prefill of every adjacent timing pair in pairing order, read from the records."""
+    recs = {d: {r.seq: r for r in scan_records(d / RECORDS_NAME).records} for d in (da, db)}
+    out = []
+    for p in last_pairs(read_pairs(da)).values():
+        ra = [recs[da][s] for s in p.a.seqs if recs[da][s].pass_name == "timing_warm"]
+        rb = [recs[db][s] for s in p.b.seqs if recs[db][s].pass_name == "timing_warm"]
+        if p.adjacent and ra and rb:
+            va = (ra[-1].server_metrics or {})["prefill_time_s"]
+            vb = (rb[-1].server_metrics or {})["prefill_time_s"]
+            out.append(math.log(vb / va))
+    return out
+
+
+def _half_width(x: list[float], horizon: int) -> float:
+    """Waudby-Smith et al.'s asymptotic CS at t = len(x), alpha 0.05, rho2 for t* = horizon, in percent."""
+    t = len(x)
+    mean = sum(x) / t
+    sd = math.sqrt(sum((v - mean) ** 2 for v in x) / (t - 1))
+    c = -2 * math.log(0.05)
+    rho2 = (c + math.log(1 + c)) / horizon
+    r = sd * math.sqrt(2 * (t * rho2 + 1) / (t * t * rho2) * math.log(math.sqrt(t * rho2 + 1) / 0.05))
+    return 50 * (math.expm1(mean + r) - math.expm1(mean - r))
+
+
+def test_adds_repetitions_until_the_half_width_is_reached(tmp_path: Path) -> None:
+    with FakeServer() as server:
+        _noisy(server, 0.15)
+        da, db = execute_ab(_config(server, tmp_path, TimingTarget(8.0)))
+    rec = read_adaptive(da)
+    assert rec is not None and rec == read_adaptive(db)
+    assert rec.stopped == "target" and rec.reps_planned == REPS and rec.reps_done > REPS
+    ratios = _ratios_by_hand(da, db)
+    assert rec.pairs == len(ratios) > N_INPUTS * REPS
+    # it stopped at the first look at or under the target (looks from 10 pairs on), not later
+    widths = [_half_width(ratios[:t], N_INPUTS * REPS) for t in range(10, len(ratios) + 1)]
+    assert widths[-1] <= 8.0 < min(widths[:-1])
+    assert rec.half_width_pct == pytest.approx(widths[-1])
+    # the added repetitions are ordinary timing records, paired in AB/BA blocks of two per input
+    pairs = list(last_pairs(read_pairs(da)).values())
+    for row in {p.example_id for p in pairs}:
+        orders = {p.repetition: p.order for p in pairs if p.example_id == row}
+        for r in range(0, max(orders), 2):  # passes=timing only: unit j = r, blocks (2k, 2k + 1)
+            if r + 1 in orders:
+                assert orders[r] != orders[r + 1]
+    sel = select_final(scan_records(da / RECORDS_NAME).records)
+    assert not sel.duplicates and max(s.repetition for s in sel.final) == rec.reps_done - 1
+    assert read_manifest(da).complete and read_manifest(db).complete
+    # compare counts every adjacent pair, the added ones included
+    c = compare(score_run(da), score_run(db))
+    assert c.paired is not None and c.paired.measures["warm_prefill_ms"].n_pairs == len(ratios)
+    # the report says how many repetitions it took and why it stopped
+    assert c.paired.adaptive == rec
+    table = next(t for t in build_tables(c) if t.id == "paired_timing")
+    assert (
+        f"{rec.reps_done} timing repetitions (planned {REPS})" in table.reading
+        and "half-width" in table.reading
+    )
+
+
+def test_budget_stops_it_and_says_so(tmp_path: Path) -> None:
+    with FakeServer() as server:
+        _noisy(server, 0.5)
+        da, _ = execute_ab(_config(server, tmp_path, TimingTarget(1.0, budget_s=1e-6)))
+    rec = read_adaptive(da)
+    assert rec is not None and rec.stopped == "budget" and "budget" in rec.reason
+    # the budget counts the whole session: the planned repetitions already spent it, so none was added
+    assert rec.reps_done == REPS and rec.pairs == N_INPUTS * REPS and rec.spent_s > 1e-6
+
+
+def test_resume_continues_the_added_repetitions(tmp_path: Path) -> None:
+    calls: list[tuple[str, tuple[int, str, int]]] = []
+
+    def interrupt(side: str, unit: tuple[int, str, int]) -> None:
+        calls.append((side, unit))
+        if unit[2] >= REPS + 1 and len([c for c in calls if c[1][2] >= REPS + 1]) == 3:
+            raise KeyboardInterrupt  # inside the second added round
+
+    with FakeServer() as server:
+        _noisy(server, 0.15)
+        config = _config(server, tmp_path, TimingTarget(8.0))
+        with pytest.raises(KeyboardInterrupt):
+            execute_ab(config, between=interrupt)
+        da, db = execute_ab(config)
+    rec = read_adaptive(da)
+    assert rec is not None and rec.stopped == "target"
+    for d in (da, db):
+        sel = select_final(scan_records(d / RECORDS_NAME).records)
+        assert not sel.duplicates
+    assert rec.pairs == len(_ratios_by_hand(da, db))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--timing-budget", "60"], "--timing-budget is for --timing-until"),
+        (["--timing-until", "0"], "--timing-until 0: a half-width in percent"),
+        (["--timing-until", "10", "--timing-budget", "-1"], "--timing-budget -1: server-seconds"),
+        (["--timing-until", "10", "--passes", "cold,warm"], "--timing-until needs the timing pass"),
+    ],
+)
+def test_bad_timing_options_are_one_line_config_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str], message: str
+) -> None:
+    argv = ["ab", "x", "x", "--inputs", str(tmp_path / "none.jsonl"), "--base-url-a", "http://127.0.0.1:9/v1",
+            "--base-url-b", "http://127.0.0.1:9/v1", *options]  # fmt: skip
+    assert main(argv) == 78
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
