@@ -26,7 +26,7 @@ def _ab(tmp_path: Path, inputs: Path, run_id: str, *extra: str) -> tuple[Path, P
         b.slowdown = 2.0  # twice as slow, with another uncached tail per input (the ratio varies per input)
         code = main(
             ["ab", "base", "var", "--inputs", str(inputs), "--base-url-a", a.base_url, "--base-url-b", b.base_url,
-             "--out", str(tmp_path / "runs"), "--passes", "cold,warm,timing", "--timing-reps", "2",
+             "--out", str(tmp_path / "runs"), "--passes", "cold,warm,timing", "--timing-reps", "2", "--scenarios", "cache",
              "--run-id", run_id, "--quiet", "--stop-when-settled", "--policy", str(tmp_path / "aa.toml"), *extra]
         )  # fmt: skip
     assert code in (0, 3)

@@ -36,7 +36,7 @@ CHAT_TOKENS_60 = 2 + 60 + 2 + 4 + 2 + 1 + 3 + 5  # 79: 4 full blocks usable (64 
 def default_plan(argv: list[str] | None = None) -> ScenarioSettings:
     p = argparse.ArgumentParser()
     run_command.configure(p)
-    return run_command.scenario_config(p.parse_args(["--variant", "v", "--inputs", "i", *(argv or [])]))
+    return run_command.scenario_config(p.parse_args(["--variant", "v", "--inputs", "i", *(argv or [])]), {})
 
 
 def rows_file(tmp_path: Path, n: int = 4) -> Path:
