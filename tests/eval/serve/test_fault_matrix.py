@@ -25,7 +25,7 @@ SUMMARY = {
                 "status": "fail",
                 "rows": [
                     {"table": "attribution", "row": "cache", "failed": False},
-                    {"table": "attribution", "row": "hitlen_partial", "failed": True},
+                    {"table": "attribution", "row": "hitlen_L_200", "failed": True},
                 ],
             },
             {"rule": "cache_valid", "status": "fail", "rows": []},
@@ -36,7 +36,7 @@ SUMMARY = {
 
 
 def test_caught_by_names_every_failing_rule_and_only_its_failed_rows() -> None:
-    assert matrix.caught_by(SUMMARY) == ["cause_rows @ attribution/hitlen_partial", "cache_valid"]
+    assert matrix.caught_by(SUMMARY) == ["cause_rows @ attribution/hitlen_L_200", "cache_valid"]
     assert matrix.caught_by({"verdict": None}) == [] and matrix.caught_by({}) == []
 
 
@@ -44,7 +44,7 @@ def test_judge_a_fault_must_fail_by_its_rule_on_its_row_and_clean_must_pass() ->
     partial = next(c for c in matrix.CASES if c.fault == "partial_prefix")
     found = matrix.caught_by(SUMMARY)
     assert matrix.judge(partial, "FAIL", found) == (True, True)
-    assert matrix.judge(partial, "FAIL", ["cause_rows @ attribution/cache"]) == (True, False)
+    assert matrix.judge(partial, "FAIL", ["cause_rows @ attribution/cache_cold_warm"]) == (True, False)
     assert matrix.judge(partial, "PASS", []) == (False, False)
     assert matrix.judge(partial, "NO VERDICT", found) == (False, False)
     clean = matrix.CASES[0]
@@ -64,13 +64,13 @@ def test_write_matrix_md_json_html(tmp_path: Path) -> None:
     outcomes = [
         matrix.Outcome("clean", "cpu-smollm2-again", "PASS", "PASS", 0, [], 4, 120.0, True, True),
         matrix.Outcome(
-            "partial_prefix", "x", "cause_rows @ hitlen_partial", "PASS", 0, [], 4, 130.4, False, False, "a|b"
+            "partial_prefix", "x", "cause_rows @ hitlen_L_200", "PASS", 0, [], 4, 130.4, False, False, "a|b"
         ),
     ]
     matrix.write_matrix(outcomes, tmp_path, "hdr")
     md = (tmp_path / "matrix.md").read_text(encoding="utf-8").splitlines()
     assert md[0] == "hdr"
-    assert md[5] == "| partial_prefix | cause_rows @ hitlen_partial | PASS | - | 4 | 130 | NO | no |"
+    assert md[5] == "| partial_prefix | cause_rows @ hitlen_L_200 | PASS | - | 4 | 130 | NO | no |"
     assert md[-1] == "- partial_prefix: a\\|b"
     data = json.loads((tmp_path / "matrix.json").read_text(encoding="utf-8"))
     assert [o["caught"] for o in data["outcomes"]] == [True, False]
