@@ -180,10 +180,8 @@ def count_inputs(run_dir: Path) -> int | None:
         return int(json.loads(stop.read_text(encoding="utf-8"))["inputs_run"])
     manifest = run_dir / "manifest.json"
     if manifest.exists():
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-        for key in ("n_inputs", "inputs_planned", "inputs"):
-            if isinstance(data.get(key), int):
-                return int(data[key])
+        taken = json.loads(manifest.read_text(encoding="utf-8")).get("inputs_header", {}).get("n_taken", {})
+        return sum(int(v) for v in taken.values()) if taken else None
     return None
 
 

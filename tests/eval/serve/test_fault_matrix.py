@@ -83,3 +83,14 @@ def test_unknown_fault_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(SystemExit) as exc:
         matrix.parse(["--only", "partial_prefix,nope"])
     assert exc.value.code == 2 and "unknown fault(s) nope" in capsys.readouterr().err
+
+
+def test_inputs_to_the_verdict_from_the_stop_record_else_the_manifest(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    assert matrix.count_inputs(run) is None
+    header = {"n_taken": {"qasper": 2, "gov_report": 1}}
+    (run / "manifest.json").write_text(json.dumps({"inputs_header": header}), encoding="utf-8")
+    assert matrix.count_inputs(run) == 3
+    (run / "ab_stop.json").write_text(json.dumps({"inputs_run": 2}), encoding="utf-8")
+    assert matrix.count_inputs(run) == 2
