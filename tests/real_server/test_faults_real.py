@@ -4,8 +4,8 @@ comparison's attribution table, and the other rows stay clean.
 
 - partial_prefix: logits perturbed only when a request resumes from a partial prefix hit. The cold/warm row (a
   full-block hit) stays equal; the hitlen row of the partial lengths differs.
-- short_hits: hits of 2+ blocks come back one block short. Outputs stay equal (the KV is recomputed, not wrong);
-  the records show the promised cached tokens missing by one block (warm and hitlen_full).
+- short_hits: hits of 2+ blocks come back one block short. Output tokens stay equal (the KV is recomputed, not
+  wrong); the records show the promised cached tokens missing by one block (warm and hitlen_full).
 
 Each side starts its own server (`lbeval run --spec`), one at a time; 2 mini inputs, 8 output tokens, hit
 lengths 200 and 640 (partial: 1 and 5 of the prompt's 7-8 full blocks) and 1050 (every full block of the Qasper
@@ -97,8 +97,11 @@ def test_short_hits_shows_one_block_missing_and_outputs_equal(fault_work: Path) 
     warm = [r for r in finals if r.pass_name == "warm"]
     found = [(r.usage.cached_tokens, full(r)) for r in warm]
     assert warm and all(c == f - 128 for c, f in found), found
-    # the recomputed block gives the same numbers: outputs equal the clean run's
-    assert not any(differs(r, base) for r in finals if r.pass_name in ("cold", "warm"))
+    # the recomputed block gives the same tokens as the clean run; the logprobs move only at the level a different
+    # hit length moves them on this backend (measured ~3e-5; a numerics fault moves them by ~0.9)
+    for rec in finals:
+        twin = base[slot(rec)]
+        assert rec.output_token_ids == twin.output_token_ids and max_delta(rec, twin) < 1e-3, rec.pass_name
     primed = [r for r in finals if r.pass_name == "hitlen_full" and r.expected_cached_tokens]
     short = [r for r in primed if r.expected_cached_tokens >= 256]
     assert short and all(r.usage.cached_tokens == r.expected_cached_tokens - 128 for r in short)
@@ -124,6 +127,11 @@ def base_finals(work: Path) -> dict[tuple[str, str, str], Any]:
 def full(rec: Any) -> int:
     """What a full hit covers: whole blocks of 128, never the last prompt token."""
     return int((rec.usage.prompt_tokens - 1) // 128 * 128)
+
+
+def max_delta(a: Any, b: Any) -> float:
+    rows = zip(a.topk.logprobs, b.topk.logprobs, strict=True)
+    return max((abs(x - y) for ra, rb in rows for x, y in zip(ra, rb, strict=True)), default=0.0)
 
 
 def differs(rec: Any, base: dict[tuple[str, str, str], Any]) -> bool:
