@@ -160,7 +160,7 @@ def gate_pair(case: Case, base: Path, variant: Path, out: Path) -> Outcome:
     caught, as_expected = judge(case, verdict, found)
     expected = f"{case.rule} @ {case.row}" if case.rule else "PASS"
     note = "" if compared.returncode == 0 else last_line(compared.stderr, compared.returncode)
-    first = gated.stdout.strip().splitlines()[:1]
+    said = gate_line(gated.stdout)
     return Outcome(
         case.fault,
         case.spec,
@@ -170,8 +170,17 @@ def gate_pair(case: Case, base: Path, variant: Path, out: Path) -> Outcome:
         found,
         caught=caught,
         as_expected=as_expected,
-        note=note or (first[0] if first else ""),
+        note=note or said,
     )
+
+
+def gate_line(stdout: str) -> str:
+    """The gate's own summary ("gate: FAIL (exit 1): ..."), its wrapped continuation lines joined."""
+    lines = stdout.strip().splitlines()
+    starts = [i for i, ln in enumerate(lines) if ln.startswith("gate: ")]
+    if not starts:
+        return ""
+    return " ".join(ln.strip() for ln in lines[starts[-1] :])
 
 
 def count_inputs(run_dir: Path) -> int | None:

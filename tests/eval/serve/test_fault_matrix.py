@@ -94,3 +94,9 @@ def test_inputs_to_the_verdict_from_the_stop_record_else_the_manifest(tmp_path: 
     assert matrix.count_inputs(run) == 3
     (run / "ab_stop.json").write_text(json.dumps({"inputs_run": 2}), encoding="utf-8")
     assert matrix.count_inputs(run) == 2
+
+
+def test_the_note_is_the_gates_own_summary_line() -> None:
+    out = "lbeval gate: policy x\n  PASS     a: b\ngate: NO VERDICT (exit 2): rule w has no data: the\n           variant run\n"
+    assert matrix.gate_line(out) == "gate: NO VERDICT (exit 2): rule w has no data: the variant run"
+    assert matrix.gate_line("nothing\n") == ""
