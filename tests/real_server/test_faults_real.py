@@ -41,7 +41,17 @@ def fault_work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     make("server-venv", "server-model", "server-faults")
     work = tmp_path_factory.mktemp("faults")
     tokenizer = default_cache_dir() / "models" / "smollm2-135m-instruct"
-    argv = ["prepare", "--source", "mini", "--datasets", "qasper,gov_report", "--n", "1"]
+    argv = [
+        "prepare",
+        "--source",
+        "mini",
+        "--datasets",
+        "qasper,gov_report",
+        "--n",
+        "1",
+        "--max-model-len",
+        "4096",
+    ]
     assert lbeval(*argv, "--tokenizer", str(tokenizer), "--out", str(work / "inputs.jsonl")) == 0
     run_variant(work, "cpu-smollm2", "cpu-smollm2")
     return work
