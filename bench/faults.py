@@ -59,7 +59,7 @@ CASES: tuple[Case, ...] = (
     # are what the matrix looks for; align them with the shipped policy when those land
     Case("salt_ignored", "cpu-smollm2-fault-salt-ignored", "cache_isolation", "control_salt"),
     Case("short_hits", "cpu-smollm2-fault-short-hits", "hitlen_cache_honoured", "hitlen"),
-    Case("usage_overreport", "cpu-smollm2-fault-usage-overreport", "cache_counters", "cache"),
+    Case("usage_overreport", "cpu-smollm2-fault-usage-overreport", "cache_reports_consistent", "cache"),
     Case("warm_slowdown", "cpu-smollm2-fault-warm-slowdown", "warm_prefill_change", "warm", "ab"),
 )
 
