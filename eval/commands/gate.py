@@ -54,6 +54,16 @@ def verdict_for(args: argparse.Namespace) -> Verdict:
     return gated.verdict
 
 
+def unexpected(exc: BaseException) -> str:
+    """One line for an exception nothing expected: its type, its message and where it was raised."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = f" (at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno})" if tb is not None else ""
+    text = " ".join(str(exc).split())[:200]
+    return f"unexpected error {type(exc).__name__}{where}: {text or 'no message'}; no verdict on this data"
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         verdict = verdict_for(args)
@@ -61,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         raise
     except LbevalError as exc:
         verdict = no_verdict(str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bug or unforeseen data is no verdict (2), never 0 or 1
+        verdict = no_verdict(unexpected(exc))
     for line in gate_lines(verdict):  # one line per rule, wrapped to 100 columns
         echo(line)
     if args.junit:
