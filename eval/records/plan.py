@@ -19,7 +19,7 @@ named in `outside`: damage, never a complete run.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from eval.records.final import ExampleKey, Selection, Slot
@@ -40,6 +40,7 @@ class Completeness:
     expected: int  # the manifest's expected_records: the plan's slots
     filled: int  # planned slots holding a final record
     outside: tuple[str, ...]  # final records in slots the plan does not name, described (damage)
+    scenario_filled: int = 0  # of `filled`, the slots of scenarios other than cache
 
     @property
     def all_filled(self) -> bool:
@@ -57,7 +58,9 @@ class Completeness:
         )
 
 
-def cache_slots(settings: Mapping[str, Any], keys: Sequence[ExampleKey], cot: Sequence[ExampleKey]) -> set[Slot]:
+def cache_slots(
+    settings: Mapping[str, Any], keys: Sequence[ExampleKey], cot: Sequence[ExampleKey]
+) -> set[Slot]:
     """The cache scenario's planned slots (module docstring)."""
     raw = settings.get("passes")
     choices = [str(p) for p in raw] if isinstance(raw, list) else list(PASS_CHOICES)
@@ -100,7 +103,7 @@ def completeness(
     for s in sel.final:
         if s.pass_name in SCENARIO_OF_PASS:
             reps.setdefault((s.dataset, s.example_id, s.pass_name), set()).add(s.repetition)
-    filled, outside = 0, []
+    filled, scenario_filled, outside = 0, 0, []
     for s in sorted(sel.final, key=lambda x: (x.dataset, x.example_id, x.pass_name, x.repetition)):
         scenario = SCENARIO_OF_PASS.get(s.pass_name)
         if scenario is None:
@@ -112,6 +115,23 @@ def completeness(
             )
         if ok:
             filled += 1
+            scenario_filled += scenario is not None
         else:
             outside.append(f"{s.dataset}/{s.example_id} {s.pass_name} rep {s.repetition}")
-    return Completeness(expected, filled, tuple(outside))
+    return Completeness(expected, filled, tuple(outside), scenario_filled)
+
+
+def planned_count(
+    settings: Mapping[str, Any],
+    keys: Sequence[ExampleKey],
+    run: Sequence[ExampleKey],
+    cot: Sequence[ExampleKey],
+    sel: Selection,
+) -> int:
+    """The planned slots of the inputs `run` (of all `keys`; a stopped session's inputs run): the cache
+    scenario's from the settings, the other scenarios' as recorded in the plan (their count is known only to
+    the run that planned them)."""
+    wanted = set(run)
+    mine = replace(sel, final={s: r for s, r in sel.final.items() if (s.dataset, s.example_id) in wanted})
+    cache = cache_slots(settings, [k for k in keys if k in wanted], cot)
+    return len(cache) + completeness(settings, 0, keys, cot, mine).scenario_filled
