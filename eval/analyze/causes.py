@@ -3,7 +3,8 @@ runs measured it, for the gate's `cause_rows` rule (eval/gate/scenario_rules.py)
 (eval/report/console.py), which read these and compute nothing of their own.
 
 A side of a row is None when that run did not measure the row (the scenario was not run, or the row has no
-planned pair: N = 0, e.g. `--hit-lengths 100000` sends no prime, `--batch-sizes 1` forms no batch).
+planned pair: N = 0, e.g. `--hit-lengths 100000` sends no prime, `--batch-sizes 1` forms no batch; `empty`
+names the runs of that second kind).
 Rows are listed in the variant's order, then the rows only the base has.
 """
 
@@ -37,6 +38,8 @@ class CauseRow:
     cause: str
     base: RowSide | None  # None: not measured by the base run
     variant: RowSide | None
+    # the runs ("base", "variant") that ran the row's scenario but planned no pair for it (N = 0)
+    empty: tuple[str, ...] = ()
 
     @property
     def both(self) -> bool:
@@ -49,6 +52,10 @@ class CauseRow:
             return self.base is not self.variant
         b, v = self.base, self.variant
         return (b.n_total, b.tokens_equal, b.text_equal) != (v.n_total, v.tokens_equal, v.text_equal)
+
+
+def _empty(row: AttributionRow | None) -> bool:
+    return row is not None and row.measured and row.pairs is not None and row.pairs.n_total == 0
 
 
 def _side(row: AttributionRow | None) -> RowSide | None:
@@ -71,5 +78,7 @@ def cause_rows(c: Comparison) -> list[CauseRow]:
     out = []
     for key in order:
         row = variant.get(key) or base[key]
-        out.append(CauseRow(key, row.level, row.cause, _side(base.get(key)), _side(variant.get(key))))
+        b, v = base.get(key), variant.get(key)
+        empty = tuple(side for side, r in (("base", b), ("variant", v)) if _empty(r))
+        out.append(CauseRow(key, row.level, row.cause, _side(b), _side(v), empty))
     return out

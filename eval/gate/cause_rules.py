@@ -5,8 +5,9 @@ in eval/gate/policy_default.toml and docs/gate.md).
                      size, hitlen and each class of hit length, repeats, traffic, their sub-rows; row keys as
                      eval/analyze/attribution.AttributionRow.key), the variant may not have more pairs whose
                      tokens differ than the base plus `allowed_drop`, nor a max |top-k logprob delta| above
-                     max(base x delta_factor, base + delta_floor). A row measured by one run only (or with no
-                     planned pair, N = 0) is no data unless `skip_one_sided`; no row measured by both is no data.
+                     max(base x delta_factor, base + delta_floor). A row measured by one run only, or whose
+                     scenario ran but planned no pair for it (N = 0: `--batch-sizes 1`, `--hit-lengths` beyond
+                     every prompt), is no data unless `skip_one_sided`; no row measured by both is no data.
     cache_isolation  absolute: a request sent with a salt the run had never sent before (the salt control, cold
                      passes sent by salt, every scenario's fresh salts) must find 0 cached tokens: a hit is a
                      cache isolation fault (a cross-tenant leak where salts separate users). Skipped when no
@@ -61,6 +62,8 @@ def _delta(s: RowSide) -> str:
 
 
 def _one_sided(row: CauseRow) -> str:
+    if row.base is None and row.variant is None:
+        return f"{row.key} (no planned pair: 0/0 in {'both runs' if len(row.empty) == 2 else row.empty[0] + ' run'})"
     side = "base" if row.base is not None else "variant"
     return f"{row.key} (measured by the {side} run only)"
 
@@ -71,7 +74,7 @@ def rule_cause_rows(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
         f"per row measured by both: pairs with other tokens <= base's + {p['allowed_drop']}, max |delta| <= "
         f"max(base x {p['delta_factor']:g}, base + {p['delta_floor']:g})"
     )
-    rows = [r for r in cause_rows(c) if r.base is not None or r.variant is not None]
+    rows = [r for r in cause_rows(c) if r.base is not None or r.variant is not None or r.empty]
     both = [r for r in rows if r.both]
     mismatched = [
         r
