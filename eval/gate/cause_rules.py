@@ -35,7 +35,7 @@ def delta_limit(base: float | None, p: Mapping[str, Any]) -> float:
     """The largest variant max |delta| a row allows: max(base x delta_factor, base + delta_floor), base 0 when
     it compared no pair (kernel noise 3e-5 allows 0.01 by default; a fault's 1.5 is far above)."""
     b = base or 0.0
-    return max(b * p["delta_factor"], b + p["delta_floor"])
+    return max(b * float(p["delta_factor"]), b + float(p["delta_floor"]))
 
 
 @dataclass(frozen=True)

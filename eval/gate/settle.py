@@ -324,7 +324,9 @@ def _against_plan(run: ScoredRun, stop: StopRecord, side: int) -> tuple[int, lis
     if not _stopped_outcome(run):
         sessions = run.loaded.manifest.sessions
         last = str(sessions[-1].get("outcome", "none")) if sessions else "no session"
-        problems.append(f"{name}'s manifest does not say its session stopped early (last session: {last:.60})")
+        problems.append(
+            f"{name}'s manifest does not say its session stopped early (last session: {last:.60})"
+        )
     cot = [r.key for r in run.rows if r.answer_template is not None]
     planned = planned_count(run.loaded.manifest.settings, run.keys, keys, cot, run.selection)
     if planned != stop.expected_records[side]:

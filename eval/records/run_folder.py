@@ -356,7 +356,9 @@ def damage(loaded: LoadedRun, sel: Selection) -> list[str]:
             f" and {len(torn) - 10} more" if len(torn) > 10 else ""
         )
         why = "".join(f"; line {n}: {loaded.torn_reasons[n]}" for n in torn[:3] if n in loaded.torn_reasons)
-        out.append(f"{RECORDS_NAME}: {len(torn)} unreadable record line(s) (torn or damaged): line {lines}{why}")
+        out.append(
+            f"{RECORDS_NAME}: {len(torn)} unreadable record line(s) (torn or damaged): line {lines}{why}"
+        )
     dup = describe_duplicates(sel)
     if dup is not None:
         out.append(dup)

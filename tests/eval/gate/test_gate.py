@@ -319,7 +319,9 @@ def test_damaged_records_never_pass(
     out = capsys.readouterr().out
     assert "complete: no" in out and f"warning: damaged: {reason}".replace("_", "\\_").strip() in out
     scores = json.loads((run_dir / "scores.json").read_text())["run"]
-    assert scores["complete"] is False and len(scores["damage"]) == 1 and scores["damage"][0].startswith(reason)
+    assert (
+        scores["complete"] is False and len(scores["damage"]) == 1 and scores["damage"][0].startswith(reason)
+    )
 
 
 def test_no_verdict_mismatched_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
