@@ -62,7 +62,8 @@ def test_passing_comparison(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert html.index('id="verdict"') < html.index('<h2 id="accuracy">')
     v = summary["verdict"]
     assert (v["outcome"], v["exit_code"], v["reasons"]) == ("PASS", 0, [])
-    assert [r["status"] for r in v["results"]] == ["pass"] * 5 + ["skipped"] * 7  # 5 scenario rules
+    # 5 scenario rules skipped, then cause_rows and cache_isolation (on by default)
+    assert [r["status"] for r in v["results"]] == ["pass"] * 5 + ["skipped"] * 7 + ["pass"] * 2
 
 
 def test_failing_comparison_marks_the_rows_that_fail(
