@@ -14,6 +14,7 @@ import pytest
 
 from eval.analyze.compare import Comparison, compare
 from eval.analyze.score import ScoredRun, score_run
+from eval.cli import main
 from eval.gate.policy import load_policy
 from eval.gate.rules import evaluate
 from eval.gate.verdict import FAIL, NO_DATA, PASS, SKIPPED, RuleResult, Verdict
@@ -167,3 +168,20 @@ def test_a_fresh_salt_that_hits_is_a_cache_isolation_fault(tmp_path: Path) -> No
     assert r.status == FAIL and v.exit_code == 1
     assert "cache_salt accepted but not honoured: a cache isolation fault" in r.detail
     assert "variant qasper/ex1 cold rep 0: 48 cached" in r.detail
+
+
+def test_lbeval_gate_names_the_failing_rows_in_its_output_and_junit(
+    runs: dict[str, ScoredRun], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    junit = tmp_path / "gate.xml"
+    base, partial = (str(runs[k].loaded.run_dir) for k in ("base", "partial"))
+    capsys.readouterr()
+    assert main(["gate", base, partial, "--junit", str(junit)]) == 1
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert all(len(line) <= 100 for line in lines)
+    joined = " ".join(out.split())
+    assert "gate: FAIL (exit 1): 1 of 8 rules failed: cause_rows [hitlen, hitlen_L_32]" in joined
+    assert "causes 2 cause row(s) where the variant differs from the base" in joined
+    assert any(line.lstrip().startswith("hitlen_L_32 ") and "FAIL cause_rows" in line for line in lines)
+    assert "failing rows: hitlen, hitlen_L_32" in junit.read_text()
