@@ -59,7 +59,7 @@ from eval.gate.verdict import (
     Verdict,
 )
 from eval.records.final import ExampleKey
-from eval.records.plan import planned_count
+from eval.records.plan import planned_count, planned_inputs
 from eval.records.run_folder import load_run
 from eval.records.stop import (
     NOT_CHECKED,
@@ -312,15 +312,17 @@ def _against_plan(run: ScoredRun, stop: StopRecord, side: int) -> tuple[int, lis
     planned slots of the inputs run, recomputed (eval/records/plan.planned_count), and what does not match."""
     name, keys = f"run {run.scores.run.run_id}", list(stop.inputs)
     problems = []
-    if stop.inputs_planned != len(run.rows):
-        problems.append(f"the stop record plans {stop.inputs_planned} inputs, but {name}'s inputs manifest "
-                        f"holds {len(run.rows)}")  # fmt: skip
-    unknown = [k for k in keys if k not in set(run.keys)]
+    settings = run.loaded.manifest.settings
+    inputs = planned_inputs(settings, run.keys)
+    if stop.inputs_planned != len(inputs):
+        problems.append(f"the stop record plans {stop.inputs_planned} inputs, but {name}'s plan (its manifest "
+                        f"and inputs manifest) has {len(inputs)}")  # fmt: skip
+    unknown = [k for k in keys if k not in set(inputs)]
     if unknown:
         problems.append(f"the stop record lists {len(unknown)} input(s) {name} does not plan "
                         f"(first {unknown[0][0]}/{unknown[0][1]})")  # fmt: skip
-    if stop.inputs_run >= len(run.rows):
-        problems.append(f"the stop record stops after {stop.inputs_run} of {len(run.rows)} inputs: not early")
+    if stop.inputs_run >= len(inputs):
+        problems.append(f"the stop record stops after {stop.inputs_run} of {len(inputs)} inputs: not early")
     if not _stopped_outcome(run):
         sessions = run.loaded.manifest.sessions
         last = str(sessions[-1].get("outcome", "none")) if sessions else "no session"
@@ -328,7 +330,7 @@ def _against_plan(run: ScoredRun, stop: StopRecord, side: int) -> tuple[int, lis
             f"{name}'s manifest does not say its session stopped early (last session: {last:.60})"
         )
     cot = [r.key for r in run.rows if r.answer_template is not None]
-    planned = planned_count(run.loaded.manifest.settings, run.keys, keys, cot, run.selection)
+    planned = planned_count(settings, run.keys, keys, cot, run.selection)
     if planned != stop.expected_records[side]:
         problems.append(f"the stop record counts {stop.expected_records[side]} planned requests for {name}'s "
                         f"inputs run, its plan {planned}")  # fmt: skip

@@ -121,6 +121,14 @@ def completeness(
     return Completeness(expected, filled, tuple(outside), scenario_filled)
 
 
+def planned_inputs(settings: Mapping[str, Any], keys: Sequence[ExampleKey]) -> list[ExampleKey]:
+    """The inputs the plan sends anything for, in manifest order: every input when the cache scenario sends
+    passes, else the inputs the other scenarios run on (`settings.scenario_inputs`)."""
+    with_cache = {k for k in keys if cache_slots(settings, [k], [])}
+    others = set().union(*_scenario_keys(settings, keys).values())
+    return [k for k in keys if k in with_cache or k in others]
+
+
 def planned_count(
     settings: Mapping[str, Any],
     keys: Sequence[ExampleKey],

@@ -160,9 +160,12 @@ def test_a_forged_stop_record_of_a_killed_session_is_checked_against_the_plan(
     assert stop.decision == "pass"  # the forged decisions reproduce from the records
     code, out = _gate(runs, capsys)
     assert code == 2, out
-    assert f"the stop record plans 3 inputs, but run {VARIANT_ID}'s inputs manifest holds 6" in out
+    assert (
+        f"the stop record plans 3 inputs, but run {VARIANT_ID}'s plan (its manifest and inputs manifest) has 6"
+        in out
+    )
     assert f"run {VARIANT_ID}'s manifest does not say its session stopped early" in out
-    # inputs_planned told right, then: the stop is still not this run's session, and is not early... no verdict
+    # inputs_planned told right, expected_records wrong: recomputed from the plan of the inputs run (3 x 9)
     _forge_stop(base_dir, variant_dir, 3, inputs_planned=6, expected_records=(1, 1))
     code, out = _gate(runs, capsys)
     assert code == 2, out
