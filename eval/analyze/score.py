@@ -33,6 +33,7 @@ from eval.errors import DataError
 from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection, select_final
+from eval.records.plan import completeness
 from eval.records.run_folder import LoadedRun, RunManifest, damage, load_run
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import GENERATION_PASSES, PASS_CHOICES, REASONING_OF, RECORD_PASSES
@@ -69,7 +70,7 @@ class RunInfo:
     ended_at: str | None
     expected_records: int
     n_records: int  # every record line read (retries and superseded groups included)
-    n_slots: int  # (example, pass, repetition) slots holding a final record; complete: == expected_records
+    n_slots: int  # planned (example, pass, repetition) slots holding a final record (eval/records/plan.py)
     torn_lines: int
     superseded_records: int
     passes: list[str]
@@ -186,7 +187,7 @@ def score_loaded(loaded: LoadedRun, rows: list[InputRow]) -> ScoredRun:
     ]
     finals = list(sel.final.values())
     scores = RunScores(
-        run=run_info(loaded, passes, sel),
+        run=run_info(loaded, passes, sel, keys, cot_keys),
         n_inputs=len(rows),
         datasets=list(dict.fromkeys(r.dataset for r in rows)),
         accuracy=accuracy(rows, ex_scores),
@@ -202,11 +203,17 @@ def score_loaded(loaded: LoadedRun, rows: list[InputRow]) -> ScoredRun:
     return ScoredRun(loaded, rows, sel, ex_scores, pairs, scores)
 
 
-def run_info(loaded: LoadedRun, passes: list[str], sel: Selection) -> RunInfo:
-    """The run as read. Complete: the manifest says so, every planned slot has a final record, no damage."""
+def run_info(
+    loaded: LoadedRun, passes: list[str], sel: Selection, keys: Sequence[Key], cot_keys: Sequence[Key]
+) -> RunInfo:
+    """The run as read. Complete: the manifest says so, every planned slot has a final record and none is
+    outside the plan (eval/records/plan.completeness), no damage."""
     m = loaded.manifest
+    filled = completeness(m.settings, m.expected_records, keys, cot_keys, sel)
     damaged = damage(loaded, sel)
-    complete = bool(m.complete) and len(sel.final) >= m.expected_records and not damaged
+    outside = filled.damage()
+    damaged += [outside] if outside is not None else []
+    complete = bool(m.complete) and filled.all_filled and not damaged
     warnings = list(m.warnings) + [str(w) for w in (m.probe.get("warnings") or [])]
     warnings += [f"damaged: {d}" for d in damaged]
     if not complete:
@@ -223,7 +230,7 @@ def run_info(loaded: LoadedRun, passes: list[str], sel: Selection) -> RunInfo:
         ended_at=m.ended_at,
         expected_records=m.expected_records,
         n_records=len(loaded.records),
-        n_slots=len(sel.final),
+        n_slots=filled.filled,
         torn_lines=loaded.torn_lines,
         superseded_records=sel.superseded,
         passes=passes,

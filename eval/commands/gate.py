@@ -16,7 +16,7 @@ from eval.errors import ConfigError, LbevalError, UsageError
 from eval.gate.junit import write_junit
 from eval.gate.policy import load_policy
 from eval.gate.verdict import Verdict, no_verdict
-from eval.report.console import gate_lines, hang
+from eval.report.console import cause_lines, gate_lines, hang
 from eval.terminal import echo
 
 HELP = "Release gate: check a policy (TOML) on base vs variant; exit 0 pass, 1 a rule fails, 2 no verdict."
@@ -51,7 +51,21 @@ def verdict_for(args: argparse.Namespace) -> Verdict:
     echo(
         "\n".join(hang(f"lbeval gate: base {b.variant} run {b.run_id} vs variant {v.variant} run {v.run_id}"))
     )
+    for line in cause_lines(
+        gated.comparison, gated.verdict
+    ):  # every cause row that differs, whatever the verdict
+        echo(line)
     return gated.verdict
+
+
+def unexpected(exc: BaseException) -> str:
+    """One line for an exception nothing expected: its type, its message and where it was raised."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = f" (at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno})" if tb is not None else ""
+    text = " ".join(str(exc).split())[:200]
+    return f"unexpected error {type(exc).__name__}{where}: {text or 'no message'}; no verdict on this data"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         raise
     except LbevalError as exc:
         verdict = no_verdict(str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bug or unforeseen data is no verdict (2), never 0 or 1
+        verdict = no_verdict(unexpected(exc))
     for line in gate_lines(verdict):  # one line per rule, wrapped to 100 columns
         echo(line)
     if args.junit:

@@ -25,6 +25,8 @@ NEEDS_VERIFIED_CACHE = frozenset(
         "hitlen_cache_honoured",
         "hitlen_equality",
         "traffic_invariant",
+        "cause_rows",
+        "cache_isolation",
     }
 )
 # the runs a rule reads (others: its `runs` parameter, else both)

@@ -16,6 +16,8 @@ def junit_xml(verdict: Verdict, suite: str) -> bytes:
     for r in verdict.results:
         case = ET.Element("testcase", classname="lbeval.gate", name=r.rule)
         message = f"measured {r.measured}; threshold {r.threshold}" + (f" ({r.detail})" if r.detail else "")
+        if r.status == FAIL and r.failed_rows:
+            message += "; failing rows: " + ", ".join(r.failed_rows)
         if r.status == FAIL:
             ET.SubElement(case, "failure", message=message, type="rule failed").text = message
         elif r.status == NO_DATA:

@@ -47,6 +47,8 @@ POINTS = Number(float, "score points >= 0")
 PERCENT = Number(float, "a percentage >= 0")
 # a limit below the A/A floor could not be told from what two identical configurations show
 AA_MULTIPLE = Number(float, "a multiple of the A/A floor in [1, 1000]", low=1.0, high=1000.0)
+FACTOR = Number(float, "a factor >= 1", low=1.0)
+DELTA = Number(float, "a logprob difference >= 0 (nats)")
 Kind = type | Number
 # rule -> parameter -> (type, default); `enabled` is implicit
 RULE_PARAMS: dict[str, dict[str, tuple[Kind, Any]]] = {
@@ -77,6 +79,13 @@ RULE_PARAMS: dict[str, dict[str, tuple[Kind, Any]]] = {
     "hitlen_equality": {"min_fraction": (FRACTION, 1.0)},
     "repeats_single_output": {"max_inputs": (COUNT, 0)},
     "traffic_invariant": {"min_fraction": (FRACTION, 1.0)},
+    "cause_rows": {
+        "allowed_drop": (COUNT, 0),
+        "delta_factor": (FACTOR, 10.0),
+        "delta_floor": (DELTA, 0.01),
+        "skip_one_sided": (bool, False),
+    },
+    "cache_isolation": {"runs": (list, ["base", "variant"])},
 }
 DATA_PARAMS: dict[str, tuple[Kind, Any]] = {
     "require_complete": (bool, True),

@@ -17,7 +17,7 @@ from typing import Any
 from eval.analyze.compare import Comparison
 from eval.analyze.pairs import PairStats
 from eval.analyze.score import ScoredRun
-from eval.gate import cache_state, scenario_rules
+from eval.gate import cache_state, cause_rules, scenario_rules
 from eval.gate.policy import Policy
 from eval.gate.verdict import (
     EXIT_FAIL,
@@ -303,6 +303,9 @@ RULES: dict[str, Callable[[Comparison, Mapping[str, Any]], RuleResult]] = {
     "hitlen_equality": scenario_rules.rule_hitlen_equality,
     "repeats_single_output": scenario_rules.rule_repeats_single_output,
     "traffic_invariant": scenario_rules.rule_traffic_invariant,
+    # every cause row relative to the base, and the absolute cache isolation check (eval/gate/cause_rules.py)
+    "cause_rows": cause_rules.rule_cause_rows,
+    "cache_isolation": cause_rules.rule_cache_isolation,
 }
 
 

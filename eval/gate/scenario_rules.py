@@ -9,7 +9,9 @@ report's attribution table shows (table id "attribution", row keys the same).
     hitlen_equality        the variant's primed-prefix outputs equal the cold ones, N/N; off by default
     repeats_single_output  the variant's repeats give one distinct output per input; off by default
     traffic_invariant      the variant's warm output after unrelated traffic equals the cold one; off by default
-A rule whose scenario a run it needs did not measure has no data (no verdict, exit 2), never a pass.
+A rule whose scenario a run it needs did not measure has no data (no verdict, exit 2), never a pass; so has a
+rule whose denominator is 0 (a scenario that planned no pair: `--hit-lengths` beyond every prompt, `--batch-sizes
+1`), never a pass or a fail.
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ def rule_hitlen_cache_honoured(c: Comparison, p: Mapping[str, Any]) -> RuleResul
         hits = row.hits if row is not None else None
         if hits is None:
             return RuleResult(name, NO_DATA, f"the {side} run's hitlen rows hold no hits", threshold)
+        if hits.total == 0:  # a denominator of 0 is no data, never a pass (e.g. --hit-lengths 100000)
+            why = f"the {side} run planned no primed request (honoured 0/0: every hit length beyond its prompts?)"
+            return RuleResult(name, NO_DATA, why, threshold)
         misses = hits.total - hits.honoured
         measured.append(f"{side} honoured {hits.honoured}/{hits.total}")
         if misses > p["max_misses"]:
@@ -85,6 +90,8 @@ def _equality_rule(
     for key, r in rows:
         assert r is not None and r.pairs is not None
         s = r.pairs
+        if s.n_total == 0:  # a denominator of 0 is no data, never a fail (e.g. --batch-sizes 1: no batch)
+            return RuleResult(name, NO_DATA, f"the variant's {key} row has no planned pair (0/0)", threshold)
         delta = "n/a" if s.max_delta is None else f"{s.max_delta:.3g}"
         measured.append(f"{key} {s.tokens_equal}/{s.n_total} (max |delta| {delta})")
         ok = s.n_total > 0 and s.tokens_equal >= frac * s.n_total - 1e-9

@@ -64,6 +64,7 @@ from eval.gate.verdict import (
 from eval.prepare.inputs import InputRow
 from eval.records.codec import record_from_dict
 from eval.records.final import ExampleKey, select_final
+from eval.records.plan import planned_count, planned_inputs
 from eval.records.run_folder import RECORDS_NAME, LoadedRun, damage, load_run, read_manifest
 from eval.records.stop import (
     NOT_CHECKED,
@@ -407,6 +408,36 @@ def _stop_of(base: ScoredRun, variant: ScoredRun) -> tuple[StopRecord | None, li
     return a, []
 
 
+def _against_plan(run: ScoredRun, stop: StopRecord, side: int) -> tuple[int, list[str]]:
+    """The stop record checked against the run's plan (its manifest, its inputs manifest) and its records: the
+    planned slots of the inputs run, recomputed (eval/records/plan.planned_count), and what does not match."""
+    name, keys = f"run {run.scores.run.run_id}", list(stop.inputs)
+    problems = []
+    settings = run.loaded.manifest.settings
+    inputs = planned_inputs(settings, run.keys)
+    if stop.inputs_planned != len(inputs):
+        problems.append(f"the stop record plans {stop.inputs_planned} inputs, but {name}'s plan (its manifest "
+                        f"and inputs manifest) has {len(inputs)}")  # fmt: skip
+    unknown = [k for k in keys if k not in set(inputs)]
+    if unknown:
+        problems.append(f"the stop record lists {len(unknown)} input(s) {name} does not plan "
+                        f"(first {unknown[0][0]}/{unknown[0][1]})")  # fmt: skip
+    if stop.inputs_run >= len(inputs):
+        problems.append(f"the stop record stops after {stop.inputs_run} of {len(inputs)} inputs: not early")
+    if not _stopped_outcome(run):
+        sessions = run.loaded.manifest.sessions
+        last = str(sessions[-1].get("outcome", "none")) if sessions else "no session"
+        problems.append(
+            f"{name}'s manifest does not say its session stopped early (last session: {last:.60})"
+        )
+    cot = [r.key for r in run.rows if r.answer_template is not None]
+    planned = planned_count(settings, run.keys, keys, cot, run.selection)
+    if planned != stop.expected_records[side]:
+        problems.append(f"the stop record counts {stop.expected_records[side]} planned requests for {name}'s "
+                        f"inputs run, its plan {planned}")  # fmt: skip
+    return planned, problems
+
+
 def _view(run: ScoredRun, stop: StopRecord, side: int) -> tuple[ScoredRun, list[str]]:
     keys = list(stop.inputs)
     held = {(r.dataset, r.example_id) for r in run.loaded.records}
@@ -416,7 +447,8 @@ def _view(run: ScoredRun, stop: StopRecord, side: int) -> tuple[ScoredRun, list[
     problems += [f"run {run.scores.run.run_id} is damaged: {d}" for d in run.scores.run.damage]
     if len(keys) != stop.inputs_run or len(set(keys)) != len(keys):
         problems.append("the stop record's inputs do not match its count")
-    return restrict(run, keys, stop.expected_records[side]), problems
+    planned, mismatched = _against_plan(run, stop, side)  # the counts recomputed, not trusted
+    return restrict(run, keys, planned), problems + mismatched
 
 
 def _stopped_results(verdict: Verdict, settlement: Settlement) -> list[RuleResult]:

@@ -32,6 +32,11 @@ class RuleResult:
     detail: str = ""
     rows: tuple[RowRef, ...] = ()  # what the rule judged, so the report can mark the failing rows
 
+    @property
+    def failed_rows(self) -> list[str]:
+        """The keys of the report rows this rule fails on (RowRef.failed), in its order."""
+        return [ref.row for ref in self.rows if ref.failed]
+
     def line(self) -> str:
         if self.status == SKIPPED:
             return f"{self.status.upper():8} {self.rule}: {self.threshold}"
@@ -61,9 +66,26 @@ class Verdict:
         failed = [r for r in checked if r.status == FAIL]
         if failed:
             return f"gate: FAIL (exit 1): {len(failed)} of {len(checked)} rules failed: " + ", ".join(
-                r.rule for r in failed
+                named(r) for r in failed
             )
         return f"gate: PASS (exit 0): all {len(checked)} rules hold"
+
+
+def named(r: RuleResult) -> str:
+    """The rule's name, with the rows it fails on when it names several kinds of row (cause_rows: "cause_rows
+    [hitlen, hitlen_L_32]"); one-row rules are named alone."""
+    rows = r.failed_rows
+    return (
+        f"{r.rule} [{', '.join(rows[:6])}{', ...' if len(rows) > 6 else ''}]"
+        if r.rule in ROW_RULES and rows
+        else r.rule
+    )
+
+
+# rules whose failing rows are named beside them in the summary, the banner and JUnit
+ROW_RULES = frozenset(
+    {"cause_rows", "cache_isolation", "batch_invariant", "hitlen_equality", "traffic_invariant"}
+)
 
 
 def no_verdict(reason: str) -> Verdict:

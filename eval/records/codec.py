@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import base64
 import json
+import types
+import typing
 import zlib
 from dataclasses import asdict, fields
 from typing import Any
@@ -39,6 +41,7 @@ from eval.records.types import (
     TopK,
     Usage,
 )
+from eval.records.vocabulary import STATUSES
 
 TOPK_ENCODING = "z1"
 _NO_COLUMN = 255
@@ -136,6 +139,77 @@ def decode_topk(obj: dict[str, Any]) -> TopK:
     return TopK(ids=id_rows, logprobs=lp_rows, chosen_logprobs=chosen)
 
 
+# --- field types ---------------------------------------------------------------------------------------------
+
+
+class FieldError(ValueError):
+    """A record (or manifest) field of the wrong type or range; `field` names it (dotted for nested ones)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"field {field}: {message}")
+        self.field = field
+
+
+def type_ok(value: object, tp: Any) -> bool:
+    """Whether a JSON value fits a dataclass annotation (str, int, float, bool, None, unions, list[T],
+    dict[K, V]); an int is never a bool, a float accepts an int."""
+    if tp is Any:
+        return True
+    if tp is type(None):
+        return value is None
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        return any(type_ok(value, arg) for arg in typing.get_args(tp))
+    if origin is list:
+        (item,) = typing.get_args(tp)
+        return isinstance(value, list) and all(type_ok(v, item) for v in value)
+    if origin is dict:
+        key, val = typing.get_args(tp)
+        return isinstance(value, dict) and all(type_ok(k, key) and type_ok(v, val) for k, v in value.items())
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, tp)
+
+
+def type_name(tp: Any) -> str:
+    return str(tp).replace("typing.", "") if typing.get_origin(tp) or tp is Any else tp.__name__
+
+
+def check_fields(obj: dict[str, Any], cls: type, prefix: str = "", skip: tuple[str, ...] = ()) -> None:
+    """Every field of `obj` present in dataclass `cls` has its annotated type, else FieldError naming it."""
+    hints = typing.get_type_hints(cls)
+    for name, value in obj.items():
+        if name in skip or name not in hints or type_ok(value, hints[name]):
+            continue
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        got = type(value).__name__
+        raise FieldError(prefix + name, f"must be {type_name(hints[name])}, got {got} {shown}")
+
+
+# counters of a record that are indexes or counts: never negative
+_NON_NEGATIVE = ("repetition", "attempt", "seq", "group", "retries")
+
+
+def _check_record(obj: dict[str, Any]) -> None:
+    check_fields(obj, RequestRecord, skip=("usage", "timings", "topk"))
+    for name in _NON_NEGATIVE:
+        if name in obj and obj[name] < 0:
+            raise FieldError(name, f"must be >= 0, got {obj[name]!r}")
+    if obj.get("status") not in STATUSES:
+        raise FieldError("status", f"must be one of {', '.join(STATUSES)}, got {obj.get('status')!r:.40}")
+    for name, cls in (("usage", Usage), ("timings", ClientTimings)):
+        value = obj.get(name)
+        if value is not None and not isinstance(value, dict):
+            raise FieldError(name, f"must be an object or null, got {type(value).__name__}")
+        check_fields(value or {}, cls, prefix=name + ".")
+    topk = obj.get("topk")
+    if topk is not None and not isinstance(topk, dict):
+        raise FieldError("topk", f"must be an object or null, got {type(topk).__name__}")
+
+
 # --- request records -------------------------------------------------------------------------------------------
 
 _SCALARS = tuple(f.name for f in fields(RequestRecord) if f.name not in ("topk", "usage", "timings"))
@@ -161,7 +235,8 @@ def dumps_record(rec: RequestRecord) -> bytes:
 
 
 def record_from_dict(obj: dict[str, Any], *, with_topk: bool = True) -> RequestRecord:
-    """Build a RequestRecord; raises ValueError/KeyError/TypeError on a malformed object.
+    """Build a RequestRecord; raises ValueError/KeyError/TypeError on a malformed object (FieldError, a
+    ValueError, names a field of the wrong type or range: `"repetition": "0"`, null, -1, 0.5, 1e400).
 
     `with_topk=False` skips decoding the top-k (left None): a light read for resuming."""
     version = obj.get("schema_version")
@@ -175,6 +250,7 @@ def record_from_dict(obj: dict[str, Any], *, with_topk: bool = True) -> RequestR
         raise ValueError(f"unknown field {unknown[0]!r}")
     if obj.get("cache_check", CACHE_VERIFIED) not in CACHE_CHECKS:
         raise ValueError(f"cache_check {obj.get('cache_check')!r} (known: {', '.join(CACHE_CHECKS)})")
+    _check_record(obj)
     kwargs = dict(obj)
     kwargs["usage"] = Usage(**(obj.get("usage") or {}))
     timings = obj.get("timings")

@@ -33,8 +33,8 @@ import json
 import os
 import socket
 import threading
-import types
 import typing
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from datetime import datetime, timezone
@@ -44,6 +44,8 @@ from typing import Any
 from eval.atomic import atomic_write, write_failed
 from eval.errors import ConfigError, DataError, LbevalError, UsageError
 from eval.records.codec import dumps_record, record_from_dict
+from eval.records.codec import type_name as _type_name
+from eval.records.codec import type_ok as _type_ok
 from eval.records.final import Selection, describe_duplicates
 from eval.records.types import READABLE_SCHEMA_VERSIONS, RequestRecord
 from eval.redact import redact_data
@@ -114,6 +116,7 @@ class LoadedRun:
     torn_lines: int
     run_dir: Path
     torn_line_numbers: list[int] = field(default_factory=list)  # 1-based lines of records.jsonl not readable
+    torn_reasons: dict[int, str] = field(default_factory=dict)  # line -> why (scan_records)
 
 
 @dataclass(frozen=True)
@@ -122,15 +125,37 @@ class ScanResult:
     torn_lines: list[int]  # 1-based line numbers that could not be read
     good_bytes: int  # length of the prefix of the file made of complete, readable lines
     tail_torn: bool  # the last line is incomplete (no newline) or unreadable: a killed writer
+    # 1-based line number -> why it could not be read (the field, when one field is wrong)
+    torn_reasons: dict[int, str] = field(default_factory=dict)
+
+
+# what a malformed line can raise while it is parsed and decoded (a line of 100,000 "[" is a RecursionError,
+# a damaged top-k a zlib.error, a JSON array where an object belongs an AttributeError)
+_UNREADABLE = (ValueError, KeyError, TypeError, RecursionError, OverflowError, AttributeError, zlib.error)
+
+
+def _line_record(line: bytes, with_topk: bool) -> RequestRecord:
+    obj = json.loads(line)
+    if not isinstance(obj, dict):
+        raise ValueError(f"a record is a JSON object, got {type(obj).__name__}")
+    return record_from_dict(obj, with_topk=with_topk)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read"
+    text = str(exc).strip() or type(exc).__name__
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def scan_records(path: Path, *, with_topk: bool = True) -> ScanResult:
-    """Read a records file, skipping unreadable lines (reported by line number)."""
+    """Read a records file, skipping unreadable lines (reported by line number, with the reason)."""
     if not path.exists():
         return ScanResult([], [], 0, False)
     data = path.read_bytes()
     records: list[RequestRecord] = []
     torn: list[int] = []
+    reasons: dict[int, str] = {}
     pos = 0
     good = 0
     lineno = 0
@@ -142,15 +167,16 @@ def scan_records(path: Path, *, with_topk: bool = True) -> ScanResult:
         pos = end + 1 if complete else len(data)
         try:
             if not complete:
-                raise ValueError("no newline")
-            records.append(record_from_dict(json.loads(line), with_topk=with_topk))
-        except (ValueError, KeyError, TypeError):
+                raise ValueError("no newline (a torn last line)")
+            records.append(_line_record(line, with_topk))
+        except _UNREADABLE as exc:
             torn.append(lineno)
+            reasons[lineno] = _reason(exc)
             continue
         if not torn:
             good = pos
     tail_torn = bool(torn) and torn[-1] == lineno
-    return ScanResult(records, torn, good, tail_torn)
+    return ScanResult(records, torn, good, tail_torn, reasons)
 
 
 def repair_records(path: Path) -> ScanResult:
@@ -240,32 +266,6 @@ class ManifestError(DataError):
     exit_code = 2
 
 
-def _type_ok(value: object, tp: Any) -> bool:
-    """Whether a JSON value fits a RunManifest annotation (str, int, bool, None, unions, list[T], dict[K, V])."""
-    if tp is Any:
-        return True
-    if tp is type(None):
-        return value is None
-    origin = typing.get_origin(tp)
-    if origin in (types.UnionType, typing.Union):
-        return any(_type_ok(value, arg) for arg in typing.get_args(tp))
-    if origin is list:
-        (item,) = typing.get_args(tp)
-        return isinstance(value, list) and all(_type_ok(v, item) for v in value)
-    if origin is dict:
-        key, val = typing.get_args(tp)
-        return isinstance(value, dict) and all(
-            _type_ok(k, key) and _type_ok(v, val) for k, v in value.items()
-        )
-    if tp is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, tp)
-
-
-def _type_name(tp: Any) -> str:
-    return str(tp).replace("typing.", "") if typing.get_origin(tp) or tp is Any else tp.__name__
-
-
 def _check_manifest_fields(path: Path, obj: dict[str, Any]) -> None:
     if obj.get("schema_version") not in READABLE_SCHEMA_VERSIONS:  # 1: before scenarios (read the same way)
         readable = ", ".join(str(v) for v in READABLE_SCHEMA_VERSIONS)
@@ -317,6 +317,7 @@ def load_run(run_dir: Path) -> LoadedRun:
         torn_lines=len(scan.torn_lines),
         run_dir=run_dir,
         torn_line_numbers=list(scan.torn_lines),
+        torn_reasons=dict(scan.torn_reasons),
     )
 
 
@@ -377,7 +378,10 @@ def damage(loaded: LoadedRun, sel: Selection) -> list[str]:
         lines = ", ".join(str(n) for n in torn[:10]) + (
             f" and {len(torn) - 10} more" if len(torn) > 10 else ""
         )
-        out.append(f"{RECORDS_NAME}: {len(torn)} unreadable record line(s) (torn or damaged): line {lines}")
+        why = "".join(f"; line {n}: {loaded.torn_reasons[n]}" for n in torn[:3] if n in loaded.torn_reasons)
+        out.append(
+            f"{RECORDS_NAME}: {len(torn)} unreadable record line(s) (torn or damaged): line {lines}{why}"
+        )
     dup = describe_duplicates(sel)
     if dup is not None:
         out.append(dup)

@@ -120,7 +120,17 @@ def _rule(obj: dict[str, Any]) -> RuleSettlement:
     )  # fmt: skip
 
 
+def _int(value: Any, name: str) -> int:
+    """A count of the stop record: a JSON integer >= 0 (not "3", 3.0, true or 1e400)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{name}: must be an integer >= 0, got {value!r:.40}")
+    return value
+
+
 def _from_dict(obj: dict[str, Any]) -> StopRecord:
+    planned = obj["expected_records"]
+    if not isinstance(planned, list) or len(planned) != 2:
+        raise ValueError("expected_records: must be a list of two counts")
     return StopRecord(
         schema_version=int(obj["schema_version"]),
         ab_id=str(obj["ab_id"]),
@@ -129,10 +139,10 @@ def _from_dict(obj: dict[str, Any]) -> StopRecord:
         policy=str(obj["policy"]),
         decision=str(obj["decision"]),
         reason=str(obj["reason"]),
-        inputs_run=int(obj["inputs_run"]),
-        inputs_planned=int(obj["inputs_planned"]),
+        inputs_run=_int(obj["inputs_run"], "inputs_run"),
+        inputs_planned=_int(obj["inputs_planned"], "inputs_planned"),
         inputs=tuple((str(d), str(i)) for d, i in obj["inputs"]),
-        expected_records=(int(obj["expected_records"][0]), int(obj["expected_records"][1])),
+        expected_records=(_int(planned[0], "expected_records"), _int(planned[1], "expected_records")),
         rules=tuple(_rule(r) for r in obj["rules"]),
         server_seconds=float(obj["server_seconds"]),
         server_seconds_full=float(obj["server_seconds_full"]),
@@ -153,6 +163,8 @@ def read_stop(run_dir: Path) -> StopRecord | None:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(path, exc.lineno, None, f"the stop record is not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise DataError(path, None, None, "the stop record is nested too deeply to read") from None
     if not isinstance(obj, dict):
         raise DataError(path, None, None, "the stop record must be a JSON object")
     digest = obj.pop("sha256", None)
@@ -163,5 +175,8 @@ def read_stop(run_dir: Path) -> StopRecord | None:
         raise DataError(path, None, field, f"must be {STOP_SCHEMA_VERSION}, got {obj.get(field)!r}")
     try:
         return _from_dict(obj)
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
+        if isinstance(exc, ValueError) and ": " in str(exc):  # _int and friends: "<field>: <why>"
+            name, why = str(exc).split(": ", 1)
+            raise DataError(path, None, name, why) from None
         raise DataError(path, None, str(exc).strip("'\""), "missing or malformed field") from None

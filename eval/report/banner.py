@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eval.gate.verdict import EXIT_FAIL, EXIT_NO_VERDICT, EXIT_PASS, FAIL, PASS, SKIPPED, RuleResult, Verdict
+from eval.gate.verdict import (
+    EXIT_FAIL,
+    EXIT_NO_VERDICT,
+    EXIT_PASS,
+    FAIL,
+    PASS,
+    SKIPPED,
+    RuleResult,
+    Verdict,
+    named,
+)
 
 NOT_EVALUATED = "NOT EVALUATED"
 
@@ -31,7 +41,7 @@ def banner(verdict: Verdict | None) -> Banner:
     checked = [r for r in verdict.results if r.status != SKIPPED]
     skipped = [r for r in verdict.results if r.status == SKIPPED]
     judged = [r for r in checked if r.status in (PASS, FAIL)]
-    failed = [r.rule for r in judged if r.status == FAIL]
+    failed = [named(r) for r in judged if r.status == FAIL]  # a row rule names its failing rows
     exits = f"lbeval gate exits {verdict.exit_code}"
     if verdict.exit_code == EXIT_NO_VERDICT:
         n = len(verdict.reasons)

@@ -15,6 +15,7 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
+from eval.analyze.causes import CauseRow, cause_rows
 from eval.analyze.compare import Comparison
 from eval.analyze.score import RunScores
 from eval.gate.verdict import FAIL, NO_DATA, SKIPPED, Verdict
@@ -165,6 +166,28 @@ def verdict_lines(verdict: Verdict | None) -> list[str]:
     return lines
 
 
+def _cause_line(r: CauseRow, rules: Sequence[str]) -> str:
+    v, b = r.variant, r.base
+    tokens = f"tokens {v.tokens if v else 'not measured'} vs base {b.tokens if b else 'not measured'}"
+    deltas = [("n/a" if s is None or s.max_delta is None else f"{s.max_delta:.2g}") for s in (v, b)]
+    text = f"{tokens}, max |delta| {deltas[0]} vs {deltas[1]}"
+    return f"{' ' * GUTTER}{r.key:<18} {text}" + (f"  FAIL {', '.join(rules)}" if rules else "")
+
+
+def cause_lines(c: Comparison, verdict: Verdict | None) -> list[str]:
+    """One line per attribution row where the variant differs from the base (other k/N, or measured by one
+    run only, eval/analyze/causes.py) or that a rule fails (its max |delta|), whatever the verdict; [] when
+    none does. Each: the row key, tokens-equal k/N of both runs, their max |top-k logprob delta|."""
+    marks = table_marks(failed_rows(verdict), "attribution")
+    rows = [r for r in cause_rows(c) if r.differs or r.key in marks]
+    if not rows:
+        return []
+    lines = wrap(
+        "causes", f"{len(rows)} cause row(s) where the variant differs from the base (variant vs base):"
+    )
+    return lines + [x for r in rows for x in hang(_cause_line(r, marks.get(r.key, [])), GUTTER + 2)]
+
+
 def compare_summary(
     c: Comparison, tables: Sequence[Table], verdict: Verdict | None, paths: Sequence[Path]
 ) -> list[str]:
@@ -180,6 +203,7 @@ def compare_summary(
     if "aa_floor" in by_id:  # --aa-floor
         lines += wrap("A/A floor", by_id["aa_floor"].reading)
     lines += wrap("cache", by_id["cache"].reading)
+    lines += cause_lines(c, verdict)
     if c.warnings:
         lines += wrap("warnings", f"{len(c.warnings)} (listed in the report)")
     return lines + verdict_lines(verdict) + [paths_line(paths)]

@@ -122,6 +122,14 @@ class RunSpec:
     run_id: str = "20260909T100000Z-test"
 
 
+def salt_of(example_id: str, pass_name: str, rep: int) -> str:
+    """The salts the runner sends: one per main unit (cold, then warm, repeat and the sibling on its salt),
+    a new one for the salt control, one per timing repetition (timing_cold, then timing_warm on its salt)."""
+    if pass_name.startswith("timing"):
+        return f"salt-{example_id}-timing-{rep}"
+    return f"salt-{example_id}-{'control' if pass_name == 'control_salt' else 'main'}"
+
+
 def default_text(row: InputRow) -> str:
     return row.answers[0]
 
@@ -171,7 +179,7 @@ class _Writer:
                 group=0,
                 endpoint="chat",
                 settings={"temperature": 0.0, "max_tokens": 1 if timing else row.max_tokens},
-                cache_salt=f"salt-{row.id}-{pass_name}-{rep}",
+                cache_salt=salt_of(row.id, pass_name, rep),
                 prompt_sha256=row.prompt_sha256,
                 status=status,
                 error=error,

@@ -339,7 +339,8 @@ def test_damage_names_unreadable_lines_duplicates_and_lost_records(tmp_path: Pat
     run = load_run(tmp_path)
     assert run.torn_line_numbers == [2, 4]
     assert damage(run, select_final(run.records)) == [
-        "records.jsonl: 2 unreadable record line(s) (torn or damaged): line 2, 4"
+        "records.jsonl: 2 unreadable record line(s) (torn or damaged): line 2, 4; line 2: Expecting property "
+        "name enclosed in double quotes: line 1 column 2 (char 1); line 4: no newline (a torn last line)"
     ]
     (tmp_path / RECORDS_NAME).write_bytes(dumps_record(cold) + dumps_record(cold))
     run = load_run(tmp_path)

@@ -69,7 +69,7 @@ def test_compare_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "agreement Variant cold/warm 6/6 (base 6/6), warm/repeat 6/6 (base 6/6)" in text
     assert "base vs variant cold outputs equal 5/6" in text
     assert re.search(r" timing \S.*?warm prefill \(server\)", text)  # the timing table's reading
-    assert "verdict FAIL: 2 of 6 rules failed: cold_scores, no_errors (lbeval gate exits 1)." in text
+    assert "verdict FAIL: 2 of 8 rules failed: cold_scores, no_errors (lbeval gate exits 1)." in text
     assert "FAIL cold_scores: qasper 75.00 vs base 100.00 (-25.00)" in text
     assert "FAIL no_errors: errored requests: base 0, variant 1" in text
     assert "skipped: warm_prefill_change, cross_variant_cold" in text
@@ -137,7 +137,7 @@ def test_gate_lines_are_wrapped_and_join_back_to_one_line_per_rule(
         "identical 2/2; threshold |variant - base| <= 0.5 points per dataset, or identical cold outputs "
         "(outside tolerance: qasper)\n"
     ) in joined
-    assert joined.rstrip().endswith("gate: FAIL (exit 1): 2 of 6 rules failed: cold_scores, no_errors")
+    assert joined.rstrip().endswith("gate: FAIL (exit 1): 2 of 8 rules failed: cold_scores, no_errors")
 
 
 def test_wrapping_helpers() -> None:

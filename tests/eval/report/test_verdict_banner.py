@@ -52,7 +52,7 @@ def _marked_html(html: str) -> list[str]:
 def test_passing_comparison(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     md, html, summary = _compare(tmp_path, capsys)
     assert "### Gate verdict: PASS" in md
-    assert "**PASS: all 6 checked rules hold (lbeval gate exits 0).**" in md
+    assert "**PASS: all 8 checked rules hold (lbeval gate exits 0).**" in md
     assert md.index("### Gate verdict") < md.index("### 1. Accuracy")  # at the top
     assert "| PASS | cold\\_warm\\_equality | variant 6/6, base 6/6 | variant &gt;= base - 0 = 6 |" in md
     assert SKIPPED_MD in md
@@ -62,7 +62,8 @@ def test_passing_comparison(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert html.index('id="verdict"') < html.index('<h2 id="accuracy">')
     v = summary["verdict"]
     assert (v["outcome"], v["exit_code"], v["reasons"]) == ("PASS", 0, [])
-    assert [r["status"] for r in v["results"]] == ["pass"] * 6 + ["skipped"] * 7  # 5 scenario rules
+    # 5 scenario rules skipped, then cause_rows and cache_isolation (on by default)
+    assert [r["status"] for r in v["results"]] == ["pass"] * 6 + ["skipped"] * 7 + ["pass"] * 2
 
 
 def test_failing_comparison_marks_the_rows_that_fail(
@@ -73,7 +74,7 @@ def test_failing_comparison_marks_the_rows_that_fail(
     texts = {("qas00", p, 0): "no idea" for p in ("cold", "warm", "repeat")}
     md, html, summary = _compare(tmp_path, capsys, texts=texts, errors={("qas01", "control_salt", 0)})
     assert "### Gate verdict: FAIL" in md
-    assert "**FAIL: 2 of 6 rules failed: cold\\_scores, no\\_errors (lbeval gate exits 1).**" in md
+    assert "**FAIL: 2 of 8 rules failed: cold\\_scores, no\\_errors (lbeval gate exits 1).**" in md
     assert (
         "| **FAIL** | cold\\_scores | qasper 75.00 vs base 100.00 (-25.00); gov\\_report cold outputs identical "
         "2/2 (outside tolerance: qasper) | \\|variant - base\\| &lt;= 0.5 points per dataset, or identical cold "

@@ -1,0 +1,145 @@
+"""Completeness: the one definition of "every planned request has a record" (the score, the gate, the stop check).
+
+A run is complete when every slot its plan names holds a final record, and no final record sits in a slot the
+plan does not name. The plan, read from the manifest's settings and the inputs manifest:
+
+    cache scenario   per input, the record passes of `settings.passes` (eval/records/vocabulary.PASS_CHOICES),
+                     repetition 0, and timing_cold / timing_warm repetitions 0 .. timing_reps-1; a CoT input
+                     (LongBench v2, `answer_template`) adds the answer call of each generation pass
+    other scenarios  per input the scenario runs on (`settings.scenario_inputs`, eval/records/scenarios), each
+                     scenario pass's repetitions 0 .. m-1 (a repetition is the record's index among its unit's
+                     records of that pass); how many (m) depends on the server's tokenizer (hitlen) and is not
+                     known offline, so a repetition is in the plan when every lower one of its pass has a record
+
+`expected_records` (the manifest) counts the plan's slots. `filled` counts the planned slots holding a final
+record, so a record edited to another repetition (7 where timing_reps is 2) leaves its own slot empty and is
+named in `outside`: damage, never a complete run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from eval.records.final import ExampleKey, Selection, Slot
+from eval.records.scenarios import scenario_inputs
+from eval.records.vocabulary import (
+    ANSWER_PASSES,
+    CACHE_SCENARIO,
+    GENERATION_PASSES,
+    PASS_CHOICES,
+    SCENARIO_OF_PASS,
+)
+
+TIMING_PASSES = PASS_CHOICES["timing"]
+
+
+@dataclass(frozen=True)
+class Completeness:
+    expected: int  # the manifest's expected_records: the plan's slots
+    filled: int  # planned slots holding a final record
+    outside: tuple[str, ...]  # final records in slots the plan does not name, described (damage)
+    scenario_filled: int = 0  # of `filled`, the slots of scenarios other than cache
+
+    @property
+    def all_filled(self) -> bool:
+        return self.filled >= self.expected and not self.outside
+
+    def damage(self) -> str | None:
+        """One line naming the records outside the plan (None when there are none)."""
+        if not self.outside:
+            return None
+        more = f" and {len(self.outside) - 3} more" if len(self.outside) > 3 else ""
+        return (
+            f"{len(self.outside)} record(s) in a slot the run's plan does not name (edited or foreign): "
+            + ", ".join(self.outside[:3])
+            + more
+        )
+
+
+def cache_slots(
+    settings: Mapping[str, Any], keys: Sequence[ExampleKey], cot: Sequence[ExampleKey]
+) -> set[Slot]:
+    """The cache scenario's planned slots (module docstring)."""
+    raw = settings.get("passes")
+    choices = [str(p) for p in raw] if isinstance(raw, list) else list(PASS_CHOICES)
+    reps = settings.get("timing_reps")
+    timing_reps = reps if isinstance(reps, int) and not isinstance(reps, bool) else 0
+    cot_set = set(cot)
+    out: set[Slot] = set()
+    for key in keys:
+        for choice in choices:
+            for p in PASS_CHOICES.get(choice, ()):
+                if p in TIMING_PASSES:
+                    out.update(Slot(key[0], key[1], p, r) for r in range(timing_reps))
+                    continue
+                out.add(Slot(key[0], key[1], p, 0))
+                if p in GENERATION_PASSES and key in cot_set:
+                    out.add(Slot(key[0], key[1], ANSWER_PASSES[p], 0))
+    return out
+
+
+def _scenario_keys(settings: Mapping[str, Any], keys: Sequence[ExampleKey]) -> dict[str, set[ExampleKey]]:
+    """Scenario (other than cache) -> the inputs it runs on."""
+    raw = settings.get("scenarios")
+    names = [str(s) for s in raw] if isinstance(raw, list) else [CACHE_SCENARIO]
+    limit = settings.get("scenario_inputs")
+    chosen = {keys[i] for i in scenario_inputs(keys, limit if isinstance(limit, int) else None)}
+    return {name: chosen for name in names if name != CACHE_SCENARIO}
+
+
+def completeness(
+    settings: Mapping[str, Any],
+    expected: int,
+    keys: Sequence[ExampleKey],
+    cot: Sequence[ExampleKey],
+    sel: Selection,
+) -> Completeness:
+    """Planned slots filled, and final records outside the plan (module docstring)."""
+    planned = cache_slots(settings, keys, cot)
+    by_scenario = _scenario_keys(settings, keys)
+    reps: dict[tuple[str, str, str], set[int]] = {}
+    for s in sel.final:
+        if s.pass_name in SCENARIO_OF_PASS:
+            reps.setdefault((s.dataset, s.example_id, s.pass_name), set()).add(s.repetition)
+    filled, scenario_filled, outside = 0, 0, []
+    for s in sorted(sel.final, key=lambda x: (x.dataset, x.example_id, x.pass_name, x.repetition)):
+        scenario = SCENARIO_OF_PASS.get(s.pass_name)
+        if scenario is None:
+            ok = s in planned
+        else:
+            have = reps[(s.dataset, s.example_id, s.pass_name)]
+            ok = (s.dataset, s.example_id) in by_scenario.get(scenario, set()) and all(
+                r in have for r in range(s.repetition)
+            )
+        if ok:
+            filled += 1
+            scenario_filled += scenario is not None
+        else:
+            outside.append(f"{s.dataset}/{s.example_id} {s.pass_name} rep {s.repetition}")
+    return Completeness(expected, filled, tuple(outside), scenario_filled)
+
+
+def planned_inputs(settings: Mapping[str, Any], keys: Sequence[ExampleKey]) -> list[ExampleKey]:
+    """The inputs the plan sends anything for, in manifest order: every input when the cache scenario sends
+    passes, else the inputs the other scenarios run on (`settings.scenario_inputs`)."""
+    with_cache = {k for k in keys if cache_slots(settings, [k], [])}
+    others = set().union(*_scenario_keys(settings, keys).values())
+    return [k for k in keys if k in with_cache or k in others]
+
+
+def planned_count(
+    settings: Mapping[str, Any],
+    keys: Sequence[ExampleKey],
+    run: Sequence[ExampleKey],
+    cot: Sequence[ExampleKey],
+    sel: Selection,
+) -> int:
+    """The planned slots of the inputs `run` (of all `keys`; a stopped session's inputs run): the cache
+    scenario's from the settings, the other scenarios' as recorded in the plan (their count is known only to
+    the run that planned them)."""
+    wanted = set(run)
+    mine = replace(sel, final={s: r for s, r in sel.final.items() if (s.dataset, s.example_id) in wanted})
+    cache = cache_slots(settings, [k for k in keys if k in wanted], cot)
+    return len(cache) + completeness(settings, 0, keys, cot, mine).scenario_filled
