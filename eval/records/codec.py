@@ -137,6 +137,7 @@ def decode_topk(obj: dict[str, Any]) -> TopK:
 
 _SCALARS = tuple(f.name for f in fields(RequestRecord) if f.name not in ("topk", "usage", "timings"))
 _V2_FIELDS = {"scenario", "variation"}  # absent from version 1 records (the defaults fill them)
+_V3_FIELDS = {"replica"}  # absent from version 1 and 2 records (the default fills it: replica 0)
 
 
 def record_to_dict(rec: RequestRecord) -> dict[str, Any]:
@@ -162,6 +163,7 @@ def record_from_dict(obj: dict[str, Any], *, with_topk: bool = True) -> RequestR
         readable = ", ".join(str(v) for v in READABLE_SCHEMA_VERSIONS)
         raise ValueError(f"record schema_version {version!r}, this lbeval reads {readable}")
     known = {f.name for f in fields(RequestRecord)} - (_V2_FIELDS if version == 1 else set())
+    known -= _V3_FIELDS if version in (1, 2) else set()
     unknown = sorted(set(obj) - known)
     if unknown:
         raise ValueError(f"unknown field {unknown[0]!r}")

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-RECORD_SCHEMA_VERSION = 2
-# versions this lbeval reads: 1 had no `scenario` and `variation` (the defaults fill them: a cache-scenario record)
-READABLE_SCHEMA_VERSIONS = (1, 2)
+RECORD_SCHEMA_VERSION = 3
+# versions this lbeval reads: 1 had no `scenario` and `variation` (the defaults fill them: a cache-scenario record);
+# 2 had no `replica` (the default fills it: replica 0, the one endpoint of a run before replicas)
+READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 CACHE_VERIFIED, CACHE_UNVERIFIED = "verified", "unverified"
 CACHE_CHECKS = (CACHE_VERIFIED, CACHE_UNVERIFIED)  # RequestRecord.cache_check
 
@@ -86,6 +87,9 @@ class RequestRecord:
     # (status ok: met; invalid: not met); "unverified" when the server reports no count (llama-cpp-python), so
     # the request's cache state is not known and status ok says only that it was answered
     cache_check: str = "verified"
+    # the replica (endpoint) of the variant that answered: 0..N-1 in the order given (eval/run/replicas.py); every
+    # request of one input's units goes to one replica, so its cache relations stay on one server
+    replica: int = 0
 
     @property
     def key(self) -> tuple[str, str, str, int, int, int]:
