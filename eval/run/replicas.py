@@ -113,7 +113,7 @@ def replica_differences(first: ProbeResult, other: ProbeResult) -> list[str]:
 
 
 def core_sets(cores: Sequence[int], n: int) -> list[str]:
-    """The cores of each of n replicas on one host, as VLLM_CPU_OMP_THREADS_BIND lists ("0,1"): contiguous
+    """The cores of each of n replicas on one host, as VLLM_CPU_OMP_THREADS_BIND lists ("0-1"): contiguous
     equal shares (the first ones one more when they do not divide); with fewer cores than replicas, a core is
     shared round-robin."""
     if len(cores) < n:
@@ -123,9 +123,16 @@ def core_sets(cores: Sequence[int], n: int) -> list[str]:
     at = 0
     for i in range(n):
         size = share + (1 if i < extra else 0)
-        out.append(",".join(str(c) for c in cores[at : at + size]))
+        out.append(_cpu_list(cores[at : at + size]))
         at += size
     return out
+
+
+def _cpu_list(cores: Sequence[int]) -> str:
+    """ "2-5" for consecutive cores, else "0,2,5" (both forms vLLM's CPU list takes)."""
+    if len(cores) > 1 and list(cores) == list(range(cores[0], cores[0] + len(cores))):
+        return f"{cores[0]}-{cores[-1]}"
+    return ",".join(str(c) for c in cores)
 
 
 def replica_specs(spec: LaunchSpec, cores: Sequence[int]) -> list[LaunchSpec]:
@@ -260,10 +267,11 @@ def _probe(config: RunConfig, client: Client, inputs: Inputs) -> ProbeResult:
 
 
 def _replicas(session: RunSession, config: RunConfig, clients: list[Client], inputs: Inputs) -> list[Replica]:
-    """Replica 0 is the session's (already probed); the others are probed and compared with it."""
+    """Replica 0 is the session's (already probed); the others are probed (in parallel) and compared with it."""
     out = [Replica(0, config.base_urls[0], clients[0], session.probe)]
-    for i, client in enumerate(clients[1:], start=1):
-        probe = _probe(config, client, inputs)
+    with ThreadPoolExecutor(max_workers=max(1, len(clients) - 1)) as pool:  # the others at once
+        probes = list(pool.map(lambda c: _probe(config, c, inputs), clients[1:]))
+    for i, (client, probe) in enumerate(zip(clients[1:], probes, strict=True), start=1):
         diffs = replica_differences(session.probe, probe)
         if diffs:
             raise ConfigError(

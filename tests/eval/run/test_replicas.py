@@ -11,21 +11,25 @@ from pathlib import Path
 import pytest
 
 from eval.errors import ConfigError, LbevalError
+from eval.prepare.inputs import sha256_text
 from eval.records.final import select_final, unit_of
 from eval.records.run_folder import load_run
 from eval.records.types import RequestRecord
+from eval.records.vocabulary import SCENARIO_NAMES
 from eval.run.probe import ProbeResult
 from eval.run.replicas import (
     CPU_BIND_ENV,
     assign_replicas,
     core_sets,
     refuse_replicas_in_ab,
+    replica_count,
     replica_differences,
     replica_specs,
     row_weight,
 )
 from eval.run.runner import RunConfig, execute_run
-from eval.serve.launch_specs import parse_spec
+from eval.run.scenarios.settings import ScenarioSettings
+from eval.serve.launch_specs import get_launch_spec, parse_spec
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.fake_server import FakeServer, Fault
 
@@ -67,8 +71,9 @@ def test_row_weight_is_prompt_tokens_else_a_character_estimate() -> None:
 @pytest.mark.parametrize(
     ("cores", "n", "expected"),
     [
-        ([0, 1, 2, 3], 2, ["0,1", "2,3"]),
-        ([0, 1, 2], 2, ["0,1", "2"]),
+        ([0, 1, 2, 3], 2, ["0-1", "2-3"]),
+        ([0, 1, 2], 2, ["0-1", "2"]),
+        ([0, 2, 5, 6], 2, ["0,2", "5-6"]),
         ([4, 5], 2, ["4", "5"]),
         ([0], 2, ["0", "0"]),
     ],
@@ -181,11 +186,12 @@ def test_a_resume_with_the_same_replicas_sends_nothing_more(fakes: list[FakeServ
 
 
 def test_a_replica_that_differs_is_refused_with_the_difference(tmp_path: Path) -> None:
-    with FakeServer() as a, FakeServer(block_size=32) as b:
-        with pytest.raises(
-            ConfigError, match=r"replica 1 \(.*\) differs from replica 0 .*block_size 16 -> 32"
-        ):
-            execute_run(replicated([a, b], six_rows(tmp_path), tmp_path / "runs"))
+    with (
+        FakeServer() as a,
+        FakeServer(block_size=32) as b,
+        pytest.raises(ConfigError, match=r"replica 1 \(.*\) differs from replica 0 .*block_size 16 -> 32"),
+    ):
+        execute_run(replicated([a, b], six_rows(tmp_path), tmp_path / "runs"))
 
 
 def test_a_unit_left_on_a_gone_replica_restarts_whole_on_its_new_one(
@@ -214,3 +220,38 @@ def test_a_unit_left_on_a_gone_replica_restarts_whole_on_its_new_one(
         cold = next(r for s, r in finals.items() if r.example_id == example and r.pass_name == "cold")
         warm = next(r for s, r in finals.items() if r.example_id == example and r.pass_name == "warm")
         assert cold.group >= 1 and (cold.replica, cold.group) == (warm.replica, warm.group)
+
+
+def test_the_shipped_two_replica_spec_is_cpu_smollm2_twice_on_its_own_cores() -> None:
+    base = get_launch_spec("cpu-smollm2", environ={"LBEVAL_CACHE": "/c"})
+    spec = get_launch_spec("cpu-smollm2-x2", environ={"LBEVAL_CACHE": "/c"})
+    assert (spec.replicas, spec.args, spec.model) == (2, base.args, base.model)
+    assert [s.env[CPU_BIND_ENV] for s in replica_specs(spec, [0, 1])] == ["0", "1"]
+    assert replica_count(RunConfig(variant="v", inputs=Path("i"), base_url="", server=spec)) == 2
+
+
+def test_scenario_units_with_their_primes_and_fillers_stay_on_one_replica(
+    fakes: list[FakeServer], tmp_path: Path
+) -> None:
+    s = ScenarioSettings(scenarios=SCENARIO_NAMES, batch_sizes=(1, 2), inputs=4, max_tokens=3)
+    config = replace(replicated(fakes[:2], six_rows(tmp_path), tmp_path / "runs"), scenarios=s)
+    loaded = load_run(execute_run(replace(config, passes=("cold", "warm"))))
+    assert loaded.manifest.complete
+    scenarios = {r.scenario for r in loaded.records}
+    assert scenarios == set(SCENARIO_NAMES)
+    by_input: dict[str, set[int]] = {}
+    for r in loaded.records:
+        by_input.setdefault(r.example_id, set()).add(r.replica)
+    assert all(len(replicas) == 1 for replicas in by_input.values())
+    assert {next(iter(s)) for s in by_input.values()} == {0, 1}
+    for index, fake in enumerate(fakes[:2]):  # each cache record's prompt went to the replica it names
+        seen = {sha256_text(prompt_of(body)) for _, body in fake.requests}
+        mine = {r.prompt_sha256 for r in loaded.records if r.replica == index and r.scenario == "cache"}
+        assert mine and mine <= seen
+
+
+def prompt_of(body: dict[str, object]) -> str:
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        return str(messages[0]["content"])
+    return str(body.get("prompt"))
