@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from eval.cli import main as cli_main
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import sha256_text
 from eval.records.final import select_final, unit_of
@@ -255,3 +256,15 @@ def prompt_of(body: dict[str, object]) -> str:
     if isinstance(messages, list):
         return str(messages[0]["content"])
     return str(body.get("prompt"))
+
+
+def test_the_command_line_takes_base_url_repeated(fakes: list[FakeServer], tmp_path: Path) -> None:
+    inputs = six_rows(tmp_path)
+    argv = ["run", "--variant", "v", "--inputs", str(inputs), "--out", str(tmp_path / "runs"), "--quiet"]
+    argv += ["--passes", "cold,warm"]
+    for fake in fakes[:2]:
+        argv += ["--base-url", fake.base_url]
+    assert cli_main(argv) == 0
+    loaded = load_run(next((tmp_path / "runs" / "v").glob("run-*")))
+    assert {r.replica for r in loaded.records} == {0, 1}
+    assert len(loaded.manifest.sessions[-1]["replicas"]) == 2
