@@ -391,9 +391,10 @@ def _run_every_replica(session: RunSession, ctxs: list[ReplicaContext], assignme
         ]
         try:
             done = _wait_all(futures)
-        except BaseException:
+        except BaseException:  # Ctrl-C, SIGTERM: no wait for the requests in flight (as eval/run/runner.py)
             for ctx in ctxs:
                 ctx.stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
             raise
         failed = [f for f in done if f.exception() is not None]
         if failed:

@@ -253,7 +253,7 @@ class FakeServer:
         self.output_prefix = output_prefix  # put before every generated text (hostile-output tests)
         self.faults: list[Fault] = []
         self.slowdown = 1.0  # multiplies the prefill time /metrics reports (drift tests)
-        self.latency_s = 0.0  # a fixed wait before answering each generation request (bench/bench_replicas.py)
+        self.latency_s = 0.0  # a wait before answering each generation request (bench_replicas)
         self.batch_effect: BatchEffect | None = None
         self.prefix_effect: PrefixEffect | None = None
         self.stop_effect: StopEffect | None = None
@@ -758,8 +758,8 @@ class _Handler(BaseHTTPRequestHandler):
         if err is not None:
             self._error(400, err)
             return
-        if fake.latency_s:
-            time.sleep(fake.latency_s)  # outside the lock: requests to one fake overlap, like a server's batch
+        if fake.latency_s:  # outside the lock: requests to one fake overlap, like a server's batch
+            time.sleep(fake.latency_s)
         prompt, ids = fake.prompt_ids(body, chat)
         salt = body.get("cache_salt") if fake.dialect != "llama-cpp-python" else None  # ignored there
         with fake.lock:
