@@ -268,3 +268,27 @@ def test_the_command_line_takes_base_url_repeated(fakes: list[FakeServer], tmp_p
     loaded = load_run(next((tmp_path / "runs" / "v").glob("run-*")))
     assert {r.replica for r in loaded.records} == {0, 1}
     assert len(loaded.manifest.sessions[-1]["replicas"]) == 2
+
+
+def test_an_interrupted_replicated_run_is_recorded_and_resumes_on_the_same_replicas(
+    fakes: list[FakeServer], tmp_path: Path
+) -> None:
+    config = replicated(fakes, six_rows(tmp_path), tmp_path / "runs")
+    seen: list[RequestRecord] = []
+
+    def stop_after_five(rec: RequestRecord) -> None:
+        seen.append(rec)
+        if len(seen) == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        execute_run(config, on_record=stop_after_five)
+    run_dir = next((tmp_path / "runs" / "v1").glob("run-*"))
+    left = load_run(run_dir)
+    assert not left.manifest.complete and left.manifest.sessions[-1]["outcome"] == "interrupted"
+    assert 5 <= len(left.records) < left.manifest.expected_records
+    loaded = load_run(execute_run(config))
+    assert loaded.manifest.complete
+    assert all(len(replicas) == 1 for replicas in relations_on_one_replica(loaded.records).values())
+    keys = [r.key for r in loaded.records]
+    assert len(keys) == len(set(keys))  # nothing sent twice
