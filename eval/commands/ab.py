@@ -20,6 +20,7 @@ from eval.records.run_folder import read_manifest
 from eval.records.stop import read_stop
 from eval.run.ab import AbConfig, StopCheck, execute_ab
 from eval.run.adaptive import TimingTarget, read_adaptive
+from eval.run.replicas import refuse_replicas_in_ab
 from eval.run.runner import EXIT_INCOMPLETE, RunConfig
 from eval.serve.launch_specs import spec_for_run
 from eval.terminal import echo, echo_err
@@ -101,6 +102,7 @@ def side_configs(args: argparse.Namespace) -> tuple[RunConfig, RunConfig]:
         configs.append(
             replace(run_command.run_config(args, variant, url, spec, spec_scenarios=False), quiet=True)
         )
+        refuse_replicas_in_ab(configs[-1], variant)  # one endpoint per side
     a, b = configs
     if args.run_id is not None:
         same = args.base == args.variant

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,12 @@ HELP = "Send the inputs to a server in cold/warm/repeat/timing passes and record
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variant", required=True, help="name of the server variant (letters, digits, . _ -)")
-    p.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument(
+        "--base-url",
+        action="append",
+        help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; repeated: the variant's replicas, each "
+        "input's requests pinned to one (docs/servers/replicas.md)",
+    )
     p.add_argument(
         "--spec",
         metavar="NAME",
@@ -295,9 +301,11 @@ def _plan_max_tokens(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    spec = spec_for_run(args.variant, args.spec, args.specs, args.base_url)
+    urls = args.base_url or []  # --base-url repeated: replicas (eval/run/replicas.py)
+    spec = spec_for_run(args.variant, args.spec, args.specs, urls[0] if urls else None)
     # a managed spec's server is started by the session, once the run folder's lock is held
-    run_dir = execute_run(run_config(args, args.variant, args.base_url, spec, concurrency=args.concurrency))
+    config = run_config(args, args.variant, urls[0] if urls else None, spec, concurrency=args.concurrency)
+    run_dir = execute_run(replace(config, base_urls=tuple(urls)) if len(urls) > 1 else config)
     manifest = read_manifest(run_dir)
     for warning in manifest.warnings:
         echo_err(f"lbeval run: warning: {warning}")

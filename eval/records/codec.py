@@ -214,7 +214,8 @@ def _check_record(obj: dict[str, Any]) -> None:
 
 _SCALARS = tuple(f.name for f in fields(RequestRecord) if f.name not in ("topk", "usage", "timings"))
 _V2_FIELDS = {"scenario", "variation"}  # absent from version 1 records (the defaults fill them)
-_V3_FIELDS = {"server_foreign", "cache_finding"}  # absent from version 1 and 2 records (derived on reading)
+# absent from version 1 and 2 records: derived on reading (server_foreign, cache_finding) or the default (replica 0)
+_V3_FIELDS = {"server_foreign", "cache_finding", "replica"}
 
 
 def record_to_dict(rec: RequestRecord) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 RECORD_SCHEMA_VERSION = 3
 # versions this lbeval reads: 1 had no `scenario` and `variation` (the defaults fill them: a cache-scenario
 # record); 1 and 2 had no `server_foreign` and `cache_finding` (the codec derives them from the stored deltas)
+# and no `replica` (the default fills it: replica 0, the one endpoint of a run before replicas)
 READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 CACHE_VERIFIED, CACHE_UNVERIFIED = "verified", "unverified"
 CACHE_CHECKS = (CACHE_VERIFIED, CACHE_UNVERIFIED)  # RequestRecord.cache_check
@@ -93,6 +94,9 @@ class RequestRecord:
     server_foreign: str | None = None
     # the same module: "usage reports N cached tokens, the server counted M hits" on an otherwise clean window
     cache_finding: str | None = None
+    # the replica (endpoint) of the variant that answered: 0..N-1 in the order given (eval/run/replicas.py); every
+    # request of one input's units goes to one replica, so its cache relations stay on one server
+    replica: int = 0
 
     @property
     def key(self) -> tuple[str, str, str, int, int, int]:

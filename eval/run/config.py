@@ -64,6 +64,9 @@ class RunConfig:
     # a launch spec lbeval starts for the session, under the run folder's lock (eval/run/session.py); the
     # session then talks to the started server (base_url is not used)
     server: LaunchSpec | None = None
+    # replicas of the variant (eval/run/replicas.py): every endpoint's URL, `--base-url` repeated; base_url is the
+    # first's. Empty: one endpoint, base_url
+    base_urls: tuple[str, ...] = ()
 
 
 def validate_name(kind: str, name: str) -> str:

@@ -35,6 +35,7 @@ from eval.run.config import (
 )
 from eval.run.passes import Context, GroupState, Unit, run_unit
 from eval.run.progress import Progress
+from eval.run.replicas import replicated, run_replicated
 from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
 from eval.run.session import RunSession, open_client, read_inputs_of, serving
@@ -76,6 +77,9 @@ def execute_run(
             inputs = read_inputs_of(config)
             with run_lock(inputs.run_dir):
                 refuse_ab_folder(inputs.run_dir)  # an `lbeval ab` run folder is resumed by lbeval ab only
+                if replicated(config, inputs):  # N endpoints, each input pinned to one (eval/run/replicas.py)
+                    run_replicated(config, inputs, ledger or SendLedger(), on_record)
+                    return inputs.run_dir
                 with serving(config) as (url, server):
                     config = replace(config, base_url=url)  # a managed server's, once started
                     with open_client(config, ledger or SendLedger()) as client:

@@ -259,6 +259,7 @@ class FakeServer:
         self.faults: list[Fault] = []
         self.slowdown = 1.0  # multiplies the prefill time /metrics reports (drift tests)
         self.prefill_noise: Callable[[], float] | None = None  # per request: log factor on its prefill
+        self.latency_s = 0.0  # a wait before answering each generation request (bench_replicas)
         self.batch_effect: BatchEffect | None = None
         self.prefix_effect: PrefixEffect | None = None
         self.stop_effect: StopEffect | None = None
@@ -765,6 +766,8 @@ class _Handler(BaseHTTPRequestHandler):
         if err is not None:
             self._error(400, err)
             return
+        if fake.latency_s:  # outside the lock: requests to one fake overlap, like a server's batch
+            time.sleep(fake.latency_s)
         prompt, ids = fake.prompt_ids(body, chat)
         salt = body.get("cache_salt") if fake.dialect != "llama-cpp-python" else None  # ignored there
         with fake.lock:
@@ -999,15 +1002,17 @@ class _Answer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m eval.serve.fake_server [--port N] [--block-size B]`: serve until interrupted (manual checks)."""
+    """`python -m eval.serve.fake_server [--port N] [--block-size B] [--latency S]`: serve until interrupted."""
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--block-size", type=int, default=16)
     parser.add_argument("--max-model-len", type=int, default=8192)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before answering each generation")
     args = parser.parse_args(argv)
     server = FakeServer(block_size=args.block_size, max_model_len=args.max_model_len)
+    server.latency_s = args.latency
     server.port = args.port
     server.start()
     echo(server.base_url, flush=True)

@@ -58,6 +58,7 @@ KNOWN_KEYS = frozenset(
         "api_key_env",
         "requires",
         "hint",
+        "replicas",
         "scenarios",
     }
 )
@@ -106,6 +107,7 @@ class LaunchSpec:
     requires: tuple[str, ...] = ()  # paths that must exist before starting
     hint: str = ""  # what to do when one of them is missing
     scenarios: dict[str, Any] = field(default_factory=dict)  # SCENARIO_KEYS; names checked by `lbeval run`
+    replicas: int = 1  # `lbeval run` starts this many servers, each on a free port (eval/run/replicas.py)
 
     @property
     def managed(self) -> bool:
@@ -210,7 +212,8 @@ def _external(
     name: str, source: str, raw: Mapping[str, Any], where: str, env: Mapping[str, str]
 ) -> LaunchSpec:
     launch_only = sorted(
-        {"python", "module", "command", "args", "extra_args", "env", "port", "log", "requires"} & raw.keys()
+        {"python", "module", "command", "args", "extra_args", "env", "port", "log", "requires", "replicas"}
+        & raw.keys()
     )
     if launch_only:
         raise ConfigError(f"{where}: url (a running server) cannot be combined with {', '.join(launch_only)}")
@@ -226,6 +229,12 @@ def _external(
         api_key_env=_text(raw, "api_key_env", where, env),
         scenarios=_scenarios(raw.get("scenarios", {}), f"{where}.scenarios"),
     )
+
+
+def _replicas(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
+        raise ConfigError(f"{where}: expected a whole number of servers 1-64, got {value!r}")
+    return value
 
 
 def parse_spec(name: str, raw: Mapping[str, Any], source: str, environ: Mapping[str, str]) -> LaunchSpec:
@@ -258,6 +267,7 @@ def parse_spec(name: str, raw: Mapping[str, Any], source: str, environ: Mapping[
         requires=_strings(raw.get("requires", []), f"{where}.requires", environ),
         hint=_text(raw, "hint", where, environ) or "",
         scenarios=_scenarios(raw.get("scenarios", {}), f"{where}.scenarios"),
+        replicas=_replicas(raw.get("replicas", 1), f"{where}.replicas"),
     )
 
 

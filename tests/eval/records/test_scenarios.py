@@ -28,15 +28,13 @@ from tests.eval.records.test_run_folder import make_manifest, make_record
 def v1_line(rec: RequestRecord) -> dict[str, object]:
     """The line lbeval wrote before scenarios: schema_version 1, no scenario and variation fields."""
     obj = json.loads(dumps_record(rec))
-    del obj["scenario"], obj["variation"]
+    del obj["scenario"], obj["variation"], obj["replica"]
     obj["schema_version"] = 1
     return obj
 
 
 def test_version_2_round_trips_scenario_and_variation() -> None:
-    assert (
-        RECORD_SCHEMA_VERSION >= 2
-    )  # 3 adds server_foreign and cache_finding (tests/eval/records/test_server_figures.py)
+    assert RECORD_SCHEMA_VERSION == 3  # 3 adds server_foreign, cache_finding (test_server_figures.py) and replica
     rec = make_record(
         pass_name="batch_member", repetition=1, scenario="batch", variation={"batch_size": 4, "slot": 0}
     )
@@ -50,15 +48,15 @@ def test_version_1_records_read_as_cache_scenario_records() -> None:
     assert back.schema_version == 1 and back.scenario == "cache" and back.variation == {}
     with pytest.raises(ValueError, match="unknown field 'scenario'"):  # a version 1 line never had it
         record_from_dict({**v1_line(make_record()), "scenario": "batch"})
-    with pytest.raises(ValueError, match="reads 1, 2"):
+    with pytest.raises(ValueError, match="reads 1, 2, 3"):
         record_from_dict({**v1_line(make_record()), "schema_version": 0})
 
 
 def test_version_1_and_2_manifests_are_read(tmp_path: Path) -> None:
-    for version in (1, 2):
+    for version in (1, 2, 3):
         write_manifest(tmp_path, make_manifest(schema_version=version))
         assert read_manifest(tmp_path).schema_version == version
-    write_manifest(tmp_path, make_manifest(schema_version=99))
+    write_manifest(tmp_path, make_manifest(schema_version=4))
     with pytest.raises(ManifestError, match="schema_version"):
         read_manifest(tmp_path)
 
@@ -107,3 +105,16 @@ def test_parse_scenarios_and_scenario_inputs() -> None:
     assert scenario_inputs(keys, None) == [0, 1, 2, 3, 4]
     assert scenario_inputs(keys, 3) == [0, 1, 3]  # round robin over the datasets, in manifest order
     assert scenario_inputs(keys, 9) == [0, 1, 2, 3, 4]
+
+
+def test_version_2_records_read_as_replica_0_and_version_3_round_trips_the_replica() -> None:
+    obj = json.loads(dumps_record(make_record()))
+    del obj["replica"]
+    obj["schema_version"] = 2
+    back = record_from_dict(obj)
+    assert back.schema_version == 2 and back.replica == 0
+    with pytest.raises(ValueError, match="unknown field 'replica'"):  # a version 2 line never had it
+        record_from_dict({**obj, "replica": 1})
+    rec = make_record()
+    rec3 = record_from_dict(json.loads(dumps_record(replace(rec, replica=3))))
+    assert rec3.replica == 3 and rec3.schema_version == 3

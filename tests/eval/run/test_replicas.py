@@ -1,0 +1,294 @@
+"""Replicas (eval/run/replicas.py): the assignment, the probe's comparison, and runs on several fake servers whose
+records show every unit's cache relations on one replica, also after a resume with another replica count."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from eval.cli import main as cli_main
+from eval.errors import ConfigError, LbevalError
+from eval.prepare.inputs import sha256_text
+from eval.records.final import select_final, unit_of
+from eval.records.run_folder import load_run
+from eval.records.types import RequestRecord
+from eval.records.vocabulary import SCENARIO_NAMES
+from eval.run.probe import ProbeResult
+from eval.run.replicas import (
+    CPU_BIND_ENV,
+    assign_replicas,
+    core_sets,
+    refuse_replicas_in_ab,
+    replica_count,
+    replica_differences,
+    replica_specs,
+    row_weight,
+)
+from eval.run.runner import RunConfig, execute_run
+from eval.run.scenarios.settings import ScenarioSettings
+from eval.serve.launch_specs import get_launch_spec, parse_spec
+from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.fake_server import FakeServer, Fault
+
+
+@pytest.mark.parametrize(
+    ("weights", "n", "expected"),
+    [
+        # heaviest first, each to the lightest replica so far (by hand: 10->0, 8->1, 1->1 (9), 1->1 (9 < 10))
+        ([10, 1, 1, 8], 2, (0, 1, 1, 1)),
+        # 7->0, 5->1, 4->1 (5 < 7: 9), 3->0 (7 < 9: 10), 1->1 (9 < 10: 10)
+        ([7, 5, 4, 3, 1], 2, (0, 1, 1, 0, 1)),
+        ([4, 9, 2], 1, (0, 0, 0)),
+        ([6, 5, 4], 3, (0, 1, 2)),
+        ([], 4, ()),
+    ],
+)
+def test_assignment_balances_prompt_tokens(weights: list[int], n: int, expected: tuple[int, ...]) -> None:
+    assert assign_replicas(weights, n) == expected
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_equal_weights_are_shared_evenly_and_the_same_seed_assigns_the_same(seed: int) -> None:
+    got = assign_replicas([100] * 10, 4, seed)
+    assert sorted(got.count(r) for r in range(4)) == [2, 2, 3, 3]
+    assert assign_replicas([100] * 10, 4, seed) == got  # a resume with the same count: the same replicas
+
+
+def test_assignment_refuses_no_replica() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        assign_replicas([1], 0)
+
+
+def test_row_weight_is_prompt_tokens_else_a_character_estimate() -> None:
+    assert row_weight(replace(make_row(0), prompt_tokens=321)) == 321
+    row = replace(make_row(0), prompt_tokens=None, prompt="x" * 40)
+    assert row_weight(row) == 10
+
+
+@pytest.mark.parametrize(
+    ("cores", "n", "expected"),
+    [
+        ([0, 1, 2, 3], 2, ["0-1", "2-3"]),
+        ([0, 1, 2], 2, ["0-1", "2"]),
+        ([0, 2, 5, 6], 2, ["0,2", "5-6"]),
+        ([4, 5], 2, ["4", "5"]),
+        ([0], 2, ["0", "0"]),
+    ],
+)
+def test_core_sets_split_the_host(cores: list[int], n: int, expected: list[str]) -> None:
+    assert core_sets(cores, n) == expected
+
+
+def spec_raw(**kw: object) -> dict[str, object]:
+    return {"command": ["serve"], "args": ["--port", "{port}"], **kw}
+
+
+def test_a_launch_spec_with_replicas_binds_each_to_its_cores() -> None:
+    spec = parse_spec("x2", spec_raw(replicas=2, env={"A": "1"}), "t.toml", {})
+    assert spec.replicas == 2
+    envs = [s.env for s in replica_specs(spec, [0, 1])]
+    assert envs == [{"A": "1", CPU_BIND_ENV: "0"}, {"A": "1", CPU_BIND_ENV: "1"}]
+    own = parse_spec("x2", spec_raw(replicas=2, env={CPU_BIND_ENV: "0-1"}), "t.toml", {})
+    assert [s.env[CPU_BIND_ENV] for s in replica_specs(own, [0, 1])] == ["0-1", "0-1"]  # the spec's own wins
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (spec_raw(replicas=0), "replicas: expected a whole number of servers 1-64, got 0"),
+        (spec_raw(replicas="2"), "replicas: expected a whole number"),
+        ({"url": "http://h:1/v1", "replicas": 2}, "cannot be combined with replicas"),
+    ],
+)
+def test_bad_replicas_in_a_launch_spec_are_refused(raw: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_spec("x", raw, "t.toml", {})
+
+
+def test_replica_differences_name_each_field() -> None:
+    a = ProbeResult(model="m", model_ids=["m"], version="0.32.0", block_size=16)
+    assert replica_differences(a, replace(a)) == []
+    b = replace(a, block_size=128, version="0.31.0")
+    assert replica_differences(a, b) == ["version '0.32.0' -> '0.31.0'", "block_size 16 -> 128"]
+
+
+def test_ab_refuses_more_than_one_endpoint_per_side(tmp_path: Path) -> None:
+    config = RunConfig(variant="v", inputs=tmp_path / "i.jsonl", base_url="http://a/v1")
+    refuse_replicas_in_ab(config, "v")  # one endpoint: fine
+    with pytest.raises(ConfigError, match="side v has 2 replicas; ab takes one endpoint"):
+        refuse_replicas_in_ab(replace(config, base_urls=("http://a/v1", "http://b/v1")), "v")
+
+
+# --- runs on fake replicas ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(name="fakes")
+def fakes_fixture() -> Iterator[list[FakeServer]]:
+    with ExitStack() as stack:
+        yield [stack.enter_context(FakeServer()) for _ in range(3)]
+
+
+def six_rows(tmp_path: Path) -> Path:
+    return write_rows(tmp_path / "inputs.jsonl", [make_row(i, words=40 + 10 * i) for i in range(6)])
+
+
+def replicated(servers: list[FakeServer], inputs: Path, out: Path) -> RunConfig:
+    config = config_for(servers[0], inputs, out)
+    return replace(config, base_urls=tuple(s.base_url for s in servers))
+
+
+def relations_on_one_replica(records: list[RequestRecord]) -> dict[tuple[object, int], set[int]]:
+    """Each unit's group (cold, warm, repeat, controls; one timing repetition) -> the replicas its records name."""
+    out: dict[tuple[object, int], set[int]] = {}
+    for r in records:
+        out.setdefault((unit_of(r), r.group), set()).add(r.replica)
+    return out
+
+
+def test_every_unit_runs_on_one_replica_and_the_manifest_lists_them(
+    fakes: list[FakeServer], tmp_path: Path
+) -> None:
+    fakes[1].base_url  # noqa: B018 - three distinct servers
+    run_dir = execute_run(replicated(fakes, six_rows(tmp_path), tmp_path / "runs"))
+    loaded = load_run(run_dir)
+    assert loaded.manifest.complete
+    finals = select_final(loaded.records).final
+    assert len(finals) == loaded.manifest.expected_records
+    assert all(r.status == "ok" for r in finals.values())  # every warm hit: its cold was on its replica
+    groups = relations_on_one_replica(loaded.records)
+    assert all(len(replicas) == 1 for replicas in groups.values())
+    by_input = {(r.dataset, r.example_id): set() for r in loaded.records}
+    for r in loaded.records:
+        by_input[(r.dataset, r.example_id)].add(r.replica)
+    assert all(len(s) == 1 for s in by_input.values())  # an input's every unit on one replica
+    assert {next(iter(s)) for s in by_input.values()} == {0, 1, 2}  # all three used
+    for index, fake in enumerate(fakes):  # each server saw exactly its inputs' requests
+        ids = {r.example_id for r in loaded.records if r.replica == index}
+        sent = {body["messages"][0]["content"].split(":")[0].split()[-1] for _, body in fake.requests[2:]}
+        assert ids and all(any(i in s for s in sent) for i in ids)
+    seqs = [r.seq for r in loaded.records]
+    assert len(seqs) == len(set(seqs))  # one send order across the replicas
+    line = loaded.manifest.sessions[-1]["replicas"]
+    assert [(e["replica"], e["base_url"]) for e in line] == [(i, f.base_url) for i, f in enumerate(fakes)]
+
+
+def test_a_resume_with_the_same_replicas_sends_nothing_more(fakes: list[FakeServer], tmp_path: Path) -> None:
+    config = replicated(fakes, six_rows(tmp_path), tmp_path / "runs")
+    run_dir = execute_run(config)
+    before = len(load_run(run_dir).records)
+    sent = sum(len(f.requests) for f in fakes)
+    execute_run(config)
+    assert len(load_run(run_dir).records) == before
+    assert sum(len(f.requests) for f in fakes) - sent <= 3 * 4  # the probes' own requests only
+
+
+def test_a_replica_that_differs_is_refused_with_the_difference(tmp_path: Path) -> None:
+    with (
+        FakeServer() as a,
+        FakeServer(block_size=32) as b,
+        pytest.raises(ConfigError, match=r"replica 1 \(.*\) differs from replica 0 .*block_size 16 -> 32"),
+    ):
+        execute_run(replicated([a, b], six_rows(tmp_path), tmp_path / "runs"))
+
+
+def test_a_unit_left_on_a_gone_replica_restarts_whole_on_its_new_one(
+    fakes: list[FakeServer], tmp_path: Path
+) -> None:
+    inputs = six_rows(tmp_path)
+    fakes[2].add_fault(
+        Fault(kind="4xx", status=400, match="Question:", salt_seen=1)
+    )  # replica 2: a cold answered, its warm refused
+    with pytest.raises(LbevalError):  # a 4xx stops the session on every replica
+        execute_run(replicated(fakes, inputs, tmp_path / "runs"))
+    left = load_run(next((tmp_path / "runs" / "v1").glob("run-*")))
+    assert not left.manifest.complete
+    stranded = {
+        r.example_id for r in left.records if r.replica == 2 and r.pass_name == "cold" and r.status == "ok"
+    }
+    assert stranded  # a unit with its cold on replica 2 and no warm
+    run_dir = execute_run(replicated(fakes[:2], inputs, tmp_path / "runs"))  # two replicas now
+    loaded = load_run(run_dir)
+    assert loaded.manifest.complete
+    assert all(len(replicas) == 1 for replicas in relations_on_one_replica(loaded.records).values())
+    finals = select_final(loaded.records).final
+    for slot, rec in finals.items():
+        assert rec.replica in (0, 1), slot  # nothing final from the gone replica
+    for example in stranded:  # restarted as a whole: a new group, its cold on the new replica
+        cold = next(r for s, r in finals.items() if r.example_id == example and r.pass_name == "cold")
+        warm = next(r for s, r in finals.items() if r.example_id == example and r.pass_name == "warm")
+        assert cold.group >= 1 and (cold.replica, cold.group) == (warm.replica, warm.group)
+
+
+def test_the_shipped_two_replica_spec_is_cpu_smollm2_twice_on_its_own_cores() -> None:
+    base = get_launch_spec("cpu-smollm2", environ={"LBEVAL_CACHE": "/c"})
+    spec = get_launch_spec("cpu-smollm2-x2", environ={"LBEVAL_CACHE": "/c"})
+    assert (spec.replicas, spec.args, spec.model) == (2, base.args, base.model)
+    assert [s.env[CPU_BIND_ENV] for s in replica_specs(spec, [0, 1])] == ["0", "1"]
+    assert replica_count(RunConfig(variant="v", inputs=Path("i"), base_url="", server=spec)) == 2
+
+
+def test_scenario_units_with_their_primes_and_fillers_stay_on_one_replica(
+    fakes: list[FakeServer], tmp_path: Path
+) -> None:
+    s = ScenarioSettings(scenarios=SCENARIO_NAMES, batch_sizes=(1, 2), inputs=4, max_tokens=3)
+    config = replace(replicated(fakes[:2], six_rows(tmp_path), tmp_path / "runs"), scenarios=s)
+    loaded = load_run(execute_run(replace(config, passes=("cold", "warm"))))
+    assert loaded.manifest.complete
+    scenarios = {r.scenario for r in loaded.records}
+    assert scenarios == set(SCENARIO_NAMES)
+    by_input: dict[str, set[int]] = {}
+    for r in loaded.records:
+        by_input.setdefault(r.example_id, set()).add(r.replica)
+    assert all(len(replicas) == 1 for replicas in by_input.values())
+    assert {next(iter(s)) for s in by_input.values()} == {0, 1}
+    for index, fake in enumerate(fakes[:2]):  # each cache record's prompt went to the replica it names
+        seen = {sha256_text(prompt_of(body)) for _, body in fake.requests}
+        mine = {r.prompt_sha256 for r in loaded.records if r.replica == index and r.scenario == "cache"}
+        assert mine and mine <= seen
+
+
+def prompt_of(body: dict[str, object]) -> str:
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        return str(messages[0]["content"])
+    return str(body.get("prompt"))
+
+
+def test_the_command_line_takes_base_url_repeated(fakes: list[FakeServer], tmp_path: Path) -> None:
+    inputs = six_rows(tmp_path)
+    argv = ["run", "--variant", "v", "--inputs", str(inputs), "--out", str(tmp_path / "runs"), "--quiet"]
+    argv += ["--passes", "cold,warm"]
+    for fake in fakes[:2]:
+        argv += ["--base-url", fake.base_url]
+    assert cli_main(argv) == 0
+    loaded = load_run(next((tmp_path / "runs" / "v").glob("run-*")))
+    assert {r.replica for r in loaded.records} == {0, 1}
+    assert len(loaded.manifest.sessions[-1]["replicas"]) == 2
+
+
+def test_an_interrupted_replicated_run_is_recorded_and_resumes_on_the_same_replicas(
+    fakes: list[FakeServer], tmp_path: Path
+) -> None:
+    config = replicated(fakes, six_rows(tmp_path), tmp_path / "runs")
+    seen: list[RequestRecord] = []
+
+    def stop_after_five(rec: RequestRecord) -> None:
+        seen.append(rec)
+        if len(seen) == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        execute_run(config, on_record=stop_after_five)
+    run_dir = next((tmp_path / "runs" / "v1").glob("run-*"))
+    left = load_run(run_dir)
+    assert not left.manifest.complete and left.manifest.sessions[-1]["outcome"] == "interrupted"
+    assert 5 <= len(left.records) < left.manifest.expected_records
+    loaded = load_run(execute_run(config))
+    assert loaded.manifest.complete
+    assert all(len(replicas) == 1 for replicas in relations_on_one_replica(loaded.records).values())
+    keys = [r.key for r in loaded.records]
+    assert len(keys) == len(set(keys))  # nothing sent twice
