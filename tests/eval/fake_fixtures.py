@@ -16,7 +16,7 @@ from eval.prepare.inputs import InputRow, InputsHeader, sha256_text, write_input
 from eval.run.client import RequestSettings
 from eval.run.passes import RetryPolicy
 from eval.run.runner import RunConfig
-from tests.fake_server import FakeServer
+from eval.serve.fake_server import FakeServer
 
 FAST_RETRY = RetryPolicy(retries=2, backoff_s=0.01, max_backoff_s=0.02)
 

@@ -14,6 +14,7 @@ from eval.analyze.aa_floor import AaFloorError, aa_floor, check_against, positio
 from eval.analyze.compare import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from eval.analyze.score import score_run
 from eval.run.runner import execute_run
+from eval.serve.fake_server import FakeServer
 from tests.eval.aa_factory import (
     N_INPUTS,
     REPS,
@@ -23,7 +24,6 @@ from tests.eval.aa_factory import (
     warm_prefill_pairs,
 )
 from tests.eval.fake_fixtures import config_for
-from tests.fake_server import FakeServer
 
 
 def test_floor_equals_an_independent_cluster_bootstrap_of_the_records(tmp_path: Path) -> None:

@@ -34,7 +34,9 @@ def v1_line(rec: RequestRecord) -> dict[str, object]:
 
 
 def test_version_2_round_trips_scenario_and_variation() -> None:
-    assert RECORD_SCHEMA_VERSION == 3  # 3 adds server_foreign, cache_finding (test_server_figures.py) and replica
+    assert (
+        RECORD_SCHEMA_VERSION == 3
+    )  # 3 adds server_foreign, cache_finding (test_server_figures.py) and replica
     rec = make_record(
         pass_name="batch_member", repetition=1, scenario="batch", variation={"batch_size": 4, "slot": 0}
     )

@@ -20,8 +20,8 @@ from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
 from eval.report.tables import build_tables
 from eval.run.ab import AbConfig, execute_ab
 from eval.run.adaptive import TimingTarget, read_adaptive
+from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
-from tests.fake_server import FakeServer
 
 N_INPUTS, REPS = 6, 2
 

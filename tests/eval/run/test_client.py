@@ -24,8 +24,8 @@ from eval.run.client import (
     root_url,
     wire_body,
 )
+from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import fake_fixture, make_row  # noqa: F401 - fixture
-from tests.fake_server import FakeServer, Fault
 
 TIMINGS = ClientTimings(sent_at=1.0, first_token_s=None, done_s=0.5)
 

@@ -13,8 +13,8 @@ import pytest
 
 from eval.errors import ConfigError
 from eval.run.client import Client, RequestSettings, build_request, environment_proxy
+from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import fake_fixture, make_row  # noqa: F401 - fixture
-from tests.fake_server import FakeServer
 
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY")
 

@@ -27,9 +27,9 @@ from eval.records.types import RequestRecord, Usage
 from eval.run.ab import AbConfig, execute_ab
 from eval.run.client import RequestSettings, build_request
 from eval.run.runner import execute_run
+from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.eval.records.test_run_folder import make_record
-from tests.fake_server import FakeServer, Fault
 
 LAG_S = 0.02
 
@@ -39,7 +39,7 @@ def _records(run_dir: Path) -> list[RequestRecord]:
 
 
 def _fake_prefill(rec: RequestRecord, slowdown: float = 1.0) -> float:
-    """tests/fake_server.FakeServer.observe's prefill time for this record's own prompt and cached tokens."""
+    """eval/serve/fake_server.FakeServer.observe's prefill time for this record's own prompt and cached tokens."""
     assert rec.usage.prompt_tokens is not None and rec.usage.cached_tokens is not None
     return (1e-4 + (rec.usage.prompt_tokens - rec.usage.cached_tokens) * 1e-5) * slowdown
 
@@ -117,6 +117,7 @@ def test_old_records_get_the_check_from_their_stored_deltas() -> None:
     obj = json.loads(dumps_record(rec))
     assert "server_foreign" not in obj  # the record was built without a check: nothing written
     obj["schema_version"] = 2
+    del obj["replica"]  # a version 2 line has no replica either (schema 3 added it too)
     back = record_from_dict(obj)
     assert back.server_foreign is not None and "queries moved by 140" in back.server_foreign
     clean = record_from_dict({**obj, "server_metrics": {**deltas, "prefix_cache_queries": 70.0}})

@@ -26,10 +26,10 @@ from eval.run.metrics_text import (
 )
 from eval.run.passes import ServerWatch
 from eval.run.runner import execute_run
+from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.eval.fake_fixtures import fake_fixture as fake_fixture  # the `fake` fixture
 from tests.eval.run.test_metrics_text import BEFORE, after
-from tests.fake_server import FakeServer, Fault
 
 
 def _records(run_dir: Path) -> list[RequestRecord]:

@@ -24,8 +24,8 @@ from eval.run.probe import SALT_FAULT, probe_server
 from eval.run.runner import execute_run
 from eval.run.scenarios.hitlen import hit_lengths
 from eval.run.scenarios.settings import ScenarioSettings, sized_default_plan
+from eval.serve.fake_server import FakeServer, Fault, PrefixEffect
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
-from tests.fake_server import FakeServer, Fault, PrefixEffect
 
 FAST = RetryPolicy(retries=2, backoff_s=0.01, max_backoff_s=0.02)
 BLOCK = 16

@@ -8,7 +8,7 @@ from eval.errors import ConfigError, LbevalError
 from eval.run.client import Client, RequestSettings
 from eval.run.probe import ProbeResult, probe_server
 from eval.run.retry import RetryPolicy
-from tests.fake_server import FakeServer, Fault
+from eval.serve.fake_server import FakeServer, Fault
 
 FAST = RetryPolicy(retries=2, backoff_s=0.01, max_backoff_s=0.02)
 
