@@ -37,7 +37,13 @@ ACCURACY, AGREEMENT, CROSS, TIMING, CACHE = "accuracy", "agreement", "cross", "t
 
 
 def data_reasons(c: Comparison, policy: Policy) -> list[str]:
-    """Why the data cannot support a verdict (empty: it can)."""
+    """Why the data cannot support a verdict (empty: it can): `blocking_reasons`, then `thin_reasons`."""
+    return blocking_reasons(c, policy) + thin_reasons(c, policy)
+
+
+def blocking_reasons(c: Comparison, policy: Policy) -> list[str]:
+    """Why no figure of the two runs can be trusted: they asked different things, a run is damaged or (with
+    data.require_complete) incomplete. Then there is no verdict, whatever the rules say."""
     reasons = [f"the runs differ in {m.describe()}" for m in c.mismatches]
     for side, run in (("base", c.base), ("variant", c.variant)):
         info = run.scores.run
@@ -47,6 +53,15 @@ def data_reasons(c: Comparison, policy: Policy) -> list[str]:
             reasons.append(
                 f"{side} run {info.run_id} is incomplete ({info.n_slots}/{info.expected_records} planned requests have a record)"
             )
+    return reasons
+
+
+def thin_reasons(c: Comparison, policy: Policy) -> list[str]:
+    """Why the whole, matched, undamaged runs are too thin to PASS: too few valid cold/warm pairs (a fault that
+    makes warm requests invalid does that). They stop a PASS, not a FAIL measured on the same runs."""
+    reasons: list[str] = []
+    for side, run in (("base", c.base), ("variant", c.variant)):
+        info = run.scores.run
         cw = run.scores.agreement.get("cold_warm")
         n = run.scores.n_inputs
         if cw is None:
@@ -319,11 +334,18 @@ def evaluate(c: Comparison, policy: Policy) -> Verdict:
             results.append(RuleResult(name, SKIPPED, "not checked", "disabled in the policy"))
         else:  # a rule that needs a verified cache state: eval/gate/cache_state.py
             results.append(cache_state.guarded(name, fn, c, params, policy.data["accept_unverified_cache"]))
-    reasons = data_reasons(c, policy)
+    blocking = blocking_reasons(c, policy)
+    if blocking:  # nothing measured on these runs can be trusted, a failure no more than a pass
+        return Verdict(EXIT_NO_VERDICT, results, blocking, policy.source)
+    if any(r.status == FAIL for r in results):
+        # a rule that fails on whole, matched, undamaged runs is a finding, even where other rules or the valid
+        # pairs are too thin to judge (they are listed as no data): a fault that makes warm requests invalid
+        # must FAIL on its own row, not hide behind the no-verdict it causes
+        return Verdict(EXIT_FAIL, results, policy=policy.source)
+    reasons = thin_reasons(c, policy)
     reasons += [f"rule {r.rule} has no data: {r.measured}" for r in results if r.status == NO_DATA]
-    if not any(r.status in (PASS, FAIL) for r in results) and not reasons:
+    if not any(r.status == PASS for r in results) and not reasons:
         reasons.append("the policy checks no rule")
     if reasons:
         return Verdict(EXIT_NO_VERDICT, results, reasons, policy.source)
-    code = EXIT_FAIL if any(r.status == FAIL for r in results) else EXIT_PASS
-    return Verdict(code, results, policy=policy.source)
+    return Verdict(EXIT_PASS, results, policy=policy.source)

@@ -330,14 +330,16 @@ def test_no_verdict_mismatched_inputs(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "NO VERDICT (exit 2): the runs differ in settings.top_p (base 1.0, variant 0.9)" in out
 
 
-def test_no_verdict_too_few_valid_pairs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    errors = {("qas00", "cold", 0), ("qas01", "cold", 0)}  # 4/6 valid pairs < 0.9 * 6 = 5.4
+def test_too_few_valid_pairs_with_a_failing_rule_is_a_fail(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """4/6 valid pairs < 0.9 * 6 = 5.4 would be no verdict alone (tests/eval/gate/test_fail_over_thin_data.py),
+    but the errors that make them invalid fail no_errors on whole, matched runs: FAIL, naming the rule."""
+    errors = {("qas00", "cold", 0), ("qas01", "cold", 0)}
     code, out = _gate(tmp_path, capsys, *_specs(tmp_path, errors=errors))
-    assert code == 2
-    assert (
-        "variant run 20260909T103000Z-test has 4/6 valid cold/warm pairs, needs at least 5.4 "
-        "(data.min_valid_pairs, data.min_valid_pair_fraction)"
-    ) in out
+    assert code == 1
+    assert "FAIL     no_errors: measured errored requests: base 0, variant 2" in out
+    assert "valid cold/warm pairs, needs at least" not in out
 
 
 def test_no_verdict_timing_rule_without_metrics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
