@@ -1,6 +1,7 @@
 """Two fault variants of the real vLLM CPU server (lbeval's plugin, eval/serve/faults/; docs/faults.md), each
 run through lbeval against a clean cpu-smollm2 run with the same plan: the fault shows on its own row of the
-comparison's attribution table, and the other rows stay clean.
+comparison's attribution table, the other rows stay clean, and the shipped default gate FAILS naming the rule
+and row of the cause.
 
 - partial_prefix: logits perturbed only when a request resumes from a partial prefix hit. The cold/warm row (a
   full-block hit) stays equal; the hitlen row of the partial lengths differs.
@@ -63,13 +64,31 @@ def run_variant(work: Path, variant: str, spec: str) -> Path:
     return work / "runs" / variant / "r"
 
 
-def attribution(work: Path, variant: str) -> dict[str, dict[str, Any]]:
-    """The comparison's attribution rows by key: {key: {column: cell}}."""
+def summary(work: Path, variant: str) -> dict[str, Any]:
+    """The comparison's summary.json (its verdict is the shipped default policy's, as `lbeval gate` gives it)."""
     out = work / "compare" / variant
     base = work / "runs" / "cpu-smollm2" / "r"
     assert lbeval("compare", str(base), str(work / "runs" / variant / "r"), "--out", str(out)) in (0, 1, 2)
-    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    return {row["key"]: row["cells"] for row in summary["tables"]["attribution"]["rows"]}
+    data: dict[str, Any] = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    return data
+
+
+def attribution(work: Path, variant: str) -> dict[str, dict[str, Any]]:
+    """The comparison's attribution rows by key: {key: {column: cell}}."""
+    return {row["key"]: row["cells"] for row in summary(work, variant)["tables"]["attribution"]["rows"]}
+
+
+def failed_rules(work: Path, variant: str) -> dict[str, set[str]]:
+    """The default gate on base vs `variant`: exit 1 (FAIL), and {failing rule: the rows it fails on}."""
+    base = work / "runs" / "cpu-smollm2" / "r"
+    assert lbeval("gate", str(base), str(work / "runs" / variant / "r")) == 1
+    verdict = summary(work, variant)["verdict"]
+    assert verdict["outcome"] == "FAIL", verdict["summary"]
+    return {
+        r["rule"]: {ref["row"] for ref in r.get("rows") or [] if ref.get("failed")}
+        for r in verdict["results"]
+        if r["status"] == "fail"
+    }
 
 
 def test_partial_prefix_shows_on_the_hitlen_rows_only(fault_work: Path) -> None:
@@ -96,6 +115,11 @@ def test_partial_prefix_shows_on_the_hitlen_rows_only(fault_work: Path) -> None:
         assert delta(rows[key], "variant") > max(0.05, 100 * delta(rows[key], "base")), (key, rows[key])
     for key in ("hitlen_L_1050", "cache_cold_warm"):
         assert delta(rows[key], "variant") <= 10 * delta(rows[key], "base") + 1e-4, (key, rows[key])
+    # and the shipped default gate FAILS on the row of its cause, the partial hit lengths, and nowhere else
+    failed = failed_rules(fault_work, variant)
+    assert set(failed) == {"cause_rows"}, failed
+    assert {"hitlen_L_200", "hitlen_L_640"} <= failed["cause_rows"], failed
+    assert not failed["cause_rows"] & {"hitlen_L_1050", "cache_cold_warm"}, failed
 
 
 def test_short_hits_shows_one_block_missing_and_outputs_equal(fault_work: Path) -> None:
@@ -119,6 +143,9 @@ def test_short_hits_shows_one_block_missing_and_outputs_equal(fault_work: Path) 
     rows = attribution(fault_work, variant)
     honoured = rows["hitlen"]["variant primed hits honoured"]
     assert honoured == {"k": 1, "n": 3} and rows["hitlen"]["base primed hits honoured"] == {"k": 3, "n": 3}
+    # the shipped default gate FAILS on the promised hits (every warm pair is invalid: FAIL, not no verdict)
+    failed = failed_rules(fault_work, variant)
+    assert {"hitlen_cache_honoured", "no_invalid_warm"} <= set(failed), failed
 
 
 def delta(cells: dict[str, Any], side: str) -> float:
