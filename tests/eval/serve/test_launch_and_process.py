@@ -202,7 +202,7 @@ def test_shipped_specs_parse_with_the_embedded_cpu_server() -> None:
         if name in ("cpu-smollm2", "cpu-smollm2-llamacpp") or not name.startswith("cpu-smollm2"):
             continue  # the llama-cpp-python variant is another engine (the test below)
         assert spec.args[: len(base.args)] == base.args, name  # the same server, plus its own flags
-        assert (spec.args, spec.env) != (base.args, base.env), name
+        assert (spec.args, spec.env, spec.replicas) != (base.args, base.env, base.replicas), name
 
 
 def test_shipped_llamacpp_spec_is_the_second_engine() -> None:
