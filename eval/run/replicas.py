@@ -33,7 +33,6 @@ from typing import Any
 
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import InputRow
-from eval.records.final import UnitKey, unit_of
 from eval.records.run_folder import (
     MANIFEST_NAME,
     RECORDS_NAME,
@@ -46,12 +45,12 @@ from eval.records.types import RequestRecord
 from eval.redact import safe_url
 from eval.run.client import Client, SendLedger
 from eval.run.config import RunConfig
-from eval.run.passes import Context, GroupState, Unit, resume_point, run_unit
+from eval.run.passes import Context, GroupState, Unit, run_unit
 from eval.run.probe import ProbeResult, probe_server
 from eval.run.progress import Progress
 from eval.run.scenarios.execute import run_scenario_unit
-from eval.run.scenarios.plan import is_scenario_unit, scenario_resume_point
-from eval.run.session import Inputs, RunSession, open_client
+from eval.run.scenarios.plan import is_scenario_unit
+from eval.run.session import Inputs, RunSession, open_client, units_left
 from eval.serve.launch_specs import LaunchSpec
 from eval.serve.process import start
 from eval.terminal import echo_err
@@ -168,38 +167,6 @@ def refuse_replicas_in_ab(config: RunConfig, side: str) -> None:
         )
 
 
-# --- resume ------------------------------------------------------------------------------------------------------
-
-
-def replica_todo(
-    units: Sequence[Unit],
-    rows: Sequence[InputRow],
-    records: Sequence[RequestRecord],
-    assignment: Sequence[int],
-    same_server: Sequence[bool],
-) -> list[Todo]:
-    """The units left, each to run on `assignment[unit.row_index]`. A unit whose latest group has records from
-    another replica than its assigned one (the replica count changed) and is not complete restarts as a whole,
-    as the next group; otherwise it resumes as on one server (`same_server[r]`: replica r's process is the one
-    of the last session)."""
-    by_unit: dict[UnitKey, list[RequestRecord]] = {}
-    for r in records:
-        by_unit.setdefault(unit_of(r), []).append(r)
-    todo: list[Todo] = []
-    for unit in units:
-        row = rows[unit.row_index]
-        mine = by_unit.get(UnitKey(row.dataset, row.id, unit.kind, unit.repetition), [])
-        target = assignment[unit.row_index]
-        resume = scenario_resume_point if is_scenario_unit(unit) else resume_point
-        point = resume(unit, mine, same_server[target])
-        if point is None:
-            continue
-        latest = max((r.group for r in mine), default=0)
-        moved = any(r.replica != target for r in mine if r.group == latest)
-        todo.append((unit, GroupState(group=latest + 1), 0) if moved else (unit, *point))
-    return todo
-
-
 # --- the session -------------------------------------------------------------------------------------------------
 
 
@@ -308,8 +275,8 @@ def run_replicated(
             replicas = _replicas(session, session.config, clients, inputs)
             weights = [row_weight(r) for r in session.rows]
             assignment = assign_replicas(weights, len(replicas))
-            session.todo = replica_todo(
-                session.units, session.rows, session.slim, assignment, _same_servers(session, replicas)
+            session.todo = units_left(
+                session.units, session.rows, session.slim, _same_servers(session, replicas), assignment
             )
             session.start(started[0] if started else None)
             _note_replicas(session, replicas, started[1:])

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -215,7 +215,7 @@ def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> RunSession:
     records, torn = _existing(run_dir)
     last = manifest.sessions[-1].get("server_process_start_time") if manifest.sessions else None
     same_server = last is not None and last == probe.process_start_time
-    todo = _todo(units, rows, records, same_server)
+    todo = units_left(units, rows, records, [same_server])
     return RunSession(config, run_dir, manifest, rows, units, todo, records, torn, probe, client.ledger)
 
 
@@ -308,20 +308,32 @@ def _existing(run_dir: Path) -> tuple[list[RequestRecord], int]:
     return scan.records, len(scan.torn_lines)
 
 
-def _todo(
-    units: list[Unit], rows: list[InputRow], records: list[RequestRecord], same_server: bool
+def units_left(
+    units: Sequence[Unit],
+    rows: Sequence[InputRow],
+    records: Sequence[RequestRecord],
+    same_server: Sequence[bool],
+    assignment: Sequence[int] | None = None,
 ) -> list[Todo]:
+    """The units left, each to run on replica `assignment[unit.row_index]` (None: replica 0, one server). A unit
+    whose latest group has records from another replica than its assigned one (the replica count changed) and
+    is not complete restarts as a whole, as the next group; otherwise it resumes as on one server
+    (`same_server[r]`: replica r's process is the one of the last session)."""
     by_unit: dict[UnitKey, list[RequestRecord]] = {}
     for r in records:
         by_unit.setdefault(unit_of(r), []).append(r)
     todo: list[Todo] = []
     for unit in units:
         row = rows[unit.row_index]
-        point = (scenario_resume_point if is_scenario_unit(unit) else resume_point)(
-            unit, by_unit.get(UnitKey(row.dataset, row.id, unit.kind, unit.repetition), []), same_server
-        )
-        if point is not None:
-            todo.append((unit, *point))
+        mine = by_unit.get(UnitKey(row.dataset, row.id, unit.kind, unit.repetition), [])
+        target = 0 if assignment is None else assignment[unit.row_index]
+        resume = scenario_resume_point if is_scenario_unit(unit) else resume_point
+        point = resume(unit, mine, same_server[target])
+        if point is None:
+            continue
+        latest = max((r.group for r in mine), default=0)
+        moved = any(r.replica != target for r in mine if r.group == latest)
+        todo.append((unit, GroupState(group=latest + 1), 0) if moved else (unit, *point))
     return todo
 
 
