@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import statistics
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -75,13 +76,16 @@ def gap_stats(records: list[RequestRecord]) -> GapStats:
 
 
 @contextmanager
-def _counting_scrapes() -> Iterator[list[int]]:
-    """Count Client.metrics_text calls made in this process while the block runs."""
+def counting_scrapes() -> Iterator[list[int]]:
+    """Count Client.metrics_text calls (GET /metrics) made in this process while the block runs, from any
+    thread (bench_replicas scrapes from one thread per replica)."""
     count = [0]
+    lock = threading.Lock()
     original = Client.metrics_text
 
     def counted(self: Client, names: Iterable[str] | None = None) -> str:
-        count[0] += 1
+        with lock:
+            count[0] += 1
         return original(self, names)
 
     Client.metrics_text = counted  # type: ignore[method-assign]
@@ -101,7 +105,7 @@ def _timing_run(base_url: str, work: Path, reps: int) -> tuple[GapStats, float]:
         "run", "--variant", "bench-gap", "--inputs", str(inputs), "--base-url", base_url, "--out", str(work),
         "--passes", "timing", "--timing-reps", str(reps), "--quiet",
     ]  # fmt: skip
-    with _counting_scrapes() as scrapes:
+    with counting_scrapes() as scrapes:
         if lbeval(run) != 0:
             raise RuntimeError("lbeval run failed")
     files = list((work / "bench-gap").glob(f"*/{RECORDS_NAME}"))

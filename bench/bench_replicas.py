@@ -14,17 +14,16 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.bench_gap import counting_scrapes
 from eval.prepare.inputs import InputRow, InputsHeader, sha256_text, write_inputs
 from eval.records.final import select_final
 from eval.records.run_folder import load_run
-from eval.run.client import Client
 from eval.run.config import RunConfig
 from eval.run.runner import execute_run
 
@@ -77,25 +76,6 @@ def _header() -> InputsHeader:
 
 
 @contextmanager
-def _counting_scrapes() -> Iterator[list[int]]:
-    """Count Client.metrics_text calls (GET /metrics) made in this process while the block runs."""
-    count = [0]
-    lock = threading.Lock()
-    original = Client.metrics_text
-
-    def counted(self: Client, names: Iterable[str] | None = None) -> str:
-        with lock:
-            count[0] += 1
-        return original(self, names)
-
-    Client.metrics_text = counted  # type: ignore[method-assign]
-    try:
-        yield count
-    finally:
-        Client.metrics_text = original  # type: ignore[method-assign]
-
-
-@contextmanager
 def _fake_servers(n: int) -> Iterator[list[str]]:
     """n fake servers, each its own process; their URLs."""
     with ExitStack() as stack:
@@ -121,7 +101,7 @@ def measure(n: int, work: Path) -> Scaling:
             variant=f"x{n}", inputs=inputs, base_url=urls[0], base_urls=tuple(urls) if n > 1 else (),
             out=work / "runs", passes=PASSES, quiet=True,
         )  # fmt: skip
-        with _counting_scrapes() as scrapes:
+        with counting_scrapes() as scrapes:
             cpu0, wall0 = time.process_time(), time.perf_counter()
             run_dir = execute_run(config)
             wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
