@@ -58,14 +58,33 @@ def test_no_fault_selected_is_a_no_op_and_bad_settings_stop_the_process() -> Non
     for env, field in (({"LBEVAL_FAULT_SCALE": "x"}, "SCALE"), ({"LBEVAL_FAULT_USAGE": "both"}, "USAGE")):
         with pytest.raises(PatchPointError, match=f"LBEVAL_FAULT_{field}"):
             faults.read_params(env)
+    # several faults at once: comma-joined, each known, none twice, at most one logit-noise fault
+    assert faults.selected({"LBEVAL_FAULT": " short_hits , warm_slowdown "}) == [
+        "short_hits",
+        "warm_slowdown",
+    ]
+    for bad, match in (
+        ("partial_prefix,nope", "unknown LBEVAL_FAULT='nope'"),
+        ("short_hits,short_hits", "names a fault twice"),
+        ("partial_prefix,warm_numerics", "at most one logit-noise fault"),
+    ):
+        with pytest.raises(PatchPointError, match=match):
+            faults.activate({"LBEVAL_FAULT": bad})
     # a SystemExit, so vLLM's plugin loader (which catches Exception) cannot run the variant clean
     assert issubclass(PatchPointError, SystemExit) and not issubclass(PatchPointError, Exception)
 
 
 def test_every_fault_has_a_launch_spec_and_only_known_points() -> None:
     specs = load_launch_specs()
-    selected = {spec.env["LBEVAL_FAULT"]: name for name, spec in specs.items() if "LBEVAL_FAULT" in spec.env}
+    selected = {
+        spec.env["LBEVAL_FAULT"]: name
+        for name, spec in specs.items()
+        if "LBEVAL_FAULT" in spec.env and "," not in spec.env["LBEVAL_FAULT"]
+    }
     assert sorted(selected) == sorted(faults.FAULTS)
+    # the one combined variant: README's worked example ("before the fix": two bugs at once)
+    assert specs["cpu-smollm2-before-fix"].env["LBEVAL_FAULT"] == "partial_prefix,warm_slowdown"
+    assert faults.selected(dict(specs["cpu-smollm2-before-fix"].env)) == ["partial_prefix", "warm_slowdown"]
     assert all(name == "cpu-smollm2-fault-" + f.replace("_", "-") for f, name in selected.items())
     assert "LBEVAL_FAULT" not in specs["cpu-smollm2"].env
     names = {p.name for p in POINTS}

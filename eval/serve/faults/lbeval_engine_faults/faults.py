@@ -152,8 +152,10 @@ def perturb(runner: Any, state: RunnerState, fault: str, scale: float, logits: A
     return out
 
 
-def install_runner(fault: str, params: Params) -> None:
-    """Patch GPUModelRunner (the CPU runner inherits both methods): step bookkeeping, noise, slowdown."""
+def install_runner(names: frozenset[str], params: Params) -> None:
+    """Patch GPUModelRunner (the CPU runner inherits both methods): step bookkeeping, noise, slowdown. `names`
+    are the runner faults asked for (one, or several combined: `partial_prefix,warm_slowdown`), installed once."""
+    noise = sorted(n for n in names if n in CONDITIONS)  # at most one (`selected` refuses more)
     from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
     orig_execute = GPUModelRunner.execute_model
@@ -163,7 +165,7 @@ def install_runner(fault: str, params: Params) -> None:
         state = runner_state(self)
         begin_step(state, scheduler_output)
         hit_scheduled = any(state.reqs[r].hit > 0 for r in state.scheduled if r in state.reqs)
-        if fault != "warm_slowdown" or not hit_scheduled:
+        if "warm_slowdown" not in names or not hit_scheduled:
             return orig_execute(self, scheduler_output, *args, **kwargs)
         t0 = time.perf_counter()
         out = orig_execute(self, scheduler_output, *args, **kwargs)
@@ -171,8 +173,8 @@ def install_runner(fault: str, params: Params) -> None:
         return out
 
     def _sample(self: Any, logits: Any, spec_decode_metadata: Any) -> Any:
-        if logits is not None and fault in CONDITIONS:
-            logits = perturb(self, runner_state(self), fault, params.scale, logits)
+        if logits is not None and noise:
+            logits = perturb(self, runner_state(self), noise[0], params.scale, logits)
         return orig_sample(self, logits, spec_decode_metadata)
 
     mark(execute_model, orig_execute)
@@ -181,7 +183,7 @@ def install_runner(fault: str, params: Params) -> None:
     GPUModelRunner._sample = _sample
 
 
-def install_salt_ignored(fault: str, params: Params) -> None:
+def install_salt_ignored(names: frozenset[str], params: Params) -> None:
     """Drop ('cache_salt', salt) from the block hash keys: equal prompts share blocks whatever their salts."""
     from vllm.v1.core import kv_cache_utils
 
@@ -198,7 +200,7 @@ def install_salt_ignored(fault: str, params: Params) -> None:
     kv_cache_utils.generate_block_hash_extra_keys = generate_block_hash_extra_keys
 
 
-def install_short_hits(fault: str, params: Params) -> None:
+def install_short_hits(names: frozenset[str], params: Params) -> None:
     """A prefix-cache hit of 2+ blocks comes back one block short (the last block recomputed: lost reuse)."""
     from vllm.v1.core.kv_cache_manager import KVCacheManager
 
@@ -217,7 +219,7 @@ def install_short_hits(fault: str, params: Params) -> None:
     KVCacheManager.get_computed_blocks = get_computed_blocks
 
 
-def install_usage(fault: str, params: Params) -> None:
+def install_usage(names: frozenset[str], params: Params) -> None:
     """usage's cached_tokens lies (the scheduler and /metrics do not): over, a miss claims the full-block hit;
     under, a hit claims 0."""
     from vllm.outputs import RequestOutput
@@ -247,7 +249,7 @@ def mark(wrapper: Callable[..., Any], orig: Callable[..., Any]) -> None:
 @dataclass(frozen=True)
 class Fault:
     points: tuple[str, ...]  # the patch points it needs (points.POINTS names), all checked before any patch
-    install: Callable[[str, Params], None]
+    install: Callable[[frozenset[str], Params], None]  # called once with every asked fault it installs
     row: str  # where lbeval must see it (docs/faults.md; bench/faults.py holds the expected rule and row)
 
 
@@ -272,21 +274,43 @@ def already_installed(fault: Fault) -> bool:
     return any(getattr(lookup(by_name(p)), MARK, False) for p in fault.points)
 
 
-def activate(env: dict[str, str]) -> str | None:
-    """Install the fault LBEVAL_FAULT names (None: nothing to do). Every patch point is checked first."""
-    name = env.get("LBEVAL_FAULT", "").strip()
-    if not name:
-        return None
-    fault = FAULTS.get(name)
-    if fault is None:
+def selected(env: dict[str, str]) -> list[str]:
+    """The faults LBEVAL_FAULT names: one, or several joined by commas (a "before the fix" variant with two bugs:
+    `partial_prefix,warm_slowdown`); unknown or repeated names are refused."""
+    names = [n.strip() for n in env.get("LBEVAL_FAULT", "").split(",") if n.strip()]
+    unknown = [n for n in names if n not in FAULTS]
+    if unknown:
         raise PatchPointError(
-            f"lbeval-engine-faults: unknown LBEVAL_FAULT={name!r} (known: {', '.join(FAULTS)})"
+            f"lbeval-engine-faults: unknown LBEVAL_FAULT={unknown[0]!r} (known: {', '.join(FAULTS)})"
         )
+    if len(set(names)) != len(names):
+        raise PatchPointError(f"lbeval-engine-faults: LBEVAL_FAULT names a fault twice: {','.join(names)}")
+    noise = [n for n in names if n in CONDITIONS]
+    if len(noise) > 1:
+        raise PatchPointError(
+            f"lbeval-engine-faults: at most one logit-noise fault at a time, not {','.join(noise)}"
+        )
+    return names
+
+
+def activate(env: dict[str, str]) -> str | None:
+    """Install the faults LBEVAL_FAULT names (None: nothing to do). Every patch point is checked first; faults
+    that share an installer (the model runner's) are installed by one call."""
+    names = selected(env)
+    if not names:
+        return None
     params = read_params(env)
-    if already_installed(fault):
-        return name
-    for point in fault.points:
-        check(by_name(point))
-    fault.install(name, params)
-    print(f"lbeval-engine-faults: fault {name} active in pid {os.getpid()} ({params})", file=sys.stderr)
-    return name
+    chosen = [FAULTS[n] for n in names]
+    if any(already_installed(f) for f in chosen):
+        return ",".join(names)
+    for fault in chosen:
+        for point in fault.points:
+            check(by_name(point))
+    installers: dict[Callable[[frozenset[str], Params], None], set[str]] = {}
+    for name, fault in zip(names, chosen, strict=True):
+        installers.setdefault(fault.install, set()).add(name)
+    for install, group in installers.items():
+        install(frozenset(group), params)
+    joined = ",".join(names)
+    print(f"lbeval-engine-faults: fault {joined} active in pid {os.getpid()} ({params})", file=sys.stderr)
+    return joined
