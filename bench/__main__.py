@@ -15,6 +15,9 @@ def main(argv: list[str]) -> int:
     # the fault matrix (bench/faults.py): real servers and its own options, so never part of a plain `python -m bench`
     if argv[:1] == ["faults"]:
         return importlib.import_module("bench.faults").main(argv[1:])
+    # the repeated real A/A sessions under load (bench/aa_sessions.py): likewise its own options and server
+    if argv[:1] == ["aa-sessions"]:
+        return importlib.import_module("bench.aa_sessions").main(argv[1:])
     here = Path(__file__).parent
     names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
     wanted = [n for n in names if not argv or n.removeprefix("bench_") in argv]

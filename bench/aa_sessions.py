@@ -1,0 +1,222 @@
+"""Repeated real A/A sessions under load (issue 19, "Done when"): `python -m bench aa-sessions`.
+
+One `cpu-smollm2` server (started here) is both sides of K `lbeval ab aa aa` sessions (default 5) on the 12
+longbench-mini inputs (6 Qasper + 6 GovReport, the server's tokenizer), one-token timing only (`--passes timing
+--timing-reps R`, default 3). In each session a one-core CPU spinner (`python -c "while True: pass"`) runs during
+its last quarter: from the pair at 3/4 of the planned pairs to the session's end (switched by watching
+ab_pairs.jsonl grow), so the load hits only the end of the session, the case a paired interval must survive.
+
+For each session and measure (warm and cold server prefill) it reads the figure the gate reads (the gated 20%
+trimmed mean of the per-input log ratios with Yuen's interval, `PairedMeasure.gated`) and the paired mean, and
+checks the goal: the interval contains 0 (nothing changed) and its ends lie within +-10 %. `--timing-until PCT`
+passes lbeval's adaptive repetitions on (the session then stops when the gated half-width is at most PCT or the
+budget is spent). Writes <runs>/aa-sessions/table.md and table.json; every session's run folders are kept under
+<runs>/aa-sessions/runs. Prints the 1-minute load average before and after each session: other jobs on the
+machine add load this bench does not control.
+
+    python -m bench aa-sessions [--sessions 5] [--reps 3] [--timing-until 10] [--runs runs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bench.bench_aa import Load
+from eval.analyze.compare import compare
+from eval.analyze.score import score_run
+from eval.atomic import atomic_write
+from eval.errors import ConfigError
+from eval.serve.launch_specs import get_launch_spec
+from eval.serve.process import check_requirements, start
+from scorers.paired_timing import TimingChange
+
+SPEC = "cpu-smollm2"
+PER_DATASET = 6
+MEASURES = {"warm_prefill_ms": "warm prefill", "cold_prefill_ms": "cold prefill"}
+LOAD_FROM = 0.75  # the spinner starts at this fraction of the session's planned pairs and runs to its end
+GOAL_PCT = 10.0
+
+
+@dataclass(frozen=True)
+class Figure:
+    session: int
+    measure: str
+    figure: str  # "gated" (what the gate reads) | "paired mean"
+    change: float | None
+    low: float | None
+    high: float | None
+    n_inputs: int
+    contains_0: bool
+    within_goal: bool  # both ends within +-GOAL_PCT
+
+
+@dataclass(frozen=True)
+class Session:
+    index: int
+    seconds: float
+    load_before: float
+    load_after: float
+    pairs: int
+    stopped: str  # the adaptive record's reason, or "fixed repetitions"
+
+
+def lbeval_argv() -> list[str]:
+    exe = Path(sys.executable).with_name("lbeval")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "eval.cli"]
+
+
+def say(line: str) -> None:
+    print(f"aa-sessions: {line}", flush=True)
+
+
+def prepare(url: str, out: Path) -> Path:
+    inputs = out / "inputs-mini-12.jsonl"
+    argv = ["prepare", "--source", "mini", "--datasets", "qasper,gov_report", "--n", str(PER_DATASET)]
+    proc = subprocess.run(
+        [*lbeval_argv(), *argv, "--base-url", url, "--out", str(inputs)], capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"aa-sessions: prepare failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return inputs
+
+
+def run_session(url: str, inputs: Path, runs: Path, run_id: str, args: argparse.Namespace) -> float:
+    """One `lbeval ab aa aa` with the spinner on from LOAD_FROM of the planned pairs; its wall seconds."""
+    argv = ["ab", "aa", "aa", "--base-url-a", url, "--base-url-b", url, "--run-id", run_id, "--inputs", str(inputs),
+            "--out", str(runs), "--passes", "timing", "--timing-reps", str(args.reps), "--quiet"]  # fmt: skip
+    if args.timing_until:
+        argv += ["--timing-until", str(args.timing_until)]
+    pairs_file = runs / "aa" / f"{run_id}-a" / "ab_pairs.jsonl"
+    on_at = round(LOAD_FROM * 2 * PER_DATASET * args.reps)
+    t0 = time.monotonic()
+    with Load() as load:
+        proc = subprocess.Popen(
+            [*lbeval_argv(), *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            while proc.poll() is None:
+                time.sleep(0.05)
+                if pairs_file.exists() and pairs_file.read_text().count("\n") >= on_at:
+                    load.on()
+            _, err = proc.communicate()
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(60)
+    if proc.returncode != 0:
+        raise SystemExit(f"aa-sessions: lbeval ab exited {proc.returncode}: {(err or '').strip()[-2000:]}")
+    return time.monotonic() - t0
+
+
+def figure(session: int, measure: str, name: str, t: TimingChange | None) -> Figure:
+    if t is None:
+        return Figure(session, measure, name, None, None, None, 0, False, False)
+    return Figure(session, measure, name, t.estimate, t.ci_low, t.ci_high, t.n_inputs,
+                  t.ci_low <= 0 <= t.ci_high, max(-t.ci_low, t.ci_high) <= GOAL_PCT)  # fmt: skip
+
+
+def read_session(runs: Path, run_id: str, index: int) -> tuple[list[Figure], int, str]:
+    c = compare(score_run(runs / "aa" / f"{run_id}-a"), score_run(runs / "aa" / f"{run_id}-b"))
+    if c.paired is None:
+        raise SystemExit(f"aa-sessions: session {run_id} has no paired timing")
+    out: list[Figure] = []
+    for m, label in MEASURES.items():
+        pm = c.paired.measures.get(m)
+        out.append(figure(index, label, "gated", pm.gated if pm else None))
+        out.append(figure(index, label, "paired mean", pm.paired if pm else None))
+    adaptive = c.paired.adaptive
+    stopped = adaptive.headline() if adaptive is not None else "fixed repetitions"
+    return out, c.paired.pairs, stopped
+
+
+def pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.1f}%"
+
+
+def markdown(figures: list[Figure], sessions: list[Session], header: str) -> str:
+    lines = [header, "", "| session | measure | figure | change | CI | inputs | contains 0 | within +-10% |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for f in figures:
+        ci = f"[{pct(f.low)}, {pct(f.high)}]"
+        lines.append(f"| {f.session} | {f.measure} | {f.figure} | {pct(f.change)} | {ci} | {f.n_inputs} | "
+                     f"{'yes' if f.contains_0 else 'NO'} | {'yes' if f.within_goal else 'NO'} |")  # fmt: skip
+    lines += [
+        "",
+        "| session | seconds | pairs | load before | load after | stopped |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [f"| {s.index} | {s.seconds:.0f} | {s.pairs} | {s.load_before:.1f} | {s.load_after:.1f} | {s.stopped} |"
+              for s in sessions]  # fmt: skip
+    gated = [f for f in figures if f.figure == "gated"]
+    ok = sum(f.contains_0 and f.within_goal for f in gated)
+    lines += [
+        "",
+        f"Goal (every gated interval contains 0 and lies within +-{GOAL_PCT:g}%): {ok} of {len(gated)}.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench aa-sessions", description=__doc__.split("\n\n")[0])
+    p.add_argument("--sessions", type=int, default=5, help="A/A sessions (default 5)")
+    p.add_argument("--reps", type=int, default=3, help="timing repetitions per session (default 3)")
+    p.add_argument(
+        "--timing-until", type=float, default=None, help="lbeval ab --timing-until PCT (default off)"
+    )
+    p.add_argument("--runs", type=Path, default=Path("runs"), help="runs folder (default runs/)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    spec = get_launch_spec(SPEC)
+    try:
+        check_requirements(spec)
+    except ConfigError as exc:
+        say(f"skipped ({exc})")
+        return 0
+    out = args.runs / "aa-sessions"
+    out.mkdir(parents=True, exist_ok=True)
+    t0, stamp = time.monotonic(), time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    figures: list[Figure] = []
+    sessions: list[Session] = []
+    with start(spec, log=out / "server.log") as server:
+        say(f"server healthy after {server.healthy_after_s:.0f} s at {server.base_url}")
+        inputs = prepare(server.base_url, out)
+        for i in range(1, args.sessions + 1):
+            before = os.getloadavg()[0]
+            say(f"session {i} of {args.sessions} (load average {before:.1f})")
+            run_id = f"aa-{stamp}-{i}"
+            seconds = run_session(server.base_url, inputs, out / "runs", run_id, args)
+            found, pairs, stopped = read_session(out / "runs", run_id, i)
+            figures += found
+            sessions.append(Session(i, seconds, before, os.getloadavg()[0], pairs, stopped))
+            for f in found:
+                say(f"  {f.measure} {f.figure}: {pct(f.change)} [{pct(f.low)}, {pct(f.high)}]")
+    header = (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {args.sessions} A/A sessions of `lbeval ab aa aa` "
+              f"on one {SPEC} server, {2 * PER_DATASET} mini inputs, --passes timing --timing-reps {args.reps}"
+              f"{f' --timing-until {args.timing_until:g}' if args.timing_until else ''}; a one-core spinner from "
+              f"{LOAD_FROM:.0%} of each session's planned pairs to its end; {time.monotonic() - t0:.0f} s in all on "
+              f"{os.cpu_count()} cores")  # fmt: skip
+    text = markdown(figures, sessions, header)
+    atomic_write(out / "table.md", text)
+    data = {
+        "header": header,
+        "figures": [asdict(f) for f in figures],
+        "sessions": [asdict(s) for s in sessions],
+    }
+    atomic_write(out / "table.json", json.dumps(data, indent=1) + "\n")
+    print(text)
+    gated = [f for f in figures if f.figure == "gated"]
+    return 0 if all(f.contains_0 and f.within_goal for f in gated) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
