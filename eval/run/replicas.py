@@ -55,14 +55,16 @@ from eval.records.run_folder import (
 )
 from eval.records.types import RequestRecord
 from eval.redact import safe_url
-from eval.run.client import Client, SendLedger
+from eval.run.client import Client, RequestFailed, SendLedger
 from eval.run.config import RunConfig
 from eval.run.metrics_text import (
     FINISHED_COUNTER,
     REQUEST_COUNTERS,
     Snapshot,
     engine_deltas,
+    engine_names,
     engine_view,
+    parse_metrics,
 )
 from eval.run.passes import Context, GroupState, ServerWatch, Unit, run_unit
 from eval.run.probe import ProbeResult, probe_server
@@ -353,6 +355,7 @@ def run_replicated(
             session = RunSession.prepare(config, clients[0], inputs)
             session.on_record = on_record
             refuse_reset_on_ranks(session.config)  # --cold auto may have chosen it
+            require_engines(session.config, clients[0], session.probe.metrics)
             replicas = _replicas(session, session.config, clients, inputs)
             weights = [row_weight(r) for r in session.rows]
             assignment = assign_replicas(weights, len(replicas))
@@ -510,6 +513,25 @@ def refuse_reset_on_ranks(config: RunConfig) -> None:
         raise ConfigError(
             f"--dp-ranks {dp_ranks(config)}: a cache reset empties every rank's cache while the others run; "
             "use --cold salt (cache_salt) on a routing endpoint"
+        )
+
+
+def require_engines(config: RunConfig, client: Client, metrics: bool) -> None:
+    """A routing endpoint's /metrics must show an engine per rank (the `engine` label 0..N-1): else the pins
+    cannot be verified (not a data-parallel server, or fewer ranks than --dp-ranks). Without /metrics there is
+    nothing to check (the cached-token counts still verify every warm request)."""
+    ranks = dp_ranks(config)
+    if ranks <= 1 or not metrics:
+        return
+    try:
+        found = engine_names(parse_metrics(client.metrics_text()))
+    except (RequestFailed, ValueError):
+        return
+    missing = [str(r) for r in range(ranks) if str(r) not in found]
+    if missing:
+        raise ConfigError(
+            f"--dp-ranks {ranks}: {safe_url(config.base_url)} /metrics shows engine(s) {found or 'none'}, not "
+            f"{', '.join(missing)}; give the server's data-parallel size (vLLM --data-parallel-size)"
         )
 
 

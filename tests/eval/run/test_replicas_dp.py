@@ -260,3 +260,10 @@ def test_a_cache_reset_or_several_urls_are_refused_with_dp_ranks(tmp_path: Path)
         refuse_reset_on_ranks(replace(config, cold_mode="reset"))
     with pytest.raises(ConfigError, match="routes through one endpoint"):
         refuse_reset_on_ranks(replace(config, base_urls=("http://a/v1", "http://b/v1")))
+
+
+def test_an_endpoint_without_an_engine_per_rank_is_refused(tmp_path: Path) -> None:
+    with FakeServer(dp_engines=2) as fake:
+        with pytest.raises(ConfigError, match=r"--dp-ranks 3: .* shows engine\(s\) \['0', '1'\], not 2"):
+            execute_run(routed(fake, six_rows(tmp_path), tmp_path / "runs", ranks=3))
+        assert all("capability probe" in prompt for _, prompt in fake.routed)  # nothing sent but the probe's
