@@ -37,7 +37,7 @@ import os
 import random
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, fields, replace
@@ -79,7 +79,7 @@ from eval.terminal import echo_err
 ASSIGNMENT_SEED = 0  # the assignment's tie-break order; fixed, so a resume with the same N assigns the same
 CPU_BIND_ENV = "VLLM_CPU_OMP_THREADS_BIND"  # vLLM CPU: the cores a server's OpenMP threads are bound to
 GPU_DEVICES_ENV = "CUDA_VISIBLE_DEVICES"  # the GPUs a replica's server process sees
-DP_RANK_HEADER = "X-data-parallel-rank"  # vLLM (and SGLang): pin a request to one data-parallel rank
+DP_RANK_HEADER = "X-data-parallel-rank"  # vLLM: pin a request to one data-parallel rank (case-insensitive)
 MISROUTED = "misrouted"  # the counter of records another engine than the pinned one answered
 # what every replica must share with replica 0 (ProbeResult fields), in the order a refusal names them
 SAME_ON_EVERY_REPLICA = (
@@ -171,7 +171,7 @@ def device_sets(devices: Sequence[int], n: int) -> list[str]:
     return [",".join(str(d) for d in devices[i * share : (i + 1) * share]) for i in range(n)]
 
 
-def host_devices(environ: dict[str, str] | os._Environ[str], dev: str = "/dev") -> tuple[int, ...]:
+def host_devices(environ: Mapping[str, str], dev: str = "/dev") -> tuple[int, ...]:
     """A spec's `devices = "auto"`: the GPUs this process may use, CUDA_VISIBLE_DEVICES when it is set (device
     numbers only), else the /dev/nvidiaN device files."""
     given = environ.get(GPU_DEVICES_ENV)
@@ -613,6 +613,10 @@ class EngineWatch(ServerWatch):
         start = self.window[0] if self.window is not None else None
         self.window = (start, snap if isinstance(snap, EngineSnapshot) else None)
         return snap
+
+    def check(self, refused: bool = False) -> int:
+        self.window = None  # a request sent without a window of its own (a scenario batch): nothing to check
+        return super().check(refused)
 
     def take_window(self) -> tuple[Snapshot, Snapshot] | None:
         """The last request's (before, after) whole scrapes, once; None when it had no window."""

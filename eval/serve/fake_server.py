@@ -52,7 +52,7 @@ balancing: each engine has its own prefix cache and counters, /metrics labels ev
 `engine="e"`, and a generation request goes to the engine its `X-data-parallel-rank` header names (DP_RANK_HEADER;
 a rank out of range is a 400), else round-robin. `dp_honor_header=False` ignores the header (round-robin for
 every request: a router that does not pin). /reset_prefix_cache empties every engine's cache; `routed` lists the
-(engine, prompt text) of every generation request.
+(engine, prompt text, cache_salt) of every generation request.
 """
 
 from __future__ import annotations
@@ -289,7 +289,8 @@ class FakeServer:
             raise ValueError(f"dp_engines must be at least 1, got {dp_engines}")
         self.engine_states = [FakeState() for _ in range(dp_engines)]  # routing mode: one per engine
         self.dp_honor_header = dp_honor_header
-        self.routed: list[tuple[int, str]] = []  # (engine, prompt text) of every generation request, in order
+        # (engine, prompt text, cache_salt) of every generation request, in order
+        self.routed: list[tuple[int, str, str | None]] = []
         self._next_engine = 0
         self._httpd: ThreadingHTTPServer | None = None
         self._conns: set[socket.socket] = set()
@@ -305,7 +306,7 @@ class FakeServer:
     def state(self, value: FakeState) -> None:
         self.engine_states[0] = value
 
-    def route(self, header: str | None, prompt: str = "") -> int:
+    def route(self, header: str | None, prompt: str = "", salt: str | None = None) -> int:
         """The engine a generation request goes to (routing mode): the pinned rank when the header is honoured
         and given, else round-robin. Raises ValueError for a rank that is not an engine's."""
         n = len(self.engine_states)
@@ -316,7 +317,7 @@ class FakeServer:
                     raise ValueError(f"data_parallel_rank {header!r} is out of range [0, {n})")
             else:
                 rank, self._next_engine = self._next_engine % n, self._next_engine + 1
-            self.routed.append((rank, prompt))
+            self.routed.append((rank, prompt, salt))
             return rank
 
     # lifecycle -------------------------------------------------------------------------------------------
@@ -836,7 +837,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, f"This model's maximum context length is {fake.max_model_len} tokens.")
             return
         try:
-            engine = fake.route(self.headers.get(DP_RANK_HEADER), prompt)
+            engine = fake.route(self.headers.get(DP_RANK_HEADER), prompt, salt)
         except ValueError as exc:
             self._error(400, str(exc))
             return

@@ -19,6 +19,7 @@ from eval.errors import ConfigError
 from eval.prepare.inputs import sha256_text
 from eval.records.final import select_final
 from eval.records.run_folder import load_run
+from eval.records.vocabulary import SCENARIO_NAMES
 from eval.run.client import Client, SendLedger
 from eval.run.metrics_text import engine_deltas, engine_names, engine_view, parse_metrics
 from eval.run.replicas import (
@@ -32,6 +33,7 @@ from eval.run.replicas import (
     replica_count,
 )
 from eval.run.runner import RunConfig, execute_run
+from eval.run.scenarios.settings import ScenarioSettings
 from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 
@@ -143,7 +145,7 @@ def test_the_fake_routes_by_the_header_with_a_cache_per_engine() -> None:
         assert cached(chat(fake.base_url, prompt, 1)) == 32  # engine 1's cache: 2 blocks of 16 (48 tokens)
         assert cached(chat(fake.base_url, prompt, 0)) == 0  # engine 0 has not seen it
         assert chat(fake.base_url, prompt, 2)[0] == 400  # no engine 2
-        assert [e for e, _ in fake.routed] == [1, 1, 0]
+        assert [e for e, *_ in fake.routed] == [1, 1, 0]
         snap = parse_metrics(metrics_of(fake))
         assert engine_names(snap) == ["0", "1"]
         assert engine_view(snap, "1").counter("vllm:request_success") == 2.0
@@ -155,7 +157,7 @@ def test_the_fake_can_ignore_the_header() -> None:
     with FakeServer(dp_engines=2, dp_honor_header=False) as fake:
         for _ in range(4):
             assert chat(fake.base_url, "a b c", 0)[0] == 200
-        assert [e for e, _ in fake.routed] == [0, 1, 0, 1]  # round-robin, whatever the pin
+        assert [e for e, *_ in fake.routed] == [0, 1, 0, 1]  # round-robin, whatever the pin
 
 
 def test_the_client_sends_its_extra_headers() -> None:
@@ -172,7 +174,7 @@ def test_the_client_sends_its_extra_headers() -> None:
                 "stream": True,
             },
         )
-        assert [e for e, _ in fake.routed] == [2, 2]
+        assert [e for e, *_ in fake.routed] == [2, 2]
 
 
 # --- runs on a routing endpoint ----------------------------------------------------------------------------------
@@ -182,6 +184,14 @@ def six_rows(tmp_path: Path) -> Path:
     return write_rows(tmp_path / "inputs.jsonl", [make_row(i, words=40 + 10 * i) for i in range(6)])
 
 
+def engines_by_request(fake: FakeServer) -> dict[tuple[str, str | None], set[int]]:
+    """(prompt sha256, cache_salt) -> the engines the fake sent it to: where each record's request went."""
+    out: dict[tuple[str, str | None], set[int]] = {}
+    for engine, prompt, salt in fake.routed:
+        out.setdefault((sha256_text(prompt), salt), set()).add(engine)
+    return out
+
+
 def routed(fake: FakeServer, inputs: Path, out: Path, ranks: int = 2) -> RunConfig:
     return replace(config_for(fake, inputs, out), dp_ranks=ranks)
 
@@ -189,9 +199,7 @@ def routed(fake: FakeServer, inputs: Path, out: Path, ranks: int = 2) -> RunConf
 def test_every_record_is_pinned_and_verified_on_its_own_engine(tmp_path: Path) -> None:
     with FakeServer(dp_engines=2) as fake:
         run_dir = execute_run(routed(fake, six_rows(tmp_path), tmp_path / "runs"))
-        engines_of: dict[str, set[int]] = {}
-        for engine, prompt in fake.routed:
-            engines_of.setdefault(sha256_text(prompt), set()).add(engine)
+        engines_of = engines_by_request(fake)
     loaded = load_run(run_dir)
     assert loaded.manifest.complete
     finals = select_final(loaded.records).final
@@ -200,7 +208,7 @@ def test_every_record_is_pinned_and_verified_on_its_own_engine(tmp_path: Path) -
     for (
         rec
     ) in loaded.records:  # the request went to the engine it names, and that engine's figures are its own
-        assert engines_of[rec.prompt_sha256] == {rec.replica}, rec.key
+        assert engines_of[(rec.prompt_sha256, rec.cache_salt)] == {rec.replica}, rec.key
         assert rec.server_metrics is not None and rec.server_foreign is None, rec.key
     line = loaded.manifest.sessions[-1]
     assert [e["pin"] for e in line["replicas"]] == [{DP_RANK_HEADER: "0"}, {DP_RANK_HEADER: "1"}]
@@ -224,7 +232,7 @@ def test_the_command_line_takes_dp_ranks_with_one_base_url(tmp_path: Path) -> No
         argv = ["run", "--variant", "v", "--inputs", str(six_rows(tmp_path)), "--out", str(tmp_path / "runs")]
         argv += ["--quiet", "--passes", "cold,warm", "--base-url", fake.base_url, "--dp-ranks", "2"]
         assert cli_main(argv) == 0
-        assert {e for e, _ in fake.routed} == {0, 1}
+        assert {e for e, *_ in fake.routed} == {0, 1}
     loaded = load_run(next((tmp_path / "runs" / "v").glob("run-*")))
     assert {r.replica for r in loaded.records} == {0, 1}
     assert all(r.status == "ok" for r in select_final(loaded.records).final.values())
@@ -237,7 +245,7 @@ def test_a_running_spec_with_dp_ranks_routes(tmp_path: Path) -> None:
         argv = ["run", "--variant", "dp", "--specs", str(specs), "--inputs", str(six_rows(tmp_path))]
         argv += ["--out", str(tmp_path / "runs"), "--quiet", "--passes", "cold,warm"]
         assert cli_main(argv) == 0
-        assert {e for e, _ in fake.routed} == {0, 1}
+        assert {e for e, *_ in fake.routed} == {0, 1}
 
 
 def test_a_running_spec_with_a_url_list_is_its_replicas(tmp_path: Path) -> None:
@@ -266,4 +274,25 @@ def test_an_endpoint_without_an_engine_per_rank_is_refused(tmp_path: Path) -> No
     with FakeServer(dp_engines=2) as fake:
         with pytest.raises(ConfigError, match=r"--dp-ranks 3: .* shows engine\(s\) \['0', '1'\], not 2"):
             execute_run(routed(fake, six_rows(tmp_path), tmp_path / "runs", ranks=3))
-        assert all("capability probe" in prompt for _, prompt in fake.routed)  # nothing sent but the probe's
+        assert all(
+            "capability probe" in prompt for _, prompt, _ in fake.routed
+        )  # nothing sent but the probe's
+
+
+def test_scenario_units_on_a_routing_endpoint_stay_on_their_engine(tmp_path: Path) -> None:
+    s = ScenarioSettings(scenarios=SCENARIO_NAMES, batch_sizes=(1, 2), inputs=4, max_tokens=3)
+    with FakeServer(dp_engines=2) as fake:
+        config = replace(
+            routed(fake, six_rows(tmp_path), tmp_path / "runs"), scenarios=s, passes=("cold", "warm")
+        )
+        loaded = load_run(execute_run(config))
+        by_salt: dict[str | None, set[int]] = {}
+        for engine, _, salt in fake.routed:
+            by_salt.setdefault(salt, set()).add(engine)
+    assert loaded.manifest.complete and {r.scenario for r in loaded.records} == set(SCENARIO_NAMES)
+    salted = [r for r in loaded.records if r.cache_salt is not None]
+    assert len(salted) > len(loaded.records) // 2
+    for rec in salted:  # primes, fillers and batches included: every request of its salt on its engine
+        assert by_salt[rec.cache_salt] == {rec.replica}, rec.key
+    assert loaded.manifest.stats.get(MISROUTED, 0) == 0
+    assert not [r for r in loaded.records if r.error is not None and "ignored the pin" in r.error]
