@@ -9,14 +9,17 @@ from pathlib import Path
 import pytest
 
 from eval.errors import ConfigError
+from eval.run.config import RunConfig
 from eval.run.replicas import (
     CPU_BIND_ENV,
     GPU_DEVICES_ENV,
     device_sets,
+    dp_ranks,
     host_devices,
+    replica_count,
     replica_specs,
 )
-from eval.serve.launch_specs import parse_spec
+from eval.serve.launch_specs import flag_int, get_launch_spec, parse_spec
 
 
 def spec_raw(**kw: object) -> dict[str, object]:
@@ -113,3 +116,12 @@ def test_host_devices_from_the_environment_or_the_device_files(tmp_path: Path) -
         (tmp_path / name).write_text("", encoding="utf-8")
     assert host_devices({}, dev=str(tmp_path)) == (0, 1, 10)
     assert host_devices({}, dev=str(tmp_path / "none")) == ()
+
+
+def test_the_shipped_dp_spec_is_cpu_smollm2_with_two_pinned_ranks() -> None:
+    base = get_launch_spec("cpu-smollm2", environ={"LBEVAL_CACHE": "/c"})
+    spec = get_launch_spec("cpu-smollm2-dp2", environ={"LBEVAL_CACHE": "/c"})
+    assert spec.args == (*base.args, "--data-parallel-size", "2") and spec.model == base.model
+    assert (spec.dp_ranks, spec.replicas, flag_int(spec.args, "--data-parallel-size")) == (2, 1, 2)
+    config = RunConfig(variant="v", inputs=Path("i"), base_url="", server=spec)
+    assert (dp_ranks(config), replica_count(config)) == (2, 2)
