@@ -227,6 +227,9 @@ def run_config(
         out=args.out,
         model=args.model or (spec.model if spec is not None else None),
         api_key_env=args.api_key_env or (spec.api_key_env if spec is not None else None),
+        # a running spec's url list, a routing endpoint's ranks (eval/run/replicas.py; `lbeval ab` refuses both)
+        base_urls=spec.urls if spec is not None else (),
+        dp_ranks=spec.dp_ranks if spec is not None else 1,
         passes=tuple(p.strip() for p in args.passes.split(",") if p.strip()),
         timing_reps=args.timing_reps,
         concurrency=concurrency,
@@ -312,9 +315,9 @@ def run(args: argparse.Namespace) -> int:
     spec = spec_for_run(args.variant, args.spec, args.specs, urls[0] if urls else None)
     # a managed spec's server is started by the session, once the run folder's lock is held
     config = run_config(args, args.variant, urls[0] if urls else None, spec, concurrency=args.concurrency)
-    if spec is not None and spec.urls:  # a running spec's url list: its replicas
-        urls = list(spec.urls)
-    config = replace(config, dp_ranks=args.dp_ranks or (spec.dp_ranks if spec is not None else 1))
+    urls = list(config.base_urls) or urls  # a running spec's url list: its replicas
+    if args.dp_ranks:
+        config = replace(config, dp_ranks=args.dp_ranks)
     run_dir = execute_run(replace(config, base_urls=tuple(urls)) if len(urls) > 1 else config)
     manifest = read_manifest(run_dir)
     for warning in manifest.warnings:
