@@ -19,6 +19,7 @@ from eval.errors import ConfigError
 from eval.prepare.inputs import sha256_text
 from eval.records.final import select_final
 from eval.records.run_folder import load_run
+from eval.records.types import RequestRecord
 from eval.records.vocabulary import SCENARIO_NAMES
 from eval.run.client import Client, SendLedger
 from eval.run.metrics_text import engine_deltas, engine_names, engine_view, parse_metrics
@@ -313,3 +314,27 @@ def test_ab_refuses_a_running_spec_with_ranks_or_a_url_list(
     argv = ["ab", "many", "many", "--specs", str(specs), "--inputs", str(six_rows(tmp_path))]
     assert cli_main([*argv, "--out", str(tmp_path / "runs")]) == ConfigError.exit_code
     assert f"side many has {replicas} replicas; ab takes one endpoint" in capsys.readouterr().err
+
+
+def test_an_interrupted_run_on_a_routing_endpoint_resumes_pinned_without_duplicates(tmp_path: Path) -> None:
+    seen: list[RequestRecord] = []
+
+    def stop_after_seven(rec: RequestRecord) -> None:
+        seen.append(rec)
+        if len(seen) == 7:
+            raise KeyboardInterrupt
+
+    with FakeServer(dp_engines=2) as fake:
+        config = routed(fake, six_rows(tmp_path), tmp_path / "runs")
+        with pytest.raises(KeyboardInterrupt):
+            execute_run(config, on_record=stop_after_seven)
+        left = load_run(next((tmp_path / "runs" / "v1").glob("run-*")))
+        assert not left.manifest.complete and 7 <= len(left.records) < left.manifest.expected_records
+        loaded = load_run(execute_run(config))
+        engines_of = engines_by_request(fake)
+    assert loaded.manifest.complete
+    assert all(r.status == "ok" for r in select_final(loaded.records).final.values())
+    keys = [r.key for r in loaded.records]
+    assert len(keys) == len(set(keys))  # nothing sent twice
+    for rec in loaded.records:  # before and after the interruption: each on the engine it names
+        assert engines_of[(rec.prompt_sha256, rec.cache_salt)] == {rec.replica}, rec.key
