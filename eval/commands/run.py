@@ -44,6 +44,13 @@ def configure(p: argparse.ArgumentParser) -> None:
         "input's requests pinned to one (docs/servers/replicas.md)",
     )
     p.add_argument(
+        "--dp-ranks",
+        type=options.positive_int,
+        metavar="N",
+        help="the one --base-url (or spec) routes to N data-parallel ranks: replica r's requests carry "
+        "X-data-parallel-rank: r and are verified on engine r's /metrics (docs/servers/replicas.md)",
+    )
+    p.add_argument(
         "--spec",
         metavar="NAME",
         help="variant launch spec: start its server for the run and stop it after (or use its url); "
@@ -220,6 +227,9 @@ def run_config(
         out=args.out,
         model=args.model or (spec.model if spec is not None else None),
         api_key_env=args.api_key_env or (spec.api_key_env if spec is not None else None),
+        # a running spec's url list, a routing endpoint's ranks (eval/run/replicas.py; `lbeval ab` refuses both)
+        base_urls=spec.urls if spec is not None else (),
+        dp_ranks=spec.dp_ranks if spec is not None else 1,
         passes=tuple(p.strip() for p in args.passes.split(",") if p.strip()),
         timing_reps=args.timing_reps,
         concurrency=concurrency,
@@ -305,6 +315,9 @@ def run(args: argparse.Namespace) -> int:
     spec = spec_for_run(args.variant, args.spec, args.specs, urls[0] if urls else None)
     # a managed spec's server is started by the session, once the run folder's lock is held
     config = run_config(args, args.variant, urls[0] if urls else None, spec, concurrency=args.concurrency)
+    urls = list(config.base_urls) or urls  # a running spec's url list: its replicas
+    if args.dp_ranks:
+        config = replace(config, dp_ranks=args.dp_ranks)
     run_dir = execute_run(replace(config, base_urls=tuple(urls)) if len(urls) > 1 else config)
     manifest = read_manifest(run_dir)
     for warning in manifest.warnings:

@@ -750,11 +750,14 @@ class Client:
         timeout_s: float = 600.0,
         connect_s: float = CONNECT_S,
         ledger: SendLedger | None = None,
+        extra_headers: dict[str, str] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.ledger = ledger if ledger is not None else SendLedger()  # what this Client sends is noted there
         self.root = root_url(self.base_url)
         self.timeout_s = timeout_s
+        # sent with every request (a routing endpoint's pin, X-data-parallel-rank: eval/run/replicas.py)
+        self.extra_headers = dict(extra_headers or {})
         timeout = httpx2.Timeout(timeout_s, connect=min(connect_s, timeout_s))
         proxy = environment_proxy(self.base_url)  # HTTP(S)_PROXY unless NO_PROXY names the host
         oa_http = httpx2.Client(transport=_DeadlineTransport(proxy), timeout=timeout, follow_redirects=True)
@@ -764,8 +767,10 @@ class Client:
             max_retries=0,
             timeout=timeout,
             http_client=oa_http,
+            default_headers=self.extra_headers or None,
         )
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        headers.update(self.extra_headers)
         self._http = httpx2.Client(transport=_DeadlineTransport(proxy), timeout=timeout, headers=headers)
         self.dialect = VLLM_WIRE  # the probe sets the server kind's (eval/run/server_kinds.py)
         self.model_name = ""  # the served model (the probe sets it): `text_token_id`'s tokenize requests

@@ -67,6 +67,9 @@ class RunConfig:
     # replicas of the variant (eval/run/replicas.py): every endpoint's URL, `--base-url` repeated; base_url is the
     # first's. Empty: one endpoint, base_url
     base_urls: tuple[str, ...] = ()
+    # a routing endpoint's data-parallel ranks (`--dp-ranks N`: each replica is rank r of the one endpoint, pinned by
+    # the X-data-parallel-rank header; eval/run/replicas.py). 1: none (a launch spec's dp_ranks may still say N)
+    dp_ranks: int = 1
 
 
 def validate_name(kind: str, name: str) -> str:

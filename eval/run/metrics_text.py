@@ -198,3 +198,41 @@ def request_deltas(before: Snapshot, after: Snapshot) -> dict[str, float]:
     if finished is not None:
         out[FINISHED_KEY] = finished
     return out
+
+
+# --- per engine (vLLM data parallel behind one endpoint: every engine's series carries an `engine` label) ------
+
+ENGINE_LABEL = "engine"
+
+
+def engine_names(snap: Snapshot) -> list[str]:
+    """The `engine` label values the snapshot has, in numeric order ("0", "1", ...; others after, sorted)."""
+    found = {
+        v
+        for entries in snap.samples.values()
+        for labels, _ in entries
+        for k, v in labels
+        if k == ENGINE_LABEL
+    }
+    return sorted(found, key=lambda e: (not e.isdigit(), int(e) if e.isdigit() else 0, e))
+
+
+def engine_view(snap: Snapshot, engine: str) -> Snapshot:
+    """The snapshot as one engine sees it: the series labelled `engine=<engine>`, and those without an engine
+    label (the API server's process_start_time_seconds); other engines' series are left out."""
+    out: dict[str, list[tuple[Labels, float]]] = {}
+    for name, entries in snap.samples.items():
+        kept = [(labels, v) for labels, v in entries if dict(labels).get(ENGINE_LABEL, engine) == engine]
+        if kept:
+            out[name] = kept
+    return Snapshot(out)
+
+
+def engine_deltas(before: Snapshot, after: Snapshot, name: str) -> dict[str, float]:
+    """A counter's delta on every engine both scrapes show (engine -> delta)."""
+    out: dict[str, float] = {}
+    for engine in engine_names(after):
+        d = counter_delta(engine_view(before, engine), engine_view(after, engine), name)
+        if d is not None:
+            out[engine] = d
+    return out

@@ -15,6 +15,16 @@ length, prefix caching, block size, cached-token reporting, cache_salt): one tha
 difference named. The manifest's session line lists each replica (`replicas`: index, credential-free URL,
 version, process start time).
 
+A routing endpoint (`--dp-ranks N`, or a spec's `dp_ranks = N`: vLLM's internal data-parallel load balancing):
+one URL, N replicas that are its data-parallel ranks. Replica r's Client sends `X-data-parallel-rank: r` with
+every request (DP_RANK_HEADER), its ServerWatch sees only engine r's series of /metrics (the `engine` label:
+EngineWatch), and its ledger counts the answers of rank r apart (RankLedger). A record whose request engine r's
+counters do not show while another engine's do (the router ignored the pin: `pin_finding`) is `invalid`, with
+the reason, and counted (`misrouted`). A cache reset empties every engine, so `--cold reset` is refused there.
+
+A spec with `devices` (a GPU host) gives each of its replicas an equal share of them as CUDA_VISIBLE_DEVICES
+(`device_sets`); a spec without gets CPU thread binding (`core_sets`).
+
 Resume: the assignment depends only on the inputs and N, so the same N keeps every unit where it was; with
 another N, a unit left incomplete whose latest records are on another replica than its new one restarts as a
 whole on the new one (a new group: no warm record pairs with a cold from another replica); complete units stay.
@@ -22,13 +32,15 @@ whole on the new one (a new group: no warm record pairs with a cold from another
 
 from __future__ import annotations
 
+import glob
 import os
 import random
+import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from eval.errors import ConfigError, LbevalError
@@ -43,20 +55,32 @@ from eval.records.run_folder import (
 )
 from eval.records.types import RequestRecord
 from eval.redact import safe_url
-from eval.run.client import Client, SendLedger
+from eval.run.client import Client, RequestFailed, SendLedger
 from eval.run.config import RunConfig
-from eval.run.passes import Context, GroupState, Unit, run_unit
+from eval.run.metrics_text import (
+    FINISHED_COUNTER,
+    REQUEST_COUNTERS,
+    Snapshot,
+    engine_deltas,
+    engine_names,
+    engine_view,
+    parse_metrics,
+)
+from eval.run.passes import Context, GroupState, ServerWatch, Unit, run_unit
 from eval.run.probe import ProbeResult, probe_server
 from eval.run.progress import Progress
 from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
-from eval.run.session import Inputs, RunSession, open_client, units_left
+from eval.run.session import Inputs, RunSession, api_key, open_client, units_left
 from eval.serve.launch_specs import LaunchSpec
 from eval.serve.process import start
 from eval.terminal import echo_err
 
 ASSIGNMENT_SEED = 0  # the assignment's tie-break order; fixed, so a resume with the same N assigns the same
 CPU_BIND_ENV = "VLLM_CPU_OMP_THREADS_BIND"  # vLLM CPU: the cores a server's OpenMP threads are bound to
+GPU_DEVICES_ENV = "CUDA_VISIBLE_DEVICES"  # the GPUs a replica's server process sees
+DP_RANK_HEADER = "X-data-parallel-rank"  # vLLM: pin a request to one data-parallel rank (case-insensitive)
+MISROUTED = "misrouted"  # the counter of records another engine than the pinned one answered
 # what every replica must share with replica 0 (ProbeResult fields), in the order a refusal names them
 SAME_ON_EVERY_REPLICA = (
     "model",
@@ -134,16 +158,60 @@ def _cpu_list(cores: Sequence[int]) -> str:
     return ",".join(str(c) for c in cores)
 
 
-def replica_specs(spec: LaunchSpec, cores: Sequence[int]) -> list[LaunchSpec]:
-    """A launch spec's N replicas: the same command, each bound to its cores (CPU_BIND_ENV) unless the spec's
+def device_sets(devices: Sequence[int], n: int) -> list[str]:
+    """The GPUs of each of n replicas, as CUDA_VISIBLE_DEVICES lists ("3", "0,1"): equal contiguous shares in
+    the order given; devices that do not split evenly (or fewer devices than replicas) are refused, since
+    replicas on unequal shares would not serve alike."""
+    if not devices or len(devices) % n:
+        raise ConfigError(
+            f"{len(devices)} GPU device(s) {list(devices)} do not split evenly between {n} replicas; "
+            "give the spec `devices = [...]` with a multiple of its replicas"
+        )
+    share = len(devices) // n
+    return [",".join(str(d) for d in devices[i * share : (i + 1) * share]) for i in range(n)]
+
+
+def host_devices(environ: Mapping[str, str], dev: str = "/dev") -> tuple[int, ...]:
+    """A spec's `devices = "auto"`: the GPUs this process may use, CUDA_VISIBLE_DEVICES when it is set (device
+    numbers only), else the /dev/nvidiaN device files."""
+    given = environ.get(GPU_DEVICES_ENV)
+    if given is not None:
+        parts = [p.strip() for p in given.split(",") if p.strip()]
+        if not all(p.isdigit() for p in parts):
+            raise ConfigError(f"{GPU_DEVICES_ENV}={given!r} is not a list of device numbers; give `devices`")
+        return tuple(int(p) for p in parts)
+    found = (
+        re.fullmatch(r"nvidia(\d+)", os.path.basename(p)) for p in glob.glob(os.path.join(dev, "nvidia*"))
+    )
+    return tuple(sorted(int(m.group(1)) for m in found if m))
+
+
+def replica_specs(spec: LaunchSpec, cores: Sequence[int], devices: Sequence[int] = ()) -> list[LaunchSpec]:
+    """A launch spec's N replicas: the same command, each with its share of `devices` as CUDA_VISIBLE_DEVICES
+    when the spec is a GPU spec (`devices` given), else bound to its cores (CPU_BIND_ENV) unless the spec's
     env sets that itself."""
     n = spec.replicas
+    if spec.devices is not None:
+        if GPU_DEVICES_ENV in spec.env and n > 1:
+            raise ConfigError(
+                f"variant {spec.name}: env sets {GPU_DEVICES_ENV} and `devices` splits them; give one of them"
+            )
+        return [replace(spec, env={**spec.env, GPU_DEVICES_ENV: d}) for d in device_sets(devices, n)]
     if CPU_BIND_ENV in spec.env:
         return [spec] * n
     return [replace(spec, env={**spec.env, CPU_BIND_ENV: c}) for c in core_sets(cores, n)]
 
 
+def dp_ranks(config: RunConfig) -> int:
+    """A routing endpoint's data-parallel ranks: --dp-ranks, else the launch spec's `dp_ranks`; 1: none."""
+    if config.dp_ranks > 1:
+        return config.dp_ranks
+    return config.server.dp_ranks if config.server is not None else 1
+
+
 def replica_count(config: RunConfig) -> int:
+    if dp_ranks(config) > 1:
+        return dp_ranks(config)
     if config.server is not None:
         return config.server.replicas
     return max(1, len(config.base_urls))
@@ -207,20 +275,31 @@ class Replica:
 @contextmanager
 def serving_replicas(config: RunConfig) -> Iterator[tuple[list[str], list[dict[str, Any]]]]:
     """(every replica's URL, what lbeval started): a launch spec's N servers, each on a free port with its
-    cores, started one after the other and all stopped on exit; else the configured URLs."""
+    cores or devices, started one after the other and all stopped on exit; else the configured URLs. A
+    routing endpoint's N ranks: its one URL N times (one server started, for a managed spec)."""
+    ranks = dp_ranks(config)
     if config.server is None:
-        yield list(config.base_urls or (config.base_url,)), []
+        urls = list(config.base_urls or (config.base_url,))
+        yield (urls * ranks if ranks > 1 else urls), []
         return
-    cores = sorted(os.sched_getaffinity(0))
     with ExitStack() as stack:
-        urls: list[str] = []
+        urls = []
         started: list[dict[str, Any]] = []
-        for spec in replica_specs(config.server, cores):
+        for spec in _specs_to_start(config.server, ranks):
             server = stack.enter_context(start(spec, echo=echo_err, runs=config.out))
             stack.enter_context(server.reported_if_dead())
             urls.append(server.base_url)
             started.append(server.describe())
-        yield urls, started
+        yield (urls * ranks if ranks > 1 else urls), started
+
+
+def _specs_to_start(spec: LaunchSpec, ranks: int) -> list[LaunchSpec]:
+    if ranks > 1:
+        return [spec]  # one server routes to its ranks
+    if spec.devices is None:
+        return replica_specs(spec, sorted(os.sched_getaffinity(0)))
+    devices = spec.devices if isinstance(spec.devices, tuple) else host_devices(os.environ)
+    return replica_specs(spec, (), devices)
 
 
 def _probe(config: RunConfig, client: Client, inputs: Inputs) -> ProbeResult:
@@ -236,7 +315,9 @@ def _probe(config: RunConfig, client: Client, inputs: Inputs) -> ProbeResult:
 def _replicas(session: RunSession, config: RunConfig, clients: list[Client], inputs: Inputs) -> list[Replica]:
     """Replica 0 is the session's (already probed); the others are probed (in parallel) and compared with it."""
     out = [Replica(0, config.base_urls[0], clients[0], session.probe)]
-    with ThreadPoolExecutor(max_workers=max(1, len(clients) - 1)) as pool:  # the others at once
+    # the others at once; a routing endpoint's ranks one after the other (a probe's cache reset empties all)
+    workers = 1 if dp_ranks(config) > 1 else max(1, len(clients) - 1)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         probes = list(pool.map(lambda c: _probe(config, c, inputs), clients[1:]))
     for i, (client, probe) in enumerate(zip(clients[1:], probes, strict=True), start=1):
         diffs = replica_differences(session.probe, probe)
@@ -266,12 +347,15 @@ def run_replicated(
 ) -> None:
     """The session on every replica (the run folder's lock held by the caller): start a spec's servers, probe
     and compare them, assign, resume, run every replica at once, end the session."""
+    refuse_reset_on_ranks(config)
     with serving_replicas(config) as (urls, started):
         config = replace(config, base_url=urls[0], base_urls=tuple(urls))
         with ExitStack() as stack:
-            clients = [stack.enter_context(open_client(replace(config, base_url=u), ledger)) for u in urls]
+            clients = [stack.enter_context(c) for c in _clients(config, urls, ledger)]
             session = RunSession.prepare(config, clients[0], inputs)
             session.on_record = on_record
+            refuse_reset_on_ranks(session.config)  # --cold auto may have chosen it
+            require_engines(session.config, clients[0], session.probe.metrics)
             replicas = _replicas(session, session.config, clients, inputs)
             weights = [row_weight(r) for r in session.rows]
             assignment = assign_replicas(weights, len(replicas))
@@ -280,6 +364,7 @@ def run_replicated(
             )
             session.start(started[0] if started else None)
             _note_replicas(session, replicas, started[1:])
+            _note_pins(session, replicas)
             _send_all(session, replicas, assignment)
 
 
@@ -303,17 +388,25 @@ def _contexts(
     session: RunSession, replicas: list[Replica], emit: Callable[[RequestRecord, bool], None]
 ) -> list[ReplicaContext]:
     seq = SendOrder(max((r.seq for r in session.slim), default=-1) + 1)
+    routing = dp_ranks(session.config) > 1
     out: list[ReplicaContext] = []
     for r in replicas:
+        mine: list[ReplicaContext] = []  # this replica's context, once made (the pin check reads its watch)
 
-        def stamped(rec: RequestRecord, final: bool, index: int = r.index) -> None:
-            emit(replace(rec, replica=index), final)
+        def stamped(
+            rec: RequestRecord, final: bool, index: int = r.index, mine: list[ReplicaContext] = mine
+        ) -> None:
+            rec = replace(rec, replica=index)
+            emit(pin_checked(mine[0], rec) if routing and mine else rec, final)
 
         base = replace(session, probe=r.probe).context(r.client, stamped)
         kwargs = {
             f.name: getattr(base, f.name) for f in fields(Context) if f.init and not f.name.startswith("_")
         }
-        out.append(ReplicaContext(**kwargs, replica=r.index, sequence=seq))
+        if routing:
+            kwargs["watch"] = EngineWatch(base.watch, r.index)
+        mine.append(ReplicaContext(**kwargs, replica=r.index, sequence=seq))
+        out.append(mine[0])
     return out
 
 
@@ -398,3 +491,189 @@ def _run_replica(session: RunSession, ctx: ReplicaContext, todo: list[Todo]) -> 
             return False
         ok = run_scenario_unit(ctx, rows, unit, gs) and ok
     return ok
+
+
+# --- a routing endpoint: N data-parallel ranks behind one URL (vLLM internal load balancing) -------------------
+
+
+def rank_headers(rank: int) -> dict[str, str]:
+    """What pins a request to data-parallel rank `rank` (vLLM reads the header case-insensitively)."""
+    return {DP_RANK_HEADER: str(rank)}
+
+
+def refuse_reset_on_ranks(config: RunConfig) -> None:
+    """A routing endpoint is one URL; a cache reset there empties every rank's cache, the other ranks' warm
+    units' too."""
+    ranks = dp_ranks(config)
+    if ranks > 1 and (
+        len(set(config.base_urls)) > 1 or (config.server is not None and config.server.replicas > 1)
+    ):
+        raise ConfigError(f"--dp-ranks {ranks} routes through one endpoint: give one --base-url (or spec)")
+    if ranks > 1 and config.cold_mode == "reset":
+        raise ConfigError(
+            f"--dp-ranks {dp_ranks(config)}: a cache reset empties every rank's cache while the others run; "
+            "use --cold salt (cache_salt) on a routing endpoint"
+        )
+
+
+def require_engines(config: RunConfig, client: Client, metrics: bool) -> None:
+    """A routing endpoint's /metrics must show an engine per rank (the `engine` label 0..N-1): else the pins
+    cannot be verified (not a data-parallel server, or fewer ranks than --dp-ranks). Without /metrics there is
+    nothing to check (the cached-token counts still verify every warm request)."""
+    ranks = dp_ranks(config)
+    if ranks <= 1 or not metrics:
+        return
+    try:
+        found = engine_names(parse_metrics(client.metrics_text()))
+    except (RequestFailed, ValueError):
+        return
+    missing = [str(r) for r in range(ranks) if str(r) not in found]
+    if missing:
+        raise ConfigError(
+            f"--dp-ranks {ranks}: {safe_url(config.base_url)} /metrics shows engine(s) {found or 'none'}, not "
+            f"{', '.join(missing)}; give the server's data-parallel size (vLLM --data-parallel-size)"
+        )
+
+
+class RankLedger(SendLedger):
+    """One rank's view of the session's send ledger: what it sends still moves the shared marks (every watch
+    sees it), but its answers are counted apart, since its engine's finished counter counts only them."""
+
+    def __init__(self, shared: SendLedger, rank: int) -> None:
+        super().__init__()
+        self.shared = shared
+        self.rank = rank
+
+    def begin(self) -> None:
+        self.shared.begin()
+
+    def end(self) -> None:
+        self.shared.end()
+
+    def mark(self) -> int | None:
+        return self.shared.mark()
+
+    def answer(self, root: str) -> None:
+        self.shared.answer(f"{root} rank {self.rank}")
+
+    def answered(self, root: str) -> int:
+        return self.shared.answered(f"{root} rank {self.rank}")
+
+
+def _clients(config: RunConfig, urls: list[str], ledger: SendLedger) -> list[Client]:
+    """One Client per replica; a routing endpoint's rank r: its pin header on every request, its own ledger view."""
+    if dp_ranks(config) <= 1:
+        return [open_client(replace(config, base_url=u), ledger) for u in urls]
+    key = api_key(config)
+    return [
+        Client(u, key, config.timeout_s, ledger=RankLedger(ledger, r), extra_headers=rank_headers(r))
+        for r, u in enumerate(urls)
+    ]
+
+
+@dataclass(frozen=True)
+class EngineSnapshot(Snapshot):
+    """One engine's view of a scrape (`engine_view`), with the whole scrape it came from."""
+
+    whole: Snapshot = field(default_factory=Snapshot)
+
+
+class EngineWatch(ServerWatch):
+    """A replica's ServerWatch on a routing endpoint: every scrape seen as its engine's (the series labelled
+    `engine="<rank>"`), so restarts, settling and per-request deltas are that engine's. The last request's
+    window (its before and after, whole scrapes kept) is left for the pin check."""
+
+    def __init__(self, base: ServerWatch, rank: int) -> None:
+        super().__init__(
+            base.client,
+            base.metrics,
+            base.start_time,
+            None,
+            base.wait_s,
+            base.polls_s,
+            None,
+            base.client.ledger,
+        )
+        self.engine = str(rank)
+        self.window: tuple[EngineSnapshot | None, EngineSnapshot | None] | None = None
+        snap = self.scrape()  # the engine's own finished count, not the sum over engines the probe saw
+        self.finished = snap.counter(FINISHED_COUNTER) if snap is not None else None
+
+    def scrape(self) -> EngineSnapshot | None:
+        whole = super().scrape()
+        return None if whole is None else EngineSnapshot(engine_view(whole, self.engine).samples, whole)
+
+    def before(self) -> Snapshot | None:
+        snap = super().before()
+        self.window = (snap if isinstance(snap, EngineSnapshot) else None, None)
+        return snap
+
+    def after(self, before: Snapshot | None, answered: bool, keep: bool = True) -> Snapshot | None:
+        snap = super().after(before, answered, keep)
+        start = self.window[0] if self.window is not None else None
+        self.window = (start, snap if isinstance(snap, EngineSnapshot) else None)
+        return snap
+
+    def check(self, refused: bool = False) -> int:
+        self.window = None  # a request sent without a window of its own (a scenario batch): nothing to check
+        return super().check(refused)
+
+    def take_window(self) -> tuple[Snapshot, Snapshot] | None:
+        """The last request's (before, after) whole scrapes, once; None when it had no window."""
+        window, self.window = self.window, None
+        if window is None or window[0] is None or window[1] is None:
+            return None
+        return window[0].whole, window[1].whole
+
+
+def pin_finding(rank: int, before: Snapshot, after: Snapshot, prompt_tokens: int | None) -> str | None:
+    """Why a request pinned to `rank` was answered by another engine, from two whole scrapes around it (None:
+    its engine counted it, or the scrapes cannot tell). At concurrency 1 per rank with the pins honoured,
+    engine `rank` counts this request alone: one finished request and its prompt's prefix-cache queries.
+    Misrouted: it did not (no finished request, or other queries), and another engine did (a finished request,
+    or, when ours counted someone else's, exactly this prompt's queries)."""
+    finished = engine_deltas(before, after, FINISHED_COUNTER)
+    queries = engine_deltas(before, after, REQUEST_COUNTERS["prefix_cache_queries"])
+    own = str(rank)
+    if own not in finished:
+        return None  # no engine-labelled counters: nothing to check against
+    mine_q = queries.get(own)
+    counted = finished[own] >= 1 and (prompt_tokens is None or mine_q is None or mine_q == prompt_tokens)
+    if counted:
+        return None
+    others = [e for e, d in finished.items() if e != own and d > 0]
+    if finished[own] >= 1:  # ours counted a request, not this prompt: did this prompt land elsewhere?
+        others = [e for e in others if queries.get(e) == prompt_tokens]
+    if not others:
+        return None
+    q = "" if mine_q is None else f" and {mine_q:g} prefix-cache queries"
+    size = "" if prompt_tokens is None else f" (this prompt: {prompt_tokens} tokens)"
+    return (
+        f"answered by another engine than the one it was pinned to ({DP_RANK_HEADER}: {rank}): engine {rank} "
+        f"counted {finished[own]:g} finished requests{q}{size}, engine {', '.join(others)} moved; "
+        "the router ignored the pin"
+    )
+
+
+def pin_checked(ctx: ReplicaContext, rec: RequestRecord) -> RequestRecord:
+    """A routing endpoint's record after the pin check: `invalid`, with the reason, when another engine
+    answered it (counted as `misrouted`); as it was otherwise, or when its window cannot tell."""
+    watch = ctx.watch
+    window = watch.take_window() if isinstance(watch, EngineWatch) else None
+    if window is None or rec.status == "error" or rec.usage is None:
+        return rec
+    reason = pin_finding(ctx.replica, window[0], window[1], rec.usage.prompt_tokens)
+    if reason is None:
+        return rec
+    ctx.count(MISROUTED)
+    return replace(rec, status="invalid", error=reason if rec.error is None else f"{reason}; {rec.error}")
+
+
+def _note_pins(session: RunSession, replicas: list[Replica]) -> None:
+    """A routing endpoint's session line: each replica's pin header (the URLs are the same)."""
+    if dp_ranks(session.config) <= 1:
+        return
+    for entry in session.manifest.sessions[-1]["replicas"]:
+        entry["pin"] = rank_headers(int(entry["replica"]))
+    session.manifest.sessions[-1]["dp_ranks"] = len(replicas)
+    write_manifest(session.run_dir, session.manifest)

@@ -46,6 +46,13 @@ Dialects (`dialect`, DIALECTS; docs/servers/): the same model behind another ser
   cache_salt ignored; logprob tokens as text only; repeat_penalty defaults to 1.1, and a request without
   repeat_penalty 1.0 diverges from generated position 1 (the penalty changes greedy picks).
 `owned_by` overrides the models list's owned_by (identification by endpoints).
+
+Routing mode (`dp_engines` N > 1): one endpoint in front of N engines, as vLLM's internal data-parallel load
+balancing: each engine has its own prefix cache and counters, /metrics labels every engine's series
+`engine="e"`, and a generation request goes to the engine its `X-data-parallel-rank` header names (DP_RANK_HEADER;
+a rank out of range is a 400), else round-robin. `dp_honor_header=False` ignores the header (round-robin for
+every request: a router that does not pin). /reset_prefix_cache empties every engine's cache; `routed` lists the
+(engine, prompt text, cache_salt) of every generation request.
 """
 
 from __future__ import annotations
@@ -77,6 +84,7 @@ DIALECTS = ("vllm", "sglang", "llama-cpp-python")
 LLAMA_CPP_TITLE = "🦙 llama.cpp Python API"
 BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, float("inf"))
 _WORD = re.compile(r"\n|[^\s]+")
+DP_RANK_HEADER = "X-data-parallel-rank"  # vLLM's per-request pin to a data-parallel rank (case-insensitive)
 
 
 def tokenize_text(text: str) -> list[int]:
@@ -233,6 +241,8 @@ class FakeServer:
         dialect: str = "vllm",
         server_info_enabled: bool = True,
         owned_by: str | None = None,
+        dp_engines: int = 1,
+        dp_honor_header: bool = True,
     ) -> None:
         if dialect not in DIALECTS:
             raise ValueError(f"dialect {dialect!r}: one of {', '.join(DIALECTS)}")
@@ -275,11 +285,40 @@ class FakeServer:
         # what each generation request added to the metrics, in the order recorded: (prompt, cached, prefill)
         self.observed: list[tuple[int, int, float]] = []
         self.lock = threading.RLock()
-        self.state = FakeState()
+        if dp_engines < 1:
+            raise ValueError(f"dp_engines must be at least 1, got {dp_engines}")
+        self.engine_states = [FakeState() for _ in range(dp_engines)]  # routing mode: one per engine
+        self.dp_honor_header = dp_honor_header
+        # (engine, prompt text, cache_salt) of every generation request, in order
+        self.routed: list[tuple[int, str, str | None]] = []
+        self._next_engine = 0
         self._httpd: ThreadingHTTPServer | None = None
         self._conns: set[socket.socket] = set()
         self._thread: threading.Thread | None = None
         self.port = 0
+
+    @property
+    def state(self) -> FakeState:
+        """Engine 0's state (the only one outside routing mode): cache, counters and the process start time."""
+        return self.engine_states[0]
+
+    @state.setter
+    def state(self, value: FakeState) -> None:
+        self.engine_states[0] = value
+
+    def route(self, header: str | None, prompt: str = "", salt: str | None = None) -> int:
+        """The engine a generation request goes to (routing mode): the pinned rank when the header is honoured
+        and given, else round-robin. Raises ValueError for a rank that is not an engine's."""
+        n = len(self.engine_states)
+        with self.lock:
+            if header is not None and self.dp_honor_header and n > 1:
+                rank = int(header) if header.strip().isdigit() else -1
+                if not 0 <= rank < n:
+                    raise ValueError(f"data_parallel_rank {header!r} is out of range [0, {n})")
+            else:
+                rank, self._next_engine = self._next_engine % n, self._next_engine + 1
+            self.routed.append((rank, prompt, salt))
+            return rank
 
     # lifecycle -------------------------------------------------------------------------------------------
 
@@ -332,7 +371,8 @@ class FakeServer:
 
     def _reset_state(self) -> None:
         with self.lock:
-            self.state = FakeState(start_time=max(time.time(), self.state.start_time + 1.0))
+            start = max(time.time(), self.state.start_time + 1.0)
+            self.engine_states = [FakeState(start_time=start) for _ in self.engine_states]
             self.restarts += 1
 
     def _come_back(self, after_s: float) -> None:
@@ -443,21 +483,23 @@ class FakeServer:
             out.append(parent)
         return out
 
-    def cache_lookup_and_fill(self, ids: list[int], salt: str | None, evict: bool) -> int:
-        """Cached tokens for this prompt (whole blocks, never the last token), then cache its full blocks."""
+    def cache_lookup_and_fill(self, ids: list[int], salt: str | None, evict: bool, engine: int = 0) -> int:
+        """Cached tokens for this prompt (whole blocks, never the last token) in `engine`'s cache, then cache its
+        full blocks there."""
         if not self.prefix_caching:
             return 0
         hashes = self._block_hashes(ids, salt)
         with self.lock:
+            cache = self.engine_states[engine].cache
             if evict:
-                self.state.cache.difference_update(hashes)
+                cache.difference_update(hashes)
             usable = (len(ids) - 1) // self.block_size
             hit_blocks = 0
             for h in hashes[:usable]:
-                if h not in self.state.cache:
+                if h not in cache:
                     break
                 hit_blocks += 1
-            self.state.cache.update(hashes)
+            cache.update(hashes)
         return hit_blocks * self.block_size
 
     def generate(
@@ -492,10 +534,10 @@ class FakeServer:
                 break
         return out, tops, finish
 
-    def observe(self, prompt_tokens: int, cached: int, completion: int) -> None:
+    def observe(self, prompt_tokens: int, cached: int, completion: int, engine: int = 0) -> None:
         def record() -> None:
             with self.lock:
-                st = self.state
+                st = self.engine_states[engine]
                 st.queries += prompt_tokens
                 st.hits += cached
                 st.prompt_tokens += prompt_tokens
@@ -542,34 +584,44 @@ class FakeServer:
         }
 
     def metrics(self) -> str:
+        """vLLM's exposition: the process start time once, every engine's series labelled engine="e"."""
         with self.lock:
-            st = self.state
-            lab = f'engine="0",model_name="{self.model}"'
+            engines = list(enumerate(self.engine_states))
+            labs = [(f'engine="{e}",model_name="{self.model}"', st) for e, st in engines]
             lines = [
                 "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.",
                 "# TYPE process_start_time_seconds gauge",
-                f"process_start_time_seconds {st.start_time}",
+                f"process_start_time_seconds {self.state.start_time}",
                 "# TYPE vllm:cache_config_info gauge",
-                f'vllm:cache_config_info{{block_size="{self.block_size}",cache_dtype="auto",'
-                f'enable_prefix_caching="{self.prefix_caching}",engine="0",num_gpu_blocks="4096"}} 1.0',
             ]
-            for name, value in (
-                ("vllm:prefix_cache_queries", st.queries),
-                ("vllm:prefix_cache_hits", st.hits),
-                ("vllm:prompt_tokens", st.prompt_tokens),
-                ("vllm:generation_tokens", st.generation_tokens),
+            lines += [
+                f'vllm:cache_config_info{{block_size="{self.block_size}",cache_dtype="auto",'
+                f'enable_prefix_caching="{self.prefix_caching}",engine="{e}",num_gpu_blocks="4096"}} 1.0'
+                for e, _ in engines
+            ]
+            for name, field_name in (
+                ("vllm:prefix_cache_queries", "queries"),
+                ("vllm:prefix_cache_hits", "hits"),
+                ("vllm:prompt_tokens", "prompt_tokens"),
+                ("vllm:generation_tokens", "generation_tokens"),
             ):
-                lines += [f"# TYPE {name} counter", f"{name}_total{{{lab}}} {float(value)}"]
-                lines.append(f"{name}_created{{{lab}}} {st.start_time}")
+                lines.append(f"# TYPE {name} counter")
+                for lab, st in labs:
+                    lines.append(f"{name}_total{{{lab}}} {float(getattr(st, field_name))}")
+                    lines.append(f"{name}_created{{{lab}}} {st.start_time}")
             lines += ["# TYPE vllm:request_success counter"]
-            lines.append(f'vllm:request_success_total{{{lab},finished_reason="length"}} {float(st.success)}')
+            for lab, st in labs:
+                lines.append(
+                    f'vllm:request_success_total{{{lab},finished_reason="length"}} {float(st.success)}'
+                )
             for name in HISTOGRAMS:
-                h = st.hist.get(name, Histogram())
                 lines.append(f"# TYPE {name} histogram")
-                for edge, count in zip(BUCKETS, h.buckets, strict=True):
-                    le = "+Inf" if edge == float("inf") else repr(edge)
-                    lines.append(f'{name}_bucket{{{lab},le="{le}"}} {float(count)}')
-                lines += [f"{name}_count{{{lab}}} {float(h.count)}", f"{name}_sum{{{lab}}} {h.total!r}"]
+                for lab, st in labs:
+                    h = st.hist.get(name, Histogram())
+                    for edge, count in zip(BUCKETS, h.buckets, strict=True):
+                        le = "+Inf" if edge == float("inf") else repr(edge)
+                        lines.append(f'{name}_bucket{{{lab},le="{le}"}} {float(count)}')
+                    lines += [f"{name}_count{{{lab}}} {float(h.count)}", f"{name}_sum{{{lab}}} {h.total!r}"]
             return "\n".join(lines) + "\n"
 
 
@@ -746,7 +798,8 @@ class _Handler(BaseHTTPRequestHandler):
             with fake.lock:
                 fake.reset_calls += 1
                 if fake.reset_success:
-                    fake.state.cache.clear()
+                    for st in fake.engine_states:
+                        st.cache.clear()
             self._json(200, {"success": fake.reset_success})
         elif self.path == "/tokenize" and fake.tokenize_enabled:
             text, ids = fake.prompt_ids(body, chat="messages" in body)
@@ -783,8 +836,13 @@ class _Handler(BaseHTTPRequestHandler):
         if len(ids) + int(body.get("max_tokens") or 16) > fake.max_model_len:
             self._error(400, f"This model's maximum context length is {fake.max_model_len} tokens.")
             return
+        try:
+            engine = fake.route(self.headers.get(DP_RANK_HEADER), prompt, salt)
+        except ValueError as exc:
+            self._error(400, str(exc))
+            return
         peers = fake.in_batch()
-        cached = fake.cache_lookup_and_fill(ids, salt, evict="warm_miss" in faults)
+        cached = fake.cache_lookup_and_fill(ids, salt, evict="warm_miss" in faults, engine=engine)
         diverge = faults["divergence"].position if "divergence" in faults else None
         jitter = faults["jitter"].amount if "jitter" in faults else 0.0
         effect_at, effect_jitter, drop_hit = fake.scenario_effects(ids, salt, peers)
@@ -826,7 +884,7 @@ class _Handler(BaseHTTPRequestHandler):
         answer.prefix = fake.output_prefix
         answer.stop_text = None if stopped is None else stopped[1]
         if fake.metrics_first:
-            fake.observe(len(ids), cached, len(out))
+            fake.observe(len(ids), cached, len(out), engine)
         if body.get("stream"):
             self._stream(answer, faults)
         else:
@@ -844,7 +902,7 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._send(200, payload)
         if not fake.metrics_first:
-            fake.observe(len(ids), cached, len(out))
+            fake.observe(len(ids), cached, len(out), engine)
 
     def _validate(self, body: dict[str, Any], chat: bool) -> str | None:
         fake = self.fake

@@ -1,7 +1,9 @@
 """Variant launch specs: which server a variant is, and how lbeval starts it.
 
-A *variant* is either a server that is already running (`url = "http://host:8000/v1"`) or one that lbeval
-starts (`python = ...` or `command = [...]`, plus `args`, `env`, `port`, `health_timeout`, `log`). Specs live
+A *variant* is either a server that is already running (`url = "http://host:8000/v1"`, or a list of URLs: N
+running replicas) or one that lbeval starts (`python = ...` or `command = [...]`, plus `args`, `env`, `port`,
+`health_timeout`, `log`; `replicas = N` with `devices` for a GPU host). `dp_ranks = N`: the one endpoint routes
+to N data-parallel ranks, each pinned by a header (docs/servers/replicas.md). Specs live
 in TOML files (`[variants.NAME]` tables); the shipped `eval/serve/variants.toml` holds the embedded CPU server
 (`cpu-smollm2`) and variants of it (`cpu-smollm2-1core`, `-fp8kv`, `-chunked`). The README section
 "Variant launch specs and the embedded CPU server" documents every field.
@@ -59,11 +61,29 @@ KNOWN_KEYS = frozenset(
         "requires",
         "hint",
         "replicas",
+        "devices",
+        "dp_ranks",
         "scenarios",
     }
 )
 # `scenarios = { names = ["cache", "batch"], batch_sizes = [1, 4], repeats = 10, hit_lengths = [...],
 # inputs = 4, max_tokens = 8 }`: what `lbeval run --spec NAME` measures unless its options say otherwise
+# what only a server lbeval starts has (a running one's spec with any of them is refused)
+LAUNCH_ONLY = frozenset(
+    [
+        "python",
+        "module",
+        "command",
+        "args",
+        "extra_args",
+        "env",
+        "port",
+        "log",
+        "requires",
+        "replicas",
+        "devices",
+    ]
+)
 SCENARIO_KEYS = {
     "names": str,
     "batch_sizes": int,
@@ -108,6 +128,12 @@ class LaunchSpec:
     hint: str = ""  # what to do when one of them is missing
     scenarios: dict[str, Any] = field(default_factory=dict)  # SCENARIO_KEYS; names checked by `lbeval run`
     replicas: int = 1  # `lbeval run` starts this many servers, each on a free port (eval/run/replicas.py)
+    # running replicas: every endpoint's URL (`url` given as a list; `url` is the first), else empty
+    urls: tuple[str, ...] = ()
+    # a GPU spec's devices, split evenly between its replicas as CUDA_VISIBLE_DEVICES; "auto": the host's
+    # (eval/run/replicas.host_devices); None: not a GPU spec (CPU replicas get thread binding instead)
+    devices: tuple[int, ...] | str | None = None
+    dp_ranks: int = 1  # a routing endpoint's data-parallel ranks, each pinned by X-data-parallel-rank
 
     @property
     def managed(self) -> bool:
@@ -211,24 +237,56 @@ def _scenarios(value: Any, where: str) -> dict[str, Any]:
 def _external(
     name: str, source: str, raw: Mapping[str, Any], where: str, env: Mapping[str, str]
 ) -> LaunchSpec:
-    launch_only = sorted(
-        {"python", "module", "command", "args", "extra_args", "env", "port", "log", "requires", "replicas"}
-        & raw.keys()
-    )
+    launch_only = sorted(LAUNCH_ONLY & raw.keys())
     if launch_only:
         raise ConfigError(f"{where}: url (a running server) cannot be combined with {', '.join(launch_only)}")
-    url = _text(raw, "url", where, env) or ""
-    if not re.match(r"^https?://[^/\s]+", url):
-        raise ConfigError(f"{where}.url: expected http(s)://host:port/v1, got {url!r}")
+    urls = _urls(raw["url"], f"{where}.url", env)
     return LaunchSpec(
         name=name,
         source=source,
         description=_text(raw, "description", where, env) or "",
-        url=url.rstrip("/"),
+        url=urls[0],
+        urls=urls if len(urls) > 1 else (),
+        dp_ranks=_dp_ranks(raw.get("dp_ranks", 1), f"{where}.dp_ranks", len(urls)),
         model=_text(raw, "model", where, env),
         api_key_env=_text(raw, "api_key_env", where, env),
         scenarios=_scenarios(raw.get("scenarios", {}), f"{where}.scenarios"),
     )
+
+
+def _urls(value: Any, where: str, env: Mapping[str, str]) -> tuple[str, ...]:
+    """`url`: one running server's URL, or a list of them (N running replicas, like --base-url repeated)."""
+    listed = value if isinstance(value, list) else [value]
+    if not listed or len(listed) > 64 or not all(isinstance(u, str) for u in listed):
+        raise ConfigError(f"{where}: expected a URL or a list of 1-64 URLs, got {value!r}")
+    out = tuple(_expand(u, where, env).rstrip("/") for u in listed)
+    for url in out:
+        if not re.match(r"^https?://[^/\s]+", url):
+            raise ConfigError(f"{where}: expected http(s)://host:port/v1, got {url!r}")
+    if len(set(out)) != len(out):
+        raise ConfigError(f"{where}: a URL is listed twice (one replica each; a routing endpoint: dp_ranks)")
+    return out
+
+
+def _dp_ranks(value: Any, where: str, endpoints: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
+        raise ConfigError(f"{where}: expected a whole number of data-parallel ranks 1-64, got {value!r}")
+    if value > 1 and endpoints > 1:
+        raise ConfigError(f"{where}: dp_ranks routes through one endpoint, not {endpoints} (url or replicas)")
+    return value
+
+
+def _devices(value: Any, where: str) -> tuple[int, ...] | str:
+    if value == "auto":
+        return "auto"
+    ok = (
+        isinstance(value, list)
+        and value
+        and all(isinstance(d, int) and not isinstance(d, bool) for d in value)
+    )
+    if not ok or min(value) < 0 or len(set(value)) != len(value):
+        raise ConfigError(f'{where}: expected "auto" or a list of distinct device numbers, got {value!r}')
+    return tuple(value)
 
 
 def _replicas(value: Any, where: str) -> int:
@@ -268,6 +326,10 @@ def parse_spec(name: str, raw: Mapping[str, Any], source: str, environ: Mapping[
         hint=_text(raw, "hint", where, environ) or "",
         scenarios=_scenarios(raw.get("scenarios", {}), f"{where}.scenarios"),
         replicas=_replicas(raw.get("replicas", 1), f"{where}.replicas"),
+        devices=None if raw.get("devices") is None else _devices(raw["devices"], f"{where}.devices"),
+        dp_ranks=_dp_ranks(
+            raw.get("dp_ranks", 1), f"{where}.dp_ranks", _replicas(raw.get("replicas", 1), where)
+        ),
     )
 
 
@@ -279,7 +341,9 @@ def _merge(parent: Mapping[str, Any], child: Mapping[str, Any]) -> dict[str, Any
     merged = {k: v for k, v in parent.items() if k != "extends"}
     if "url" in child:  # a running server inherits nothing about launching
         merged = {
-            k: v for k, v in merged.items() if k in ("description", "model", "api_key_env", "scenarios")
+            k: v
+            for k, v in merged.items()
+            if k in ("description", "model", "api_key_env", "scenarios", "dp_ranks")
         }
     if child.keys() & {"python", "command", "url"}:
         for key in ("python", "module", "command", "url"):
