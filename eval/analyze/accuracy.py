@@ -1,6 +1,6 @@
 """Accuracy of one run: the official LongBench score per dataset and generation pass, per example and overall.
 
-LongBench v2 (`longbench_v2`): eval/analyze/accuracy_v2.py. Its PassScore.score is lbeval's accuracy over every
+LongBench v2 (`longbench_v2`): eval/benchmarks/longbench_v2/accuracy.py. Its PassScore.score is lbeval's accuracy over every
 input (an input without a usable outcome counts as wrong), and DatasetAccuracy.v2 holds, per pass, that and the
 official result.py figures (dropped items out of the denominator) by difficulty and length, compensated too.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from eval.analyze.accuracy_v2 import V2PassAccuracy, item_points, v2_item, v2_pass_accuracy
+from eval.benchmarks.longbench_v2.accuracy import V2PassAccuracy, item_points, v2_item, v2_pass_accuracy
+from eval.benchmarks.longbench_v2.spec import V2_METRIC, is_v2
 from eval.prepare.dataset_specs import base_name, get_spec
-from eval.prepare.dataset_specs_v2 import V2_METRIC, is_v2
 from eval.prepare.inputs import InputRow
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection, ok_record

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from eval.benchmarks.longbench_v2.spec import DEFAULT_V2_MODE, V2_DATASET, V2_MODES
 from eval.commands.options import add_specs_option
 from eval.errors import ConfigError
 from eval.prepare.build import PrepareConfig, parse_max_tokens, prepare
-from eval.prepare.dataset_specs_v2 import DEFAULT_V2_MODE, V2_DATASET, V2_MODES
 from eval.prepare.prompting import LocalTokenizer, ServerTokenizer, Tokenizer
 from eval.prepare.select import parse_n
 from eval.prepare.sources import HUB_REPO, HUB_REVISION, DataSource

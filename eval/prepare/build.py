@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eval.benchmarks.longbench_v2.build import prepare_v2
+from eval.benchmarks.longbench_v2.sources import V2Downloader, hub_download_v2
+from eval.benchmarks.longbench_v2.spec import DEFAULT_V2_MODE, V2_DATASET, get_v2_mode, is_v2
 from eval.errors import ConfigError
-from eval.prepare.build_v2 import prepare_v2
 from eval.prepare.dataset_specs import (
     MAXLEN_FILE,
     PROMPT_FILE,
@@ -19,12 +21,10 @@ from eval.prepare.dataset_specs import (
     get_spec,
     read_prompt_file,
 )
-from eval.prepare.dataset_specs_v2 import DEFAULT_V2_MODE, V2_DATASET, get_v2_mode, is_v2
 from eval.prepare.inputs import InputRow, InputsHeader, sha256_text, write_inputs
 from eval.prepare.prompting import Tokenizer, chat_overhead, input_budget, middle_truncate
 from eval.prepare.select import select_ids
 from eval.prepare.sources import DataSource, Downloader, Row, hub_download, open_source
-from eval.prepare.sources_v2 import V2Downloader, hub_download_v2
 from eval.provenance import git_state, lbeval_version
 from eval.terminal import echo_err
 
@@ -40,7 +40,7 @@ class PrepareConfig:
     max_tokens: dict[str, int] = field(default_factory=dict)  # per-dataset output limit overrides
     max_input_tokens: int | None = None  # overrides the computed budget
     max_model_len: int | None = None  # overrides the tokenizer's / server's
-    v2_mode: str = DEFAULT_V2_MODE  # longbench_v2: 0shot | cot | nocontext (eval/prepare/dataset_specs_v2.py)
+    v2_mode: str = DEFAULT_V2_MODE  # longbench_v2: 0shot | cot | nocontext (benchmarks/longbench_v2/spec.py)
 
 
 def parse_max_tokens(text: str | None) -> dict[str, int]:
@@ -164,7 +164,7 @@ def prepare(
     limits: dict[str, int] = {}
     budgets: dict[str, int] = {}
     for ds in cfg.datasets:
-        if is_v2(ds):  # LongBench v2: eval/prepare/build_v2.py
+        if is_v2(ds):  # LongBench v2: eval/benchmarks/longbench_v2/build.py
             limits[ds] = cfg.max_tokens.get(ds, v2_mode.max_tokens)
             v2 = prepare_v2(
                 cfg.source, v2_mode, n=cfg.n, seed=cfg.seed, max_tokens=limits[ds], tokenizer=cfg.tokenizer,
