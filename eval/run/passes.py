@@ -40,10 +40,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from eval.benchmarks.longbench.spec import get_spec
 from eval.benchmarks.longbench_v2.prompting import insert_cot
 from eval.benchmarks.longbench_v2.spec import is_v2
 from eval.errors import ConfigError, LbevalError
-from eval.prepare.dataset_specs import get_spec
 from eval.prepare.inputs import InputRow, sha256_text
 from eval.records.final import select_final
 from eval.records.server_figures import FINISHED_KEY, FigureCheck, figure_check

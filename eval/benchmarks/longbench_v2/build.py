@@ -48,10 +48,10 @@ from eval.benchmarks.longbench_v2.spec import (
     template_sha256,
 )
 from eval.errors import ConfigError
+from eval.prepare.data_source import DataSource
 from eval.prepare.inputs import COT_PLACEHOLDER, InputRow, sha256_text
-from eval.prepare.prompting import Tokenizer
 from eval.prepare.select import select_ids
-from eval.prepare.sources import DataSource
+from eval.prepare.tokenizers import Tokenizer
 
 MAX_RECUTS = 4
 

@@ -17,8 +17,8 @@ from eval.benchmarks.longbench_v2.sources import mini_file
 from eval.cli import main
 from eval.errors import ConfigError, DataError
 from eval.prepare.build import PrepareConfig, prepare
+from eval.prepare.data_source import DataSource
 from eval.prepare.inputs import InputRow, read_inputs, sha256_text, write_inputs
-from eval.prepare.sources import DataSource
 from tests.eval.prepare.test_prompting import WordTokenizer
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -26,7 +26,7 @@ from eval.benchmarks.longbench_v2.sources import (
     parse_rows,
 )
 from eval.errors import DataError
-from eval.prepare.sources import DataSource
+from eval.prepare.data_source import DataSource
 
 ROOT = Path(__file__).resolve().parents[3]
 
