@@ -1,8 +1,10 @@
 """Accuracy of one run: the official LongBench score per dataset and generation pass, per example and overall.
 
-LongBench v2 (`longbench_v2`): eval/analyze/accuracy_v2.py. Its PassScore.score is lbeval's accuracy over every
-input (an input without a usable outcome counts as wrong), and DatasetAccuracy.v2 holds, per pass, that and the
-official result.py figures (dropped items out of the denominator) by difficulty and length, compensated too.
+Each benchmark's scoring adapter is in its package: LongBench v1 eval/benchmarks/longbench/accuracy.py (an
+output -> its dataset's metric), LongBench v2 eval/benchmarks/longbench_v2/accuracy.py. v2's PassScore.score is
+lbeval's accuracy over every input (an input without a usable outcome counts as wrong), and DatasetAccuracy.v2
+holds, per pass, that and the official result.py figures (dropped items out of the denominator) by difficulty
+and length, compensated too.
 """
 
 from __future__ import annotations
@@ -10,19 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from eval.analyze.accuracy_v2 import V2PassAccuracy, item_points, v2_item, v2_pass_accuracy
-from eval.prepare.dataset_specs import base_name, get_spec
-from eval.prepare.dataset_specs_v2 import V2_METRIC, is_v2
+from eval.benchmarks.longbench.accuracy import dataset_figure, score_output
+from eval.benchmarks.longbench.spec import get_spec
+from eval.benchmarks.longbench_v2.accuracy import V2PassAccuracy, item_points, v2_item, v2_pass_accuracy
+from eval.benchmarks.longbench_v2.spec import V2_METRIC, is_v2
 from eval.prepare.inputs import InputRow
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection, ok_record
-from scorers import longbench
-from scorers.longbench.normalize import first_line
 from scorers.longbench_v2 import ItemResult
-
-# the secondary column (Google rouge-score ROUGE-L): English rouge datasets only; its tokenizer drops
-# non-ASCII text, so on rouge_zh datasets it would always be 0.0
-SECONDARY_ROUGE_METRICS = ("rouge",)
 
 
 @dataclass(frozen=True)
@@ -62,14 +59,8 @@ def example_scores(rows: Sequence[InputRow], sel: Selection, pass_name: str) -> 
         rec = ok_record(sel, row.key, pass_name)
         if rec is None or rec.output_text is None:
             continue
-        ds = base_name(row.dataset)
-        spec = get_spec(ds)
-        official = longbench.score_example(ds, rec.output_text, row.answers, row.all_classes)
-        secondary = None
-        if spec.metric in SECONDARY_ROUGE_METRICS:
-            pred = first_line(rec.output_text) if spec.first_line_only else rec.output_text
-            secondary = longbench.rouge_score_l(pred, row.answers)
-        out[row.key] = ExampleScore(official, secondary)
+        got = score_output(row, rec.output_text)
+        out[row.key] = ExampleScore(got.official, got.rouge_l)
     return out
 
 
@@ -87,9 +78,8 @@ def accuracy(
         passes: dict[str, PassScore] = {}
         for pass_name, scores in per_pass.items():
             got = [scores[r.key] for r in ds_rows if r.key in scores]
-            official = longbench.dataset_score([g.official for g in got]) if got else None
-            sec = [g.rouge_l for g in got if g.rouge_l is not None]
-            rouge_l = longbench.dataset_score(sec) if sec else None
+            official = dataset_figure([g.official for g in got])
+            rouge_l = dataset_figure([g.rouge_l for g in got if g.rouge_l is not None])
             passes[pass_name] = PassScore(official, len(got), len(ds_rows), rouge_l)
         result.append(DatasetAccuracy(ds, get_spec(ds).metric, passes))
     return result

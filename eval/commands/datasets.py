@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from eval.prepare.dataset_specs import load_specs
-from eval.prepare.dataset_specs_v2 import DEFAULT_V2_MODE, V2_CHAT_MODE, V2_DATASET, V2_METRIC, V2_MODES
+from eval.benchmarks.longbench.spec import load_specs
+from eval.benchmarks.longbench_v2.spec import DEFAULT_V2_MODE, V2_CHAT_MODE, V2_DATASET, V2_METRIC, V2_MODES
 from eval.terminal import echo
 
 HELP = (

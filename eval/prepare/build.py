@@ -2,29 +2,24 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from eval.benchmarks.longbench.build import build_row, output_limit, template_provenance
+from eval.benchmarks.longbench.sources import hub_download, open_source
+from eval.benchmarks.longbench.spec import get_spec
+from eval.benchmarks.longbench_v2.build import prepare_v2
+from eval.benchmarks.longbench_v2.sources import V2Downloader, hub_download_v2
+from eval.benchmarks.longbench_v2.spec import DEFAULT_V2_MODE, V2_DATASET, get_v2_mode, is_v2
+from eval.benchmarks.registry import benchmark_of
 from eval.errors import ConfigError
-from eval.prepare.build_v2 import prepare_v2
-from eval.prepare.dataset_specs import (
-    MAXLEN_FILE,
-    PROMPT_FILE,
-    SPEC_FILE,
-    DatasetSpec,
-    base_name,
-    get_spec,
-    read_prompt_file,
-)
-from eval.prepare.dataset_specs_v2 import DEFAULT_V2_MODE, V2_DATASET, get_v2_mode, is_v2
-from eval.prepare.inputs import InputRow, InputsHeader, sha256_text, write_inputs
-from eval.prepare.prompting import Tokenizer, chat_overhead, input_budget, middle_truncate
+from eval.prepare.data_source import DataSource, Downloader
+from eval.prepare.inputs import InputRow, InputsHeader, write_inputs
 from eval.prepare.select import select_ids
-from eval.prepare.sources import DataSource, Downloader, Row, hub_download, open_source
-from eval.prepare.sources_v2 import V2Downloader, hub_download_v2
+from eval.prepare.tokenizers import Tokenizer, chat_overhead, input_budget
 from eval.provenance import git_state, lbeval_version
 from eval.terminal import echo_err
 
@@ -40,7 +35,7 @@ class PrepareConfig:
     max_tokens: dict[str, int] = field(default_factory=dict)  # per-dataset output limit overrides
     max_input_tokens: int | None = None  # overrides the computed budget
     max_model_len: int | None = None  # overrides the tokenizer's / server's
-    v2_mode: str = DEFAULT_V2_MODE  # longbench_v2: 0shot | cot | nocontext (eval/prepare/dataset_specs_v2.py)
+    v2_mode: str = DEFAULT_V2_MODE  # longbench_v2: 0shot | cot | nocontext (benchmarks/longbench_v2/spec.py)
 
 
 def parse_max_tokens(text: str | None) -> dict[str, int]:
@@ -50,27 +45,9 @@ def parse_max_tokens(text: str | None) -> dict[str, int]:
         name, sep, value = part.partition("=")
         if not sep or not value.strip().isdigit() or int(value) <= 0:
             raise ConfigError(f"--max-tokens: expected DATASET=POSITIVE_INT, got {part!r}")
-        if not is_v2(name.strip()):
-            get_spec(name.strip())  # validates the name
+        benchmark_of(name.strip())  # validates the name
         result[name.strip()] = int(value)
     return result
-
-
-def output_limit(spec: DatasetSpec, dataset: str, overrides: dict[str, int]) -> int:
-    return overrides.get(dataset, overrides.get(base_name(dataset), spec.max_tokens))
-
-
-def template_provenance(datasets: list[str]) -> dict[str, Any]:
-    files = {
-        name: hashlib.sha256(read_prompt_file(name)).hexdigest()
-        for name in (PROMPT_FILE, MAXLEN_FILE, SPEC_FILE)
-    }
-    per_dataset = {ds: sha256_text(get_spec(ds).template) for ds in datasets if not is_v2(ds)}
-    return {
-        "origin": "THUDM/LongBench LongBench/config @ 2e00731f",
-        "files": files,
-        "template_sha256": per_dataset,
-    }
 
 
 class Budgeter:
@@ -99,35 +76,6 @@ class Budgeter:
                 self._overhead = chat_overhead(self.cfg.tokenizer)
             overhead = self._overhead
         return input_budget(self.max_model_len(), max_tokens, overhead)
-
-
-def build_row(
-    row: Row, dataset: str, spec: DatasetSpec, max_tokens: int, cfg: PrepareConfig, budgeter: Budgeter
-) -> InputRow:
-    prompt = spec.format(context=row.context, input=row.input)
-    tokens: int | None = None
-    truncated = False
-    stop_ids: list[int] | None = None
-    if cfg.tokenizer is not None:
-        cut = middle_truncate(prompt, cfg.tokenizer, budgeter.budget(spec.mode, max_tokens))
-        prompt, truncated = cut.text, cut.truncated
-        tokens = len(cfg.tokenizer.encode(prompt)) if truncated else cut.original_tokens
-        if spec.stop_at_newline:
-            stop_ids = [cfg.tokenizer.encode("\n")[-1]]
-    return InputRow(
-        dataset=dataset,
-        id=row.id,
-        prompt=prompt,
-        mode=spec.mode,
-        max_tokens=max_tokens,
-        prompt_sha256=sha256_text(prompt),
-        prompt_tokens=tokens,
-        truncated=truncated,
-        answers=row.answers,
-        all_classes=row.all_classes,
-        length=row.length,
-        stop_token_ids=stop_ids,
-    )
 
 
 def warn_stderr(message: str) -> None:
@@ -164,7 +112,7 @@ def prepare(
     limits: dict[str, int] = {}
     budgets: dict[str, int] = {}
     for ds in cfg.datasets:
-        if is_v2(ds):  # LongBench v2: eval/prepare/build_v2.py
+        if is_v2(ds):  # LongBench v2: eval/benchmarks/longbench_v2/build.py
             limits[ds] = cfg.max_tokens.get(ds, v2_mode.max_tokens)
             v2 = prepare_v2(
                 cfg.source, v2_mode, n=cfg.n, seed=cfg.seed, max_tokens=limits[ds], tokenizer=cfg.tokenizer,
@@ -191,7 +139,8 @@ def prepare(
         limits[ds] = output_limit(specs[ds], ds, cfg.max_tokens)
         if cfg.tokenizer is not None:
             budgets[ds] = budgeter.budget(specs[ds].mode, limits[ds])
-        rows_out.extend(build_row(by_id[i], ds, specs[ds], limits[ds], cfg, budgeter) for i in ids)
+        budget = partial(budgeter.budget, specs[ds].mode)
+        rows_out.extend(build_row(by_id[i], ds, specs[ds], limits[ds], cfg.tokenizer, budget) for i in ids)
     commit, dirty = git_state()
     header = InputsHeader(
         source=source,
@@ -199,7 +148,7 @@ def prepare(
         n=cfg.n,
         datasets=list(cfg.datasets),
         selected_ids=selected,
-        templates=template_provenance(cfg.datasets),
+        templates=template_provenance(list(specs)),
         tokenizer=cfg.tokenizer.describe() if cfg.tokenizer else {"kind": "none"},
         max_input_tokens=budgets or None,
         max_tokens=limits,

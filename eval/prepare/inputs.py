@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from eval.atomic import atomic_write_lines
+from eval.benchmarks.longbench.spec import MODES, get_spec
+from eval.benchmarks.longbench_v2.prompting import COT_PLACEHOLDER as V2_COT_PLACEHOLDER
+from eval.benchmarks.longbench_v2.spec import V2_CHAT_MODE, V2_DATASET, V2_MODES
 from eval.errors import ConfigError, DataError
-from eval.prepare.dataset_specs import MODES, get_spec
-from eval.prepare.dataset_specs_v2 import V2_CHAT_MODE, V2_DATASET, V2_MODES
-from scorers.longbench_v2.prompting import COT_PLACEHOLDER as V2_COT_PLACEHOLDER
 from scorers.longbench_v2.score import DIFFICULTIES, LENGTHS, LETTERS
 
 INPUTS_SCHEMA_VERSION = 3

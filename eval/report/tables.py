@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 
-from eval.analyze.accuracy import SECONDARY_ROUGE_METRICS, DatasetAccuracy
+from eval.analyze.accuracy import DatasetAccuracy
 from eval.analyze.cache import CacheCheck
 from eval.analyze.compare import BOOTSTRAP_RESAMPLES, Change, Comparison
 from eval.analyze.pairs import NEAR_TIE_MARGIN, PairStats
 from eval.analyze.score import RunScores
 from eval.analyze.verification import CacheVerification
+from eval.benchmarks.longbench.accuracy import SECONDARY_ROUGE_METRICS
 from eval.report.aa_floor import aa_floor_table
 from eval.report.attribution import attribution_table
 from eval.report.cells import Cell, Flag, Frac, Interval, Ints, Num, Row, Sci, Table, Text

@@ -4,15 +4,15 @@ Rows per generation pass: lbeval's figures (every input in the denominator) and,
 result.py figures (the inputs pred.py would write no line for left out), with the count left out and why.
 Columns: result.py's six (overall, easy, hard, short, medium, long), the compensated overall (an answer without
 a letter scores 0.25), and the correct answers over the denominator. Cells only; the numbers come from
-eval/analyze/accuracy_v2.py.
+eval/benchmarks/longbench_v2/accuracy.py.
 """
 
 from __future__ import annotations
 
 from eval.analyze.accuracy import DatasetAccuracy
-from eval.analyze.accuracy_v2 import V2_BUCKETS, V2PassAccuracy
 from eval.analyze.compare import Comparison
 from eval.analyze.score import RunScores
+from eval.benchmarks.longbench_v2.accuracy import V2_BUCKETS, V2PassAccuracy
 from eval.report.cells import Blank, Cell, Frac, Num, Row, Table, Text
 
 TITLE = "LongBench v2 accuracy (%, official answer extraction)"

@@ -40,9 +40,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from eval.benchmarks.longbench.spec import get_spec
+from eval.benchmarks.longbench_v2.prompting import insert_cot
+from eval.benchmarks.longbench_v2.spec import is_v2
 from eval.errors import ConfigError, LbevalError
-from eval.prepare.dataset_specs import get_spec
-from eval.prepare.dataset_specs_v2 import is_v2
 from eval.prepare.inputs import InputRow, sha256_text
 from eval.records.final import select_final
 from eval.records.server_figures import FINISHED_KEY, FigureCheck, figure_check
@@ -69,7 +70,6 @@ from eval.run.metrics_text import (
 )
 from eval.run.retry import RetryPolicy as RetryPolicy  # re-exported: the run's retry settings
 from eval.run.retry import with_retries
-from scorers.longbench_v2.prompting import insert_cot
 
 MAIN_ORDER = ("cold", "warm", "repeat")
 SIBLING_QUESTION = "\n\nQuestion: Which topic does the text above discuss first?\n\nAnswer:"

@@ -2,11 +2,11 @@
 
 Public API:
 - `extract_answer(response)`: the official answer extraction (pred.py).
-- `prompting`: the official prompts (0-shot, CoT and its answer call, no-context, RAG) as pure text, and
-  pred.py's middle truncation of token ids.
 - `ItemResult`, `item_result(...)`: one item's outcome; `official_accuracy`, `lbeval_accuracy`,
   `score_items` (both, with the dropped counts): overall / easy / hard / short / medium / long.
 - `evaluate_folder`, `format_result`: the result.py drop-in (`python -m scorers.longbench_v2`).
+
+The official prompts and pred.py's truncation are the benchmark's, not a metric's: eval/benchmarks/longbench_v2/.
 """
 
 from scorers.longbench_v2.dropin import (

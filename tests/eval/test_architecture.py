@@ -2,6 +2,7 @@
 
 - Every module imports alone in a fresh interpreter (a hidden import circle fails here).
 - Imports point down the pipeline: a stage imports only earlier stages and the base modules.
+- A benchmark package (eval/benchmarks/<name>/) imports no other benchmark and no stage above its part.
 - No function-local import of an eval module outside the command layer (where it only defers heavy imports).
 - scorers/ imports nothing from eval/; only run/ and serve/ (and prepare's server tokenizer) speak HTTP.
 """
@@ -17,9 +18,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ("eval", "eval.errors", "eval.atomic", "eval.provenance", "eval.redact", "eval.terminal")
-STAGES = ("prepare", "serve", "records", "run", "analyze", "gate", "report")
+STAGES = ("benchmarks", "prepare", "serve", "records", "run", "analyze", "gate", "report")
+# a benchmark package (eval/benchmarks/<name>/) sits below every stage, except its stage parts: these modules are
+# the part of prepare or analyze that is the benchmark's (docs/architecture.md)
+BENCHMARK_PARTS = {"sources": "prepare", "build": "prepare", "accuracy": "analyze"}
 HTTP_MODULES = {"httpx", "httpx2", "openai", "urllib.request", "requests"}
-HTTP_ALLOWED = ("eval.run.", "eval.serve.", "eval.prepare.prompting")
+HTTP_ALLOWED = ("eval.run.", "eval.serve.", "eval.prepare.tokenizers")
 
 
 def modules(package: str) -> list[str]:
@@ -53,6 +57,8 @@ def stage_of(module: str) -> int | None:
     if module in BASE:
         return -1
     parts = module.split(".")
+    if parts[:2] == ["eval", "benchmarks"]:
+        return STAGES.index(BENCHMARK_PARTS.get(parts[3], "benchmarks") if len(parts) >= 4 else "benchmarks")
     if len(parts) >= 2 and parts[1] in STAGES:
         return STAGES.index(parts[1])
     return None
@@ -82,6 +88,48 @@ def test_imports_point_down_the_pipeline() -> None:
             if there is None or there > here:
                 wrong.append(f"{module}:{getattr(node, 'lineno', '?')} imports {name}")
     assert wrong == []
+
+
+def benchmark_package(module: str) -> str | None:
+    """`eval.benchmarks.longbench_v2.build` -> `longbench_v2`; None outside a benchmark package."""
+    parts = module.split(".")
+    inside = parts[:2] == ["eval", "benchmarks"] and (
+        len(parts) >= 4 or len(parts) == 3 and (ROOT / Path(*parts)).is_dir()
+    )
+    return parts[2] if inside else None
+
+
+def benchmark_import_problems(module: str, names: list[str]) -> list[str]:
+    """What a benchmark package's module must not import: another benchmark package, or a stage above its own
+    part (below every stage for the modules that are not a stage part)."""
+    own, here = benchmark_package(module), stage_of(module)
+    problems = []
+    for name in names:
+        if not name.startswith("eval.") or name in BASE:
+            continue
+        other = benchmark_package(name)
+        if other is not None and other != own:
+            problems.append(f"{module} imports another benchmark: {name}")
+        elif (there := stage_of(name)) is None or here is None or there > here:
+            problems.append(f"{module} imports a stage above its own: {name}")
+    return problems
+
+
+def test_a_benchmark_package_is_self_contained() -> None:
+    packages = {benchmark_package(m) for m in EVAL_MODULES} - {None}
+    assert {"longbench", "longbench_v2"} <= packages
+    wrong = []
+    for module in EVAL_MODULES:
+        if benchmark_package(module) is not None:
+            wrong += benchmark_import_problems(module, [n for n, _ in imported(source_tree(module), module)])
+    assert wrong == []
+    # and the check can fail: the spec importing prepare, v2 importing v1, v2's build importing analyze
+    spec, build = "eval.benchmarks.longbench_v2.spec", "eval.benchmarks.longbench_v2.build"
+    assert benchmark_import_problems(spec, ["eval.prepare.inputs"]) != []
+    assert benchmark_import_problems(build, ["eval.benchmarks.longbench.spec"]) != []
+    assert benchmark_import_problems(build, ["eval.analyze.score", "eval.prepare.inputs"]) == [
+        f"{build} imports a stage above its own: eval.analyze.score"
+    ]
 
 
 def test_base_modules_import_no_stage() -> None:
@@ -128,6 +176,9 @@ def test_the_checks_above_can_fail() -> None:
     assert stage_of("eval.report.tables") > stage_of("eval.run.client")  # type: ignore[operator]
     assert stage_of("eval.records.final") < stage_of("eval.run.runner")  # type: ignore[operator]
     assert stage_of("eval.commands.run") is None and stage_of("eval.errors") == -1
+    assert stage_of("eval.benchmarks.longbench_v2.spec") < stage_of("eval.prepare.inputs")  # type: ignore[operator]
+    assert stage_of("eval.benchmarks.longbench_v2.build") == stage_of("eval.prepare.build")
+    assert stage_of("eval.benchmarks.longbench_v2.accuracy") == stage_of("eval.analyze.score")
     tree = ast.parse("def f():\n    from eval.run import client\n")
     assert [n for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef) for n, _ in imported(fn, "m")] == [
         "eval.run"

@@ -22,9 +22,9 @@ from typing import Any
 import httpx2
 import pytest
 
+from eval.benchmarks.longbench_v2.sources import mini_file
 from eval.cli import main
 from eval.prepare.inputs import InputRow, read_inputs, sha256_text
-from eval.prepare.sources_v2 import mini_file
 from eval.records.final import select_final
 from eval.records.run_folder import load_run
 from eval.records.types import RequestRecord

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from eval.benchmarks.longbench.sources import DatasetFiles
+from eval.benchmarks.longbench_v2.sources import parse_rows
 from eval.cli import main
 from eval.errors import ConfigError, DataError
 from eval.prepare.inputs import read_inputs
-from eval.prepare.sources import DatasetFiles
-from eval.prepare.sources_v2 import parse_rows
 from eval.records.run_folder import PAIRS_NAME, RESERVED_VARIANTS
 from eval.run.client import RequestSettings, build_request
 from eval.run.runner import default_run_id, execute_run

@@ -10,8 +10,8 @@ import pytest
 from eval.cli import main
 from eval.errors import ConfigError, DataError
 from eval.prepare.build import PrepareConfig, parse_max_tokens, prepare
+from eval.prepare.data_source import DataSource
 from eval.prepare.inputs import read_inputs
-from eval.prepare.sources import DataSource
 from tests.eval.prepare.test_prompting import WordTokenizer
 
 ROOT = Path(__file__).resolve().parents[3]

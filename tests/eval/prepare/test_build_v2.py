@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
+from eval.benchmarks.longbench_v2.build import truncate_v2
+from eval.benchmarks.longbench_v2.prompting import insert_cot
+from eval.benchmarks.longbench_v2.sources import mini_file
 from eval.cli import main
 from eval.errors import ConfigError, DataError
 from eval.prepare.build import PrepareConfig, prepare
-from eval.prepare.build_v2 import truncate_v2
+from eval.prepare.data_source import DataSource
 from eval.prepare.inputs import InputRow, read_inputs, sha256_text, write_inputs
-from eval.prepare.sources import DataSource
-from eval.prepare.sources_v2 import mini_file
-from scorers.longbench_v2.prompting import insert_cot
 from tests.eval.prepare.test_prompting import WordTokenizer
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -41,7 +41,7 @@ def sample() -> dict[str, dict[str, str]]:
 
 
 def official_prompt(template_file: str, row: dict[str, str]) -> str:
-    """pred.py's chain, written out again here (independent of scorers.longbench_v2.prompting)."""
+    """pred.py's chain, written out again here (independent of eval.benchmarks.longbench_v2.prompting)."""
     template = (V2 / template_file).read_text(encoding="utf-8")
     return (
         template.replace("$DOC$", row["context"].strip())

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.prepare.dataset_specs import get_spec, load_specs
+from eval.benchmarks.longbench.spec import get_spec, load_specs
 
 ROOT = Path(__file__).resolve().parents[3]
 REFERENCE = ROOT.parent / "shared" / "reference" / "longbench" / "v1" / "config"

@@ -9,7 +9,7 @@ import pytest
 
 from eval.cli import main
 from eval.prepare.inputs import read_inputs
-from eval.prepare.prompting import LocalTokenizer, chat_overhead
+from eval.prepare.tokenizers import LocalTokenizer, chat_overhead
 
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")

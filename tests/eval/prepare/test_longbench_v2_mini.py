@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.prepare.sources_v2 import V2Row, load_rows
+from eval.benchmarks.longbench_v2.sources import V2Row, load_rows
 from tests.eval.prepare import make_longbench_v2_mini as mini
 
 SAMPLE = Path(__file__).resolve().parents[3] / "eval" / "prepare" / "samples" / "longbench_v2_mini"

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from eval.benchmarks.longbench.prompting import middle_truncate
 from eval.errors import ConfigError
-from eval.prepare.prompting import chat_overhead, input_budget, middle_truncate
+from eval.prepare.tokenizers import chat_overhead, input_budget
 
 
 class WordTokenizer:

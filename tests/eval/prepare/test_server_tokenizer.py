@@ -10,7 +10,7 @@ import pytest
 from eval.cli import main
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import read_inputs
-from eval.prepare.prompting import ServerTokenizer, chat_overhead
+from eval.prepare.tokenizers import ServerTokenizer, chat_overhead
 from eval.serve.fake_server import CHAT_PREFIX, CHAT_SUFFIX, FakeServer, detokenize, tokenize_text
 
 ROOT = Path(__file__).resolve().parents[3]

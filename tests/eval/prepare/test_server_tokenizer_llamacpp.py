@@ -9,7 +9,7 @@ import pytest
 from eval.cli import main
 from eval.errors import ConfigError
 from eval.prepare.inputs import read_inputs
-from eval.prepare.prompting import ServerTokenizer, chat_overhead
+from eval.prepare.tokenizers import ServerTokenizer, chat_overhead
 from eval.serve.fake_server import CHAT_PREFIX, CHAT_SUFFIX, FakeServer
 
 

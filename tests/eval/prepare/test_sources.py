@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from eval.benchmarks.longbench.sources import DatasetFiles, open_source
 from eval.errors import DataError
-from eval.prepare.sources import DatasetFiles, DataSource, open_source
+from eval.prepare.data_source import DataSource
 
 GOOD = {
     "input": "q",
@@ -65,7 +66,7 @@ def test_hub_path_uses_downloader_and_records_sha(fixture_data_dir: Path, tmp_pa
 
 def test_offline_with_empty_cache_says_how_to_supply_data(tmp_path: Path) -> None:
     code = (
-        "from eval.prepare.sources import hub_download\n"
+        "from eval.benchmarks.longbench.sources import hub_download\n"
         "from eval.errors import DataError\n"
         "try:\n    hub_download('zai-org/LongBench', 'main')\n"
         "except DataError as e:\n    print('ERR', e)\n"

@@ -13,9 +13,7 @@ from typing import Any
 
 import pytest
 
-from eval.errors import DataError
-from eval.prepare.sources import DataSource
-from eval.prepare.sources_v2 import (
+from eval.benchmarks.longbench_v2.sources import (
     HUB_DATA_SHA256,
     HUB_FILENAME,
     HUB_REPO,
@@ -27,6 +25,8 @@ from eval.prepare.sources_v2 import (
     open_v2,
     parse_rows,
 )
+from eval.errors import DataError
+from eval.prepare.data_source import DataSource
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -166,7 +166,7 @@ def test_sources_and_their_provenance(tmp_path: Path) -> None:
 def test_offline_hub_is_one_line_suggesting_data_dir_or_mini(tmp_path: Path) -> None:
     """The real huggingface_hub path with HF_HUB_OFFLINE=1 and an empty cache: one DataError line."""
     code = (
-        "from eval.prepare.sources_v2 import hub_download_v2, HUB_REPO, HUB_REVISION\n"
+        "from eval.benchmarks.longbench_v2.sources import hub_download_v2, HUB_REPO, HUB_REVISION\n"
         "from eval.errors import DataError\n"
         "try:\n    hub_download_v2(HUB_REPO, HUB_REVISION)\n"
         "except DataError as e:\n    print(e)\n"

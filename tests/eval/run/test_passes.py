@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
+from eval.benchmarks.longbench.spec import read_prompt_file
 from eval.errors import ConfigError, LbevalError
-from eval.prepare.dataset_specs import read_prompt_file
 from eval.records.types import RequestRecord, Usage
 from eval.run.client import Client, RequestSettings, SendLedger, build_request
 from eval.run.passes import (

@@ -1,7 +1,7 @@
 """LongBench v2 rows -> input rows: the official template of the mode, pred.py's middle truncation, the CoT answer
 call's template.
 
-Prompt: `scorers.longbench_v2.prompting` fills the mode's template exactly as the official pred.py does (the
+Prompt: `eval.benchmarks.longbench_v2.prompting` fills the mode's template exactly as the official pred.py does (the
 chained replace of `$DOC$ $Q$ $C_A$ .. $C_D$` with the stripped fields).
 
 Truncation (pred.py's `query_llm`): the WHOLE templated prompt is tokenized with the served model's tokenizer
@@ -24,21 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from eval.errors import ConfigError
-from eval.prepare.dataset_specs_v2 import TEMPLATE_ORIGIN, V2_CHAT_MODE, V2_DATASET, V2Mode, template_sha256
-from eval.prepare.inputs import COT_PLACEHOLDER, InputRow, sha256_text
-from eval.prepare.prompting import Tokenizer
-from eval.prepare.select import select_ids
-from eval.prepare.sources import DataSource
-from eval.prepare.sources_v2 import (
-    HUB_DATA_SHA256,
-    HUB_FILENAME,
-    V2Downloader,
-    V2Row,
-    hub_download_v2,
-    open_v2,
-)
-from scorers.longbench_v2.prompting import (
+from eval.benchmarks.longbench_v2.prompting import (
     PromptFields,
     Templates,
     cot_answer_template,
@@ -46,6 +32,26 @@ from scorers.longbench_v2.prompting import (
     load_templates,
     truncate_middle,
 )
+from eval.benchmarks.longbench_v2.sources import (
+    HUB_DATA_SHA256,
+    HUB_FILENAME,
+    V2Downloader,
+    V2Row,
+    hub_download_v2,
+    open_v2,
+)
+from eval.benchmarks.longbench_v2.spec import (
+    TEMPLATE_ORIGIN,
+    V2_CHAT_MODE,
+    V2_DATASET,
+    V2Mode,
+    template_sha256,
+)
+from eval.errors import ConfigError
+from eval.prepare.data_source import DataSource
+from eval.prepare.inputs import COT_PLACEHOLDER, InputRow, sha256_text
+from eval.prepare.select import select_ids
+from eval.prepare.tokenizers import Tokenizer
 
 MAX_RECUTS = 4
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from scorers.longbench_v2 import prompting
-from scorers.longbench_v2.prompting import PromptFields, RetrievedChunk, Templates
+from eval.benchmarks.longbench_v2 import prompting
+from eval.benchmarks.longbench_v2.prompting import PromptFields, RetrievedChunk, Templates
 
-V2 = Path(__file__).resolve().parents[3] / "prompts" / "v2"
+V2 = Path(__file__).resolve().parents[4] / "prompts" / "v2"
 FIELDS = PromptFields(
     context="  The lamp was lit in spring.\n", question=" Who lit it? ", choice_a="Ann ",
     choice_b=" Bo", choice_c="Cy", choice_d="\tDee\n",

@@ -1,18 +1,14 @@
-"""Official prompts and middle truncation with the served model's own tokenizer.
-
-Truncation follows LongBench's pred.py: tokenize the formatted prompt (with the tokenizer's special
-tokens, as `tokenizer(prompt)` does); if it is longer than the input budget L, keep the first int(L/2)
-and the last int(L/2) tokens, decode each half separately without special tokens and join the strings.
+"""The served model's tokenizer (the server's /tokenize, or a local Hugging Face one) and the input budget.
 
 The budget is max_model_len - output limit - chat template overhead, where the overhead is measured
 with the tokenizer (tokens of the prompt wrapped as one chat user message with the generation prompt,
-minus tokens of the bare prompt); raw datasets have no chat overhead.
+minus tokens of the bare prompt); raw datasets have no chat overhead. How a prompt is cut to the budget is
+the benchmark's (eval/benchmarks/*/prompting.py: pred.py's middle truncation).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from eval.errors import ConfigError, LbevalError
@@ -26,24 +22,6 @@ class Tokenizer(Protocol):
     def chat_token_count(self, text: str) -> int: ...
     def describe(self) -> dict[str, Any]: ...
     def max_model_len(self) -> int | None: ...
-
-
-@dataclass(frozen=True)
-class Truncated:
-    text: str
-    original_tokens: int
-    truncated: bool
-
-
-def middle_truncate(prompt: str, tokenizer: Tokenizer, budget: int) -> Truncated:
-    if budget < 2:
-        raise ConfigError(f"input budget of {budget} tokens is too small to truncate into two halves")
-    ids = tokenizer.encode(prompt)
-    if len(ids) <= budget:
-        return Truncated(prompt, len(ids), False)
-    half = budget // 2
-    text = tokenizer.decode(ids[:half]) + tokenizer.decode(ids[-half:])
-    return Truncated(text, len(ids), True)
 
 
 def chat_overhead(tokenizer: Tokenizer) -> int:

@@ -7,7 +7,7 @@ ignored (the official pred.py reads only these). `_id` must be non-empty and uni
 DataError naming the file, the line where the row starts (the array is read element by element, so the line is
 the file's own) and the field; the message ends with the row's 0-based position in the array.
 
-Sources (`DataSource.kind`, shared with v1): "hub" downloads `data.json` from HUB_REPO at HUB_REVISION through
+Sources (`DataSource.kind`, eval/prepare/data_source.py): "hub" downloads `data.json` from HUB_REPO at HUB_REVISION through
 huggingface_hub (or finds it in the Hub cache; offline: one line suggesting --data-dir or --source mini),
 "data_dir" reads a folder holding `data.json` or the file itself, "mini" the shipped sample
 `samples/longbench_v2_mini/` (NOT LongBench data). The SHA-256 of the bytes read is recorded in the inputs
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from eval.errors import DataError
+from eval.prepare.data_source import DataSource, hub_file
 from eval.prepare.inputs import unicode_problem
-from eval.prepare.sources import DataSource, hub_file
 from scorers.longbench_v2.score import DIFFICULTIES, LENGTHS, LETTERS
 
 HUB_REPO = "THUDM/LongBench-v2"  # also served as zai-org/LongBench-v2

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from importlib import resources
 
 TEMPERATURE = 0.1
+PROMPT_DIR = "v2"  # the templates' folder under prompts/ (prompts/v2/PROVENANCE.md)
 COT_PLACEHOLDER = "$COT$"
 MAX_NEW_TOKENS = 128
 MAX_NEW_TOKENS_COT = 1024
@@ -66,7 +67,7 @@ class PromptFields:
 
 def load_templates() -> Templates:
     """Read prompts/v2/*.txt (text mode, UTF-8, like pred.py's `open(...).read()`)."""
-    folder = resources.files("prompts").joinpath("v2")
+    folder = resources.files("prompts").joinpath(PROMPT_DIR)
     texts = {key: folder.joinpath(name).read_text(encoding="utf-8") for key, name in TEMPLATE_FILES.items()}
     return Templates(**texts)
 

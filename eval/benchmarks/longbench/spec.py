@@ -1,4 +1,4 @@
-"""Dataset specs: template, metric, output limit and chat/raw mode for each LongBench v1 dataset.
+"""LongBench v1 dataset specs: template, metric, output limit and chat/raw mode for each of the 21 datasets.
 
 The data lives in `prompts/` (official JSON files byte-for-byte, plus `datasets.toml`); this module
 only reads it, on demand (nothing is read at import).
@@ -24,6 +24,8 @@ PROMPT_FILE = "dataset2prompt.json"
 MAXLEN_FILE = "dataset2maxlen.json"
 SPEC_FILE = "datasets.toml"
 MODES = ("chat", "raw")
+PROMPT_FILES = (PROMPT_FILE, MAXLEN_FILE, SPEC_FILE)  # under prompts/: the official two and lbeval's table
+TEMPLATE_ORIGIN = "THUDM/LongBench LongBench/config @ 2e00731f"
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,11 @@ def load_specs() -> dict[str, DatasetSpec]:
     return specs
 
 
+def is_v1(dataset: str) -> bool:
+    """A LongBench v1 dataset (LongBench-E's `_e` names included)."""
+    return base_name(dataset) in load_specs()
+
+
 def base_name(dataset: str) -> str:
     """`qasper_e` (LongBench-E) -> `qasper`; other names unchanged."""
     return dataset[:-2] if dataset.endswith("_e") else dataset
@@ -79,6 +86,10 @@ def get_spec(dataset: str) -> DatasetSpec:
     specs = load_specs()
     spec = specs.get(base_name(dataset))
     if spec is None:
-        known = ", ".join(sorted(specs))
-        raise ConfigError(f"unknown dataset {dataset!r}; known LongBench v1 datasets: {known}")
+        raise unknown_dataset(dataset)
     return spec
+
+
+def unknown_dataset(dataset: str) -> ConfigError:
+    known = ", ".join(sorted(load_specs()))
+    return ConfigError(f"unknown dataset {dataset!r}; known LongBench v1 datasets: {known}")

@@ -9,13 +9,14 @@ import hashlib
 import io
 import json
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from eval.errors import DataError
+from eval.prepare.data_source import DataSource, Downloader, hub_file
 from eval.prepare.inputs import file_sha256, unicode_problem
 
 HUB_REPO = "zai-org/LongBench"
@@ -47,19 +48,6 @@ class Row:
     id: str
 
 
-@dataclass(frozen=True)
-class DataSource:
-    """Where rows come from: kind is "hub", "data_dir" (a folder or data.zip) or "mini"."""
-
-    kind: str
-    path: Path | None = None
-    repo: str = HUB_REPO
-    revision: str = HUB_REVISION
-
-
-Downloader = Callable[[str, str], Path]
-
-
 def mini_dir() -> Path:
     """The shipped longbench-mini sample (NOT LongBench data; see its README)."""
     return Path(str(resources.files("eval.prepare").joinpath("samples", "longbench_mini", "data")))
@@ -68,25 +56,6 @@ def mini_dir() -> Path:
 def hub_download(repo: str, revision: str) -> Path:
     """Download (or find in the Hub cache) `data.zip` at a pinned revision. Honours HF_HUB_OFFLINE."""
     return hub_file(repo, revision, HUB_FILENAME, "LongBench's data.zip (or its unpacked data/ folder)")
-
-
-def hub_file(repo: str, revision: str, filename: str, what: str) -> Path:
-    """One file of a Hub dataset repository at a pinned revision (downloaded or from the Hub cache); offline
-    without it in the cache: one DataError suggesting --data-dir or --source mini (`what` names the file)."""
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
-
-    try:
-        return Path(hf_hub_download(repo_id=repo, filename=filename, repo_type="dataset", revision=revision))
-    except LocalEntryNotFoundError as exc:
-        raise DataError(
-            f"hf://datasets/{repo}@{revision}/{filename}",
-            None,
-            None,
-            "not in the local Hugging Face cache and the Hub cannot be reached "
-            f"(offline: {exc.__class__.__name__}). Copy {what} "
-            "to this machine and pass --data-dir PATH, or use --source mini for the shipped sample.",
-        ) from None
 
 
 def parse_row(obj: Any, where: Path | str, lineno: int) -> Row:
@@ -195,8 +164,9 @@ def open_source(
 ) -> tuple[DatasetFiles, dict[str, Any]]:
     """Resolve a source to readable files plus its provenance for the inputs header."""
     if source.kind == "hub":
-        zip_path = download(source.repo, source.revision)
-        prov = {"kind": "hub", "repo": source.repo, "revision": source.revision, "file": HUB_FILENAME}
+        repo, revision = source.repo or HUB_REPO, source.revision or HUB_REVISION
+        zip_path = download(repo, revision)
+        prov = {"kind": "hub", "repo": repo, "revision": revision, "file": HUB_FILENAME}
         prov["sha256"] = file_sha256(zip_path)
         return DatasetFiles(zip_path), prov
     if source.kind == "mini":

@@ -16,8 +16,13 @@ import hashlib
 from dataclasses import dataclass
 from importlib import resources
 
+from eval.benchmarks.longbench_v2.prompting import (
+    MAX_NEW_TOKENS,
+    MAX_NEW_TOKENS_COT,
+    PROMPT_DIR,
+    TEMPLATE_FILES,
+)
 from eval.errors import ConfigError
-from scorers.longbench_v2.prompting import MAX_NEW_TOKENS, MAX_NEW_TOKENS_COT, TEMPLATE_FILES
 
 V2_DATASET = "longbench_v2"
 V2_METRIC = "v2_accuracy"  # the official answer extraction; accuracy over every input (scorers.longbench_v2)
@@ -28,7 +33,7 @@ TEMPLATE_ORIGIN = "THUDM/LongBench prompts/ @ 2e00731f (prompts/v2/PROVENANCE.md
 @dataclass(frozen=True)
 class V2Mode:
     name: str
-    template: str  # key of scorers.longbench_v2.prompting.TEMPLATE_FILES
+    template: str  # key of eval.benchmarks.longbench_v2.prompting.TEMPLATE_FILES
     max_tokens: int  # the (first) call's official output limit
     answer_template: str | None = None  # CoT: the second call's template key
     answer_max_tokens: int | None = None  # CoT: the second call's official output limit
@@ -56,6 +61,7 @@ V2_MODES: dict[str, V2Mode] = {
     ),
 }
 DEFAULT_V2_MODE = "0shot"
+PROMPT_FILES = tuple(f"{PROMPT_DIR}/{name}" for name in TEMPLATE_FILES.values())  # under prompts/, rag's too
 
 
 def is_v2(dataset: str) -> bool:
@@ -71,7 +77,7 @@ def get_v2_mode(name: str) -> V2Mode:
 
 def template_sha256(mode: V2Mode) -> dict[str, str]:
     """SHA-256 of each template file the mode uses (the bytes in prompts/v2/)."""
-    folder = resources.files("prompts").joinpath("v2")
+    folder = resources.files("prompts").joinpath(PROMPT_DIR)
     return {
         name: hashlib.sha256(folder.joinpath(name).read_bytes()).hexdigest() for name in mode.template_files()
     }

@@ -1,0 +1,60 @@
+"""The benchmark registry: every package in eval/benchmarks/ is registered, every prompt file under prompts/ is
+named by exactly one benchmark, and each dataset name belongs to exactly one benchmark."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eval.benchmarks.longbench.spec import load_specs
+from eval.benchmarks.registry import BENCHMARKS, benchmark_of
+from eval.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[3]
+NOT_TEMPLATES = {
+    "__init__.py",
+    "PROVENANCE.md",
+}  # prompts/ is a package with provenance notes beside the data
+
+
+def test_every_benchmark_package_is_registered_and_every_entry_has_a_package() -> None:
+    folders = {p.parent.name for p in (ROOT / "eval" / "benchmarks").glob("*/__init__.py")}
+    assert folders == {"longbench", "longbench_v2"}
+    assert sorted(b.name for b in BENCHMARKS) == sorted(folders)
+
+
+def test_each_prompt_file_is_named_by_exactly_one_benchmark() -> None:
+    on_disk = {
+        p.relative_to(ROOT / "prompts").as_posix()
+        for p in (ROOT / "prompts").rglob("*")
+        if p.is_file() and p.name not in NOT_TEMPLATES and "__pycache__" not in p.parts
+    }
+    named = [f for b in BENCHMARKS for f in b.prompt_files]
+    assert sorted(named) == sorted(on_disk)  # no file twice, none missing, none unclaimed
+    assert "dataset2prompt.json" in on_disk and "v2/0shot_cot_ans.txt" in on_disk
+
+
+@pytest.mark.parametrize(
+    ("dataset", "benchmark"),
+    [
+        ("qasper", "longbench"),
+        ("gov_report_e", "longbench"),
+        ("lcc", "longbench"),
+        ("longbench_v2", "longbench_v2"),
+    ],
+)
+def test_a_dataset_name_finds_its_benchmark(dataset: str, benchmark: str) -> None:
+    assert benchmark_of(dataset).name == benchmark
+
+
+def test_no_dataset_belongs_to_two_benchmarks() -> None:
+    for name in [*load_specs(), "longbench_v2"]:
+        assert [b.name for b in BENCHMARKS if b.owns(name)] == [benchmark_of(name).name]
+
+
+def test_an_unknown_dataset_is_one_config_error_naming_the_known_ones() -> None:
+    with pytest.raises(
+        ConfigError, match=r"unknown dataset 'qasperr'; known LongBench v1 datasets: .*qasper"
+    ):
+        benchmark_of("qasperr")
