@@ -55,8 +55,9 @@ from eval.run.adaptive import (
     warm_log_ratios,
     write_adaptive,
 )
-from eval.run.client import Client, SendLedger
+from eval.run.client import Client
 from eval.run.config import RunConfig, RunIncomplete, default_run_id
+from eval.run.ledger import SendLedger
 from eval.run.passes import Context, GroupState, Unit, resume_point, run_unit
 from eval.run.probe import ProbeResult
 from eval.run.progress import Progress

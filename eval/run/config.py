@@ -15,9 +15,9 @@ from typing import Any
 from eval.errors import ConfigError, LbevalError
 from eval.records.run_folder import refuse_reserved_variant
 from eval.records.vocabulary import PASS_CHOICES
-from eval.run.client import RequestSettings
 from eval.run.passes import RetryPolicy, validate_passes
 from eval.run.probe import ProbeResult
+from eval.run.request import RequestSettings
 from eval.run.scenarios.settings import (
     ScenarioSettings,
     fit_default_plan,

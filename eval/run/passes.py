@@ -48,16 +48,8 @@ from eval.records.final import select_final
 from eval.records.server_figures import FINISHED_KEY, FigureCheck, figure_check
 from eval.records.types import CACHE_UNVERIFIED, CACHE_VERIFIED, RequestRecord, Usage
 from eval.records.vocabulary import ANSWER_PASSES, PASS_CHOICES, UNIT_MAIN, UNIT_TIMING
-from eval.run.client import (
-    Client,
-    Reply,
-    RequestFailed,
-    RequestSettings,
-    SendLedger,
-    build_request,
-    endpoint_for,
-    request_settings,
-)
+from eval.run.client import Client
+from eval.run.ledger import SendLedger
 from eval.run.metrics_text import (
     FINISHED_COUNTER,
     PROCESS_START,
@@ -67,6 +59,8 @@ from eval.run.metrics_text import (
     request_deltas,
     went_backwards,
 )
+from eval.run.reply import Reply, RequestFailed
+from eval.run.request import RequestSettings, build_request, endpoint_for, request_settings
 from eval.run.retry import RetryPolicy as RetryPolicy  # re-exported: the run's retry settings
 from eval.run.retry import with_retries
 from scorers.longbench_v2.prompting import insert_cot

@@ -43,8 +43,9 @@ from eval.records.run_folder import (
 )
 from eval.records.types import RequestRecord
 from eval.redact import safe_url
-from eval.run.client import Client, SendLedger
+from eval.run.client import Client
 from eval.run.config import RunConfig
+from eval.run.ledger import SendLedger
 from eval.run.passes import Context, GroupState, Unit, run_unit
 from eval.run.probe import ProbeResult, probe_server
 from eval.run.progress import Progress

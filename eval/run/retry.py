@@ -1,6 +1,6 @@
 """The one retry loop of the run stage: bounded retries with exponential backoff, for requests and the probe.
 
-What is retryable is decided where a failure is made (`RequestFailed.retryable` in eval/run/client.py:
+What is retryable is decided where a failure is made (`RequestFailed.retryable` in eval/run/reply.py:
 connection errors, whole-request timeouts, 5xx, 408/409/429, torn bodies and streams); how often and how long
 to wait is `RetryPolicy` (`--retries`, `--backoff`). `with_retries` applies both to any call that raises
 RequestFailed and returns what happened: the value, or the last failure with the number of attempts made.
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar, cast
 
-from eval.run.client import RequestFailed
+from eval.run.reply import RequestFailed
 
 T = TypeVar("T")
 

@@ -47,7 +47,7 @@ from eval.records.run_folder import (
 from eval.records.types import RECORD_SCHEMA_VERSION, RequestRecord
 from eval.records.vocabulary import choice_of
 from eval.redact import remember, safe_url
-from eval.run.client import Client, SendLedger
+from eval.run.client import Client
 from eval.run.config import (
     CLIENT_PACKAGES,
     RunConfig,
@@ -57,6 +57,7 @@ from eval.run.config import (
     run_settings,
     validate_config,
 )
+from eval.run.ledger import SendLedger
 from eval.run.passes import (
     CacheFacts,
     Context,

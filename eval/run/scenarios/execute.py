@@ -28,7 +28,6 @@ from eval.records import scenarios as sc
 from eval.records.final import select_final
 from eval.records.types import RequestRecord, Usage
 from eval.records.vocabulary import scenario_of
-from eval.run.client import build_request, endpoint_for, request_settings
 from eval.run.passes import (
     MAX_GROUP_RESTARTS,
     CacheFacts,
@@ -45,6 +44,7 @@ from eval.run.passes import (
     send_with_retries,
     verify,
 )
+from eval.run.request import build_request, endpoint_for, request_settings
 from eval.run.scenarios.base import ScenarioStep, steps_of
 
 RESTART_REASON = "server restart detected during the group; the group is re-run from cold"

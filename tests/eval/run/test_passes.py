@@ -10,7 +10,8 @@ import pytest
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.dataset_specs import read_prompt_file
 from eval.records.types import RequestRecord, Usage
-from eval.run.client import Client, RequestSettings, SendLedger, build_request
+from eval.run.client import Client
+from eval.run.ledger import SendLedger
 from eval.run.passes import (
     SIBLING_QUESTION,
     CacheFacts,
@@ -27,6 +28,7 @@ from eval.run.passes import (
     validate_passes,
     verify,
 )
+from eval.run.request import RequestSettings, build_request
 from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import fake_fixture, make_row  # noqa: F401 - fixture
 
