@@ -46,12 +46,13 @@ from eval.redact import safe_url
 from eval.run.client import Client
 from eval.run.config import RunConfig
 from eval.run.ledger import SendLedger
-from eval.run.passes import Context, GroupState, Unit, run_unit
+from eval.run.passes import Context, GroupState, run_unit
 from eval.run.probe import ProbeResult, probe_server
 from eval.run.progress import Progress
 from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
 from eval.run.session import Inputs, RunSession, open_client, units_left
+from eval.run.steps import Unit
 from eval.serve.launch_specs import LaunchSpec
 from eval.serve.process import start
 from eval.terminal import echo_err

@@ -34,12 +34,13 @@ from eval.run.config import (
     validate_name,
 )
 from eval.run.ledger import SendLedger
-from eval.run.passes import Context, GroupState, Unit, run_unit
+from eval.run.passes import Context, GroupState, run_unit
 from eval.run.progress import Progress
 from eval.run.replicas import replicated, run_replicated
 from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
 from eval.run.session import RunSession, open_client, read_inputs_of, serving
+from eval.run.steps import Unit
 from eval.serve.process import sigterm_as_interrupt
 
 __all__ = [  # the run's public faces, for `lbeval run` and the tests (defined in config.py and here)

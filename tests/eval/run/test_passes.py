@@ -12,23 +12,21 @@ from eval.prepare.dataset_specs import read_prompt_file
 from eval.records.types import RequestRecord, Usage
 from eval.run.client import Client
 from eval.run.ledger import SendLedger
-from eval.run.passes import (
+from eval.run.passes import GroupState, resume_point
+from eval.run.request import RequestSettings, build_request
+from eval.run.retry import RetryPolicy, send_with_retries
+from eval.run.server_watch import ServerWatch
+from eval.run.steps import (
     SIBLING_QUESTION,
     CacheFacts,
-    GroupState,
-    RetryPolicy,
-    ServerWatch,
     expected_cached,
     main_steps,
     plan_units,
-    resume_point,
-    send_with_retries,
     sibling_prompt,
     timing_steps,
     validate_passes,
     verify,
 )
-from eval.run.request import RequestSettings, build_request
 from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import fake_fixture, make_row  # noqa: F401 - fixture
 
