@@ -15,7 +15,8 @@ from dataclasses import replace
 from eval.prepare.inputs import InputRow, sha256_text
 from eval.records.codec import decode_topk, dumps_record, encode_topk
 from eval.records.types import RequestRecord
-from eval.run.client import Client, RequestSettings, build_request, request_settings
+from eval.run.client import Client
+from eval.run.request import RequestSettings, build_request, request_settings
 from eval.serve.fake_server import FakeServer
 
 TOKENS = 512

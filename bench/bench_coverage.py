@@ -1,7 +1,7 @@
 """Coverage of the paired timing intervals in simulated A/A sessions, and their power (issue 19, docs/timing.md).
 
 Each simulated session is an `lbeval ab` session at the level of its pairs: the units of
-eval/run/passes.plan_units (passes cold, warm, timing; R timing repetitions), sent in eval/run/ab.session_order
+eval/run/steps.plan_units (passes cold, warm, timing; R timing repetitions), sent in eval/run/ab.session_order
 with the AB/BA orders of eval/run/ab.pair_orders (the session's seed), on a timeline: a main unit takes
 MAIN_S seconds per side, a timing unit TIMING_S, and the measured warm request ends the unit. Both sides are
 one server (A/A) unless a noise model says a burst hits one side. The warm prefill time of a request is its
@@ -45,7 +45,7 @@ from numpy.typing import NDArray
 
 from eval.records.vocabulary import UNIT_TIMING
 from eval.run.ab import pair_orders, session_order
-from eval.run.passes import plan_units
+from eval.run.steps import plan_units
 from scorers import paired_timing as pt
 
 SESSIONS, QUICK_SESSIONS = 500, 60

@@ -1,1 +1,5 @@
-"""analyze"""
+"""Stage 5, analyze: run folders -> typed numbers (scores, agreement pairs, timing, cache checks, attribution by
+cause, the comparison of two runs); it never formats.
+
+Entry points: `score.score_run` -> `ScoredRun`, `compare.compare` -> `Comparison`, `attribution`, `causes`.
+"""

@@ -24,9 +24,9 @@ from eval.errors import ConfigError
 from eval.records.run_folder import read_manifest
 from eval.records.scenarios import DEFAULT_BATCH_SIZES, DEFAULT_PLAN, DEFAULT_REPEATS, parse_scenarios
 from eval.records.vocabulary import PASS_CHOICES, SCENARIO_NAMES
-from eval.run.client import RequestSettings
-from eval.run.passes import RetryPolicy
+from eval.run.request import RequestSettings
 from eval.run.resume import resume_lines
+from eval.run.retry import RetryPolicy
 from eval.run.runner import DEFAULT_PASSES, EXIT_INCOMPLETE, RunConfig, execute_run
 from eval.run.scenarios.settings import ScenarioSettings, batched_tokens_budget, parse_ints
 from eval.serve.launch_specs import LaunchSpec, spec_for_run

@@ -2,7 +2,7 @@
 
     execute_ab(AbConfig(a=RunConfig(...), b=RunConfig(...), seed=0)) -> (run_dir_a, run_dir_b)
 
-Every unit of the plan (eval/run/passes.plan_units: main cold -> warm -> repeat -> controls, timing r:
+Every unit of the plan (eval/run/steps.plan_units: main cold -> warm -> repeat -> controls, timing r:
 timing_cold r -> timing_warm r; then the scenario units of eval/run/scenarios/plan.py: one per input and
 scenario, batch, hitlen, repeats, traffic) is a pair: the unit on one side, then the same unit on the other, the
 two adjacent in time; a unit is never split (each server's own cold -> warm stays back to back, a batch's
@@ -55,14 +55,16 @@ from eval.run.adaptive import (
     warm_log_ratios,
     write_adaptive,
 )
-from eval.run.client import Client, SendLedger
+from eval.run.client import Client
 from eval.run.config import RunConfig, RunIncomplete, default_run_id
-from eval.run.passes import Context, GroupState, Unit, resume_point, run_unit
+from eval.run.ledger import SendLedger
+from eval.run.passes import Context, GroupState, resume_point, run_unit
 from eval.run.probe import ProbeResult
 from eval.run.progress import Progress
 from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
 from eval.run.session import RunSession, open_client, read_inputs_of, serving
+from eval.run.steps import Unit
 from eval.serve.process import sigterm_as_interrupt
 from eval.terminal import progress_bar
 

@@ -30,7 +30,7 @@ from eval.records.final import select_final
 from eval.records.pairing import PairRecord
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import UNIT_TIMING
-from eval.run.passes import Unit, timing_steps
+from eval.run.steps import Unit, timing_steps
 from scorers.sequential import asymptotic_cs, asymptotic_rho2
 
 ADAPTIVE_NAME = "adaptive.json"

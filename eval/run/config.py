@@ -15,15 +15,16 @@ from typing import Any
 from eval.errors import ConfigError, LbevalError
 from eval.records.run_folder import refuse_reserved_variant
 from eval.records.vocabulary import PASS_CHOICES
-from eval.run.client import RequestSettings
-from eval.run.passes import RetryPolicy, validate_passes
 from eval.run.probe import ProbeResult
+from eval.run.request import RequestSettings
+from eval.run.retry import RetryPolicy
 from eval.run.scenarios.settings import (
     ScenarioSettings,
     fit_default_plan,
     scenario_settings,
     validate_scenarios,
 )
+from eval.run.steps import validate_passes
 from eval.serve.launch_specs import LaunchSpec
 
 EXIT_INCOMPLETE = 3  # `lbeval run`: the run is not complete (interrupted, errors left, a file not written)

@@ -19,8 +19,10 @@ from typing import Any
 
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import InputRow
-from eval.run.client import Client, RequestFailed, RequestSettings, build_request, endpoint_for, endpoint_path
+from eval.run.client import Client
 from eval.run.metrics_text import CACHE_CONFIG_INFO, FINISHED_COUNTER, PROCESS_START, Snapshot, parse_metrics
+from eval.run.reply import RequestFailed
+from eval.run.request import RequestSettings, build_request, endpoint_for, endpoint_path
 from eval.run.retry import RetryPolicy, with_retries
 from eval.run.server_kinds import (
     COLD_EVICT,

@@ -8,7 +8,7 @@ from typing import Any
 
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import PROGRESS_GROUPS, choice_of
-from eval.run.passes import Unit
+from eval.run.steps import Unit
 from eval.terminal import printable, progress_bar
 
 

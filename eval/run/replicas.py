@@ -55,8 +55,9 @@ from eval.records.run_folder import (
 )
 from eval.records.types import RequestRecord
 from eval.redact import safe_url
-from eval.run.client import Client, RequestFailed, SendLedger
+from eval.run.client import Client
 from eval.run.config import RunConfig
+from eval.run.ledger import SendLedger
 from eval.run.metrics_text import (
     FINISHED_COUNTER,
     REQUEST_COUNTERS,
@@ -66,12 +67,15 @@ from eval.run.metrics_text import (
     engine_view,
     parse_metrics,
 )
-from eval.run.passes import Context, GroupState, ServerWatch, Unit, run_unit
+from eval.run.passes import Context, GroupState, run_unit
 from eval.run.probe import ProbeResult, probe_server
 from eval.run.progress import Progress
+from eval.run.reply import RequestFailed
 from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
+from eval.run.server_watch import ServerWatch
 from eval.run.session import Inputs, RunSession, api_key, open_client, units_left
+from eval.run.steps import Unit
 from eval.serve.launch_specs import LaunchSpec
 from eval.serve.process import start
 from eval.terminal import echo_err

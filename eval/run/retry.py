@@ -1,9 +1,10 @@
 """The one retry loop of the run stage: bounded retries with exponential backoff, for requests and the probe.
 
-What is retryable is decided where a failure is made (`RequestFailed.retryable` in eval/run/client.py:
+What is retryable is decided where a failure is made (`RequestFailed.retryable` in eval/run/reply.py:
 connection errors, whole-request timeouts, 5xx, 408/409/429, torn bodies and streams); how often and how long
 to wait is `RetryPolicy` (`--retries`, `--backoff`). `with_retries` applies both to any call that raises
-RequestFailed and returns what happened: the value, or the last failure with the number of attempts made.
+RequestFailed and returns what happened: the value, or the last failure with the number of attempts made;
+`send_with_retries` applies it to one request sent through a Client.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
-from eval.run.client import RequestFailed
+from eval.errors import LbevalError
+from eval.run.client import Client
+from eval.run.reply import Reply, RequestFailed
 
 T = TypeVar("T")
 
@@ -64,3 +67,29 @@ def with_retries(
                 return Retried(None, exc, attempt + 1, refused)
         sleep(policy.wait(attempt))
     raise AssertionError("unreachable")
+
+
+@dataclass
+class SendOutcome:
+    response: Reply | None
+    failure: RequestFailed | None
+    retries: int
+    refused: bool  # a connection was refused on the way (the server was down)
+
+
+def send_with_retries(
+    client: Client,
+    endpoint: str,
+    request: dict[str, Any],
+    policy: RetryPolicy,
+    what: str,
+    sleep: Callable[[float], None] = time.sleep,
+    stop: threading.Event | None = None,
+) -> SendOutcome:
+    """Send with `with_retries` (eval/run/retry.py); a 4xx (or an unusable answer) stops the run.
+
+    No retry once `stop` is set (the run is being interrupted)."""
+    out = with_retries(lambda: client.send(endpoint, request), policy, sleep, stop)
+    if out.failure is not None and not out.failure.retryable:
+        raise LbevalError(f"the server rejected {what}: {out.failure.message}")
+    return SendOutcome(out.value, out.failure, out.attempts - 1, out.refused)

@@ -21,7 +21,7 @@ from eval.atomic import WriteFailed
 from eval.errors import LbevalError
 from eval.records.run_folder import RECORDS_NAME, RecordWriter, refuse_ab_folder, run_lock
 from eval.records.types import RequestRecord
-from eval.run.client import Client, SendLedger
+from eval.run.client import Client
 from eval.run.config import (
     COLD_MODES,
     DEFAULT_PASSES,
@@ -33,12 +33,14 @@ from eval.run.config import (
     run_settings,
     validate_name,
 )
-from eval.run.passes import Context, GroupState, Unit, run_unit
+from eval.run.ledger import SendLedger
+from eval.run.passes import Context, GroupState, run_unit
 from eval.run.progress import Progress
 from eval.run.replicas import replicated, run_replicated
 from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
 from eval.run.session import RunSession, open_client, read_inputs_of, serving
+from eval.run.steps import Unit
 from eval.serve.process import sigterm_as_interrupt
 
 __all__ = [  # the run's public faces, for `lbeval run` and the tests (defined in config.py and here)

@@ -25,8 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from eval.run.client import Client, RequestFailed, WireDialect
+from eval.run.client import Client
+from eval.run.reply import RequestFailed
 from eval.run.retry import RetryPolicy, with_retries
+from eval.run.wire import WireDialect
 
 VLLM, SGLANG, LLAMA_SERVER, LLAMA_CPP_PYTHON, UNKNOWN = (
     "vllm",
@@ -47,7 +49,7 @@ class ServerKind:
     reset: str  # the cache reset request ("" : none)
     reset_fix: str
     cache_salt: bool  # documented to isolate requests (the probe still checks it)
-    token_ids: str  # client.WireDialect.token_ids
+    token_ids: str  # wire.WireDialect.token_ids
     tokenize_path: str | None
     tokenize_key: str
     metrics: str  # the metric name prefix lbeval can read per request ("" : none it reads)

@@ -47,7 +47,7 @@ from eval.records.run_folder import (
 from eval.records.types import RECORD_SCHEMA_VERSION, RequestRecord
 from eval.records.vocabulary import choice_of
 from eval.redact import remember, safe_url
-from eval.run.client import Client, SendLedger
+from eval.run.client import Client
 from eval.run.config import (
     CLIENT_PACKAGES,
     RunConfig,
@@ -57,16 +57,8 @@ from eval.run.config import (
     run_settings,
     validate_config,
 )
-from eval.run.passes import (
-    CacheFacts,
-    Context,
-    GroupState,
-    ServerWatch,
-    Unit,
-    plan_units,
-    resume_point,
-    short_hit,
-)
+from eval.run.ledger import SendLedger
+from eval.run.passes import Context, GroupState, resume_point
 from eval.run.probe import ProbeResult, probe_server
 from eval.run.progress import Progress
 from eval.run.scenarios.execute import scenario_warnings
@@ -77,6 +69,8 @@ from eval.run.scenarios.plan import (
     scenario_resume_point,
 )
 from eval.run.scenarios.settings import resolve_budget, sized_default_plan
+from eval.run.server_watch import ServerWatch
+from eval.run.steps import CacheFacts, Unit, plan_units, short_hit
 from eval.serve.process import start
 from eval.terminal import echo_err
 

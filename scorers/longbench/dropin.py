@@ -29,7 +29,7 @@ import multiprocessing
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -158,12 +158,16 @@ def read_prediction_file(key: str, path: Path, longbench_e: bool) -> PredictionF
     return PredictionFile(key, base_dataset(key), path, lines, preds, answers, lengths, all_classes)
 
 
-def score_rows(file: PredictionFile, start: int = 0, stop: int | None = None) -> list[float]:
-    """Official per-example scores of rows [start, stop) of a file (errors name the row's line)."""
-    stop = len(file.preds) if stop is None else stop
+def _check_classes(file: PredictionFile) -> None:
     if DATASET_METRIC[file.dataset] == "classification" and file.all_classes is None:
         message = "null on the last line; a classification dataset needs its list of class names"
         raise PredictionFileError(file.path, file.lines[-1], "all_classes", message)
+
+
+def score_rows(file: PredictionFile, start: int = 0, stop: int | None = None) -> list[float]:
+    """Official per-example scores of rows [start, stop) of a file (errors name the row's line)."""
+    stop = len(file.preds) if stop is None else stop
+    _check_classes(file)
     scores = []
     for k in range(start, stop):
         try:
@@ -173,27 +177,39 @@ def score_rows(file: PredictionFile, start: int = 0, stop: int | None = None) ->
     return scores
 
 
-# The files a worker process scores, handed over once by the pool's initializer (inherited, not pickled,
-# under fork); tasks then carry only (file index, start, stop).
-_WORKER_FILES: list[PredictionFile] = []
+@dataclass(frozen=True)
+class ScoreTask:
+    """One chunk of rows for a worker process: the rows themselves (`rows`: a PredictionFile holding only them)
+    and where they sit in their file (`index` in the list scored, `start` row), so a task needs nothing else."""
+
+    index: int
+    start: int
+    rows: PredictionFile
 
 
-def _adopt_files(files: list[PredictionFile]) -> None:
-    _WORKER_FILES[:] = files
+def score_task(task: ScoreTask) -> list[float]:
+    """What a worker process computes: the official scores of one task's rows."""
+    return score_rows(task.rows)
 
 
-def _score_chunk(task: tuple[int, int, int]) -> list[float]:
-    index, start, stop = task
-    return score_rows(_WORKER_FILES[index], start, stop)
+def _rows(file: PredictionFile, start: int, stop: int) -> PredictionFile:
+    return replace(
+        file,
+        lines=file.lines[start:stop],
+        preds=file.preds[start:stop],
+        answers=file.answers[start:stop],
+        lengths=file.lengths[start:stop],
+    )
 
 
-def _chunks(files: Sequence[PredictionFile]) -> list[tuple[int, int, int]]:
-    """(file index, start, stop) row chunks, the costliest first so that the workers finish together."""
+def score_tasks(files: Sequence[PredictionFile]) -> list[ScoreTask]:
+    """Row chunks of every file, the costliest first so that the workers finish together."""
     tasks = []
     for index, file in enumerate(files):
         for start in range(0, len(file.preds), CHUNK_ROWS):
-            tasks.append((index, start, min(start + CHUNK_ROWS, len(file.preds))))
-    return sorted(tasks, key=lambda task: -_cost(files[task[0]], task[1], task[2]))
+            stop = min(start + CHUNK_ROWS, len(file.preds))
+            tasks.append((_cost(file, start, stop), ScoreTask(index, start, _rows(file, start, stop))))
+    return [task for _, task in sorted(tasks, key=lambda pair: -pair[0])]
 
 
 def _cost(file: PredictionFile, start: int, stop: int) -> float:
@@ -219,12 +235,14 @@ def score_files(files: Sequence[PredictionFile], workers: int | None = None) -> 
     count = _worker_count(workers, sum(len(f.preds) for f in files))
     if count == 1:
         return [score_rows(f) for f in files]
-    tasks = _chunks(files)
+    for f in files:
+        _check_classes(f)  # against the whole file's last line (a task holds only its own rows)
+    tasks = score_tasks(files)
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    with ProcessPoolExecutor(count, context, initializer=_adopt_files, initargs=(list(files),)) as pool:
-        results = list(pool.map(_score_chunk, tasks))
-    scores = {(index, start): values for (index, start, _), values in zip(tasks, results, strict=True)}
+    with ProcessPoolExecutor(count, context) as pool:
+        results = list(pool.map(score_task, tasks))
+    scores = {(task.index, task.start): values for task, values in zip(tasks, results, strict=True)}
     return [
         [s for start in range(0, len(f.preds), CHUNK_ROWS) for s in scores[(index, start)]]
         for index, f in enumerate(files)

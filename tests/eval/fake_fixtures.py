@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from eval.prepare.inputs import InputRow, InputsHeader, sha256_text, write_inputs
-from eval.run.client import RequestSettings
-from eval.run.passes import RetryPolicy
+from eval.run.request import RequestSettings
+from eval.run.retry import RetryPolicy
 from eval.run.runner import RunConfig
 from eval.serve.fake_server import FakeServer
 

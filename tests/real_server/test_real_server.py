@@ -28,8 +28,9 @@ from eval.records.final import select_final
 from eval.records.run_folder import LoadedRun, load_run, read_manifest
 from eval.records.types import RequestRecord
 from eval.report.json_out import scores_json
-from eval.run.client import Client, RequestSettings
+from eval.run.client import Client
 from eval.run.probe import probe_server
+from eval.run.request import RequestSettings
 from tests.real_server.conftest import ROOT, RealServer
 
 pytestmark = pytest.mark.real_server

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eval.prepare.inputs import InputRow
-from eval.run.passes import Step, Unit
+from eval.run.steps import Step, Unit
 
 Variation = tuple[tuple[str, Any], ...]
 

@@ -28,24 +28,19 @@ from eval.records import scenarios as sc
 from eval.records.final import select_final
 from eval.records.types import RequestRecord, Usage
 from eval.records.vocabulary import scenario_of
-from eval.run.client import build_request, endpoint_for, request_settings
 from eval.run.passes import (
     MAX_GROUP_RESTARTS,
-    CacheFacts,
     Context,
     GroupState,
     Observed,
     RestartDetected,
-    SendOutcome,
-    Unit,
     UnitFailed,
-    expected_cached,
-    new_salt,
     send_observed,
-    send_with_retries,
-    verify,
 )
+from eval.run.request import build_request, endpoint_for, request_settings
+from eval.run.retry import SendOutcome, send_with_retries
 from eval.run.scenarios.base import ScenarioStep, steps_of
+from eval.run.steps import CacheFacts, Unit, expected_cached, new_salt, verify
 
 RESTART_REASON = "server restart detected during the group; the group is re-run from cold"
 BARRIER_TIMEOUT_S = 60.0

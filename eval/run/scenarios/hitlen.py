@@ -22,9 +22,10 @@ from typing import Any
 
 from eval.prepare.inputs import InputRow
 from eval.records import scenarios as sc
-from eval.run.client import Client, RequestFailed
-from eval.run.passes import expected_cached
+from eval.run.client import Client
+from eval.run.reply import RequestFailed
 from eval.run.scenarios.base import ScenarioStep, scenario_step
+from eval.run.steps import expected_cached
 
 
 def hit_lengths(

@@ -16,15 +16,18 @@ from eval.records.final import select_final
 from eval.records.scenarios import scenario_inputs
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import SCENARIO_PASSES
-from eval.run.client import Client, RequestFailed, RequestSettings
-from eval.run.passes import GroupState, Unit
+from eval.run.client import Client
+from eval.run.passes import GroupState
 from eval.run.probe import ProbeResult
+from eval.run.reply import RequestFailed
+from eval.run.request import RequestSettings
 from eval.run.scenarios.base import ScenarioStep, scenario_unit
 from eval.run.scenarios.batch import plan_batch
 from eval.run.scenarios.hitlen import plan_hitlen, prompt_token_ids
 from eval.run.scenarios.repeats import plan_repeats
 from eval.run.scenarios.settings import ScenarioSettings
 from eval.run.scenarios.traffic import plan_traffic
+from eval.run.steps import Unit
 
 
 def is_scenario_unit(unit: Unit) -> bool:

@@ -13,7 +13,8 @@ from typing import Any
 from eval.errors import ConfigError
 from eval.records.scenarios import DEFAULT_BATCH_SIZES, DEFAULT_PLAN, DEFAULT_REPEATS, DEFAULT_SCENARIOS
 from eval.records.vocabulary import CACHE_SCENARIO
-from eval.run.client import Client, RequestFailed
+from eval.run.client import Client
+from eval.run.reply import RequestFailed
 from eval.serve.launch_specs import flag_int
 
 

@@ -36,7 +36,11 @@ def test_tokenizer_without_transformers_names_the_extra(
 def test_dependencies_are_declared_as_imported() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     names = {d.split(">")[0].split("=")[0].split(";")[0].strip() for d in project["dependencies"]}
-    assert {"httpx2", "httpcore2", "openai"} <= names  # eval/run/client.py imports all three
+    assert {
+        "httpx2",
+        "httpcore2",
+        "openai",
+    } <= names  # eval/run/client.py and eval/run/transport.py import them
     assert "httpx" not in names  # nothing in eval/ imports it
     extra = {d.split(">")[0].strip() for d in project["optional-dependencies"]["tokenizer"]}
     assert "transformers" in extra

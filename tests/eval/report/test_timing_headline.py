@@ -14,7 +14,8 @@ from typing import Any
 from eval.analyze.compare import Comparison, compare
 from eval.analyze.score import score_run
 from eval.report.console import compare_summary
-from eval.report.tables import build_tables, timing_reading
+from eval.report.tables import build_tables
+from eval.report.timing_table import timing_reading
 from tests.eval.runfactory import base_and_variant, write_run
 
 

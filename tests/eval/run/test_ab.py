@@ -16,7 +16,7 @@ from eval.records.pairing import last_pairs, read_pairs
 from eval.records.run_folder import PAIRS_NAME, RECORDS_NAME, read_manifest, scan_records
 from eval.records.types import RequestRecord
 from eval.run.ab import AbConfig, execute_ab, pair_orders, session_order
-from eval.run.passes import plan_units
+from eval.run.steps import plan_units
 from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 

@@ -14,7 +14,7 @@ from eval.records.pairing import read_pairs
 from eval.records.run_folder import read_manifest
 from eval.records.stop import SETTLED_FAIL, read_stop, stop_path
 from eval.run.ab import AbConfig, execute_ab, session_order
-from eval.run.passes import plan_units
+from eval.run.steps import plan_units
 from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 

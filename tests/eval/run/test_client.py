@@ -12,18 +12,11 @@ import httpcore2
 import pytest
 
 from eval.records.types import ClientTimings, Usage
-from eval.run import client as client_module
-from eval.run.client import (
-    Client,
-    RequestFailed,
-    RequestSettings,
-    build_request,
-    parse_body,
-    parse_stream,
-    request_settings,
-    root_url,
-    wire_body,
-)
+from eval.run import transport
+from eval.run.client import Client, root_url
+from eval.run.reply import RequestFailed
+from eval.run.request import RequestSettings, build_request, request_settings, wire_body
+from eval.run.wire import parse_body, parse_stream
 from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import fake_fixture, make_row  # noqa: F401 - fixture
 
@@ -376,19 +369,16 @@ class RecordingStream(httpcore2.NetworkStream):
 
 def test_each_read_waits_at_most_until_the_deadline_and_none_starts_after_it() -> None:
     inner = RecordingStream()
-    stream = client_module._DeadlineStream(inner)
+    stream = transport.DeadlineStream(inner)
     assert stream.read(10, timeout=600.0) == b"x" and inner.timeouts == [600.0]  # no request in flight
-    token = client_module._DEADLINE.set(time.monotonic() + 1.0)
-    try:
+    with transport.request_deadline(time.monotonic() + 1.0):
         stream.read(10, timeout=600.0)
         stream.read(10, timeout=None)
         assert all(t is not None and 0 < t <= 1.0 for t in inner.timeouts[1:]) and len(inner.timeouts) == 3
-        client_module._DEADLINE.set(time.monotonic() - 0.001)
-        with pytest.raises(httpcore2.ReadTimeout):
+        with transport.request_deadline(time.monotonic() - 0.001), pytest.raises(httpcore2.ReadTimeout):
             stream.read(10, timeout=600.0)
         assert len(inner.timeouts) == 3  # no read was started past the deadline
-    finally:
-        client_module._DEADLINE.reset(token)
+    assert stream.read(10, timeout=600.0) == b"x" and inner.timeouts[-1] == 600.0  # the deadline is gone
     # lines already buffered read no socket: the stream parser's iterator checks the deadline between them
     with (
         Client("http://127.0.0.1:9/v1", timeout_s=1) as client,

@@ -12,7 +12,9 @@ from urllib.parse import urlsplit
 import pytest
 
 from eval.errors import ConfigError
-from eval.run.client import Client, RequestSettings, build_request, environment_proxy
+from eval.run.client import Client
+from eval.run.request import RequestSettings, build_request
+from eval.run.transport import environment_proxy
 from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import fake_fixture, make_row  # noqa: F401 - fixture
 

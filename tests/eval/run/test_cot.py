@@ -11,7 +11,7 @@ from eval.prepare.inputs import InputRow, sha256_text, write_inputs
 from eval.records.final import select_final
 from eval.records.run_folder import RECORDS_NAME, load_run
 from eval.records.types import RequestRecord
-from eval.run.client import RequestSettings
+from eval.run.request import RequestSettings
 from eval.run.runner import execute_run
 from eval.serve.fake_server import CHAT_PREFIX, CHAT_SUFFIX, FakeServer, Fault, tokenize_text
 from tests.eval.fake_fixtures import config_for, fake_fixture, make_header, make_row  # noqa: F401 - fixture

@@ -25,7 +25,7 @@ from eval.records.run_folder import RECORDS_NAME, scan_records
 from eval.records.server_figures import figure_check
 from eval.records.types import RequestRecord, Usage
 from eval.run.ab import AbConfig, execute_ab
-from eval.run.client import RequestSettings, build_request
+from eval.run.request import RequestSettings, build_request
 from eval.run.runner import execute_run
 from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, make_row, write_rows

@@ -15,7 +15,8 @@ from bench.bench_gap import gap_stats
 from eval.records.run_folder import RECORDS_NAME, scan_records
 from eval.records.types import ClientTimings, RequestRecord
 from eval.run.ab import AbConfig, execute_ab
-from eval.run.client import Client, RequestSettings, SendLedger, build_request
+from eval.run.client import Client
+from eval.run.ledger import SendLedger
 from eval.run.metrics_text import (
     FINISHED_COUNTER,
     PROCESS_START,
@@ -24,8 +25,9 @@ from eval.run.metrics_text import (
     request_deltas,
     went_backwards,
 )
-from eval.run.passes import ServerWatch
+from eval.run.request import RequestSettings, build_request
 from eval.run.runner import execute_run
+from eval.run.server_watch import ServerWatch
 from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.eval.fake_fixtures import fake_fixture as fake_fixture  # the `fake` fixture

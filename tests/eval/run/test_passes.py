@@ -10,18 +10,18 @@ import pytest
 from eval.benchmarks.longbench.spec import read_prompt_file
 from eval.errors import ConfigError, LbevalError
 from eval.records.types import RequestRecord, Usage
-from eval.run.client import Client, RequestSettings, SendLedger, build_request
-from eval.run.passes import (
+from eval.run.client import Client
+from eval.run.ledger import SendLedger
+from eval.run.passes import GroupState, resume_point
+from eval.run.request import RequestSettings, build_request
+from eval.run.retry import RetryPolicy, send_with_retries
+from eval.run.server_watch import ServerWatch
+from eval.run.steps import (
     SIBLING_QUESTION,
     CacheFacts,
-    GroupState,
-    RetryPolicy,
-    ServerWatch,
     expected_cached,
     main_steps,
     plan_units,
-    resume_point,
-    send_with_retries,
     sibling_prompt,
     timing_steps,
     validate_passes,

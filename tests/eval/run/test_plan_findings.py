@@ -18,9 +18,10 @@ from eval.records.final import select_final
 from eval.records.run_folder import load_run, read_manifest
 from eval.records.types import RequestRecord
 from eval.report.attribution import reading
-from eval.run.client import Client, RequestSettings
-from eval.run.passes import RetryPolicy
+from eval.run.client import Client
 from eval.run.probe import SALT_FAULT, probe_server
+from eval.run.request import RequestSettings
+from eval.run.retry import RetryPolicy
 from eval.run.runner import execute_run
 from eval.run.scenarios.hitlen import hit_lengths
 from eval.run.scenarios.settings import ScenarioSettings, sized_default_plan

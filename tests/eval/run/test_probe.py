@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from eval.errors import ConfigError, LbevalError
-from eval.run.client import Client, RequestSettings
+from eval.run.client import Client
 from eval.run.probe import ProbeResult, probe_server
+from eval.run.request import RequestSettings
 from eval.run.retry import RetryPolicy
 from eval.serve.fake_server import FakeServer, Fault
 

@@ -19,7 +19,7 @@ from eval.errors import ConfigError, LbevalError
 from eval.records.final import select_final
 from eval.records.run_folder import RECORDS_NAME, load_run, read_manifest
 from eval.records.types import RequestRecord
-from eval.run.passes import RetryPolicy
+from eval.run.retry import RetryPolicy
 from eval.run.runner import RunConfig, execute_run
 from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, fake_fixture, make_row, write_rows  # noqa: F401 - fixture

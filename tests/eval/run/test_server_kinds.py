@@ -17,19 +17,15 @@ from eval.errors import ConfigError
 from eval.records.final import select_final
 from eval.records.run_folder import load_run
 from eval.records.types import ClientTimings
-from eval.run.client import (
-    Client,
-    RequestFailed,
-    RequestSettings,
-    WireDialect,
-    parse_body,
-    synthetic_token_id,
-)
-from eval.run.passes import EVICT_PROMPT
+from eval.run.client import Client
 from eval.run.probe import ProbeResult, probe_server
+from eval.run.reply import RequestFailed
+from eval.run.request import RequestSettings
 from eval.run.retry import RetryPolicy
 from eval.run.runner import execute_run
 from eval.run.server_kinds import KINDS, identify
+from eval.run.steps import EVICT_PROMPT
+from eval.run.wire import WireDialect, parse_body, synthetic_token_id
 from eval.serve.fake_server import FakeServer, tokenize_text
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 

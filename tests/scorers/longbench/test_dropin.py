@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import shutil
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from scorers.longbench import PredictionFileError, evaluate_folder, format_table, write_result
+from scorers.longbench.dropin import (
+    find_prediction_files,
+    read_prediction_file,
+    score_rows,
+    score_task,
+    score_tasks,
+)
 from tests.scorers.longbench import reference_eval
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "scorers"
@@ -52,6 +61,21 @@ def test_worker_processes_give_identical_results() -> None:
     serial = evaluate_folder(DATA / "parity_plain", False, workers=1)
     parallel = evaluate_folder(DATA / "parity_plain", False, workers=2)
     assert same(serial, parallel)
+
+
+def test_a_worker_needs_nothing_but_its_task() -> None:
+    # a worker process that inherited nothing (spawn, no initializer) scores each task's rows exactly as the
+    # file's rows score in this process: what a worker needs travels in its task, not in a module global
+    files = [read_prediction_file(k, p, False) for k, p in find_prediction_files(DATA / "parity_plain")]
+    tasks = score_tasks(files)
+    assert len({t.index for t in tasks}) == len(files) and len(tasks) > len(files)  # several chunks per file
+    with ProcessPoolExecutor(2, multiprocessing.get_context("spawn")) as pool:
+        got = list(pool.map(score_task, tasks))
+    for task, scores in zip(tasks, got, strict=True):
+        stop = task.start + len(scores)
+        assert scores == score_rows(files[task.index], task.start, stop) and len(task.rows.preds) == len(
+            scores
+        )
 
 
 def test_write_result_formats_like_json_dump_indent_4(tmp_path: Path) -> None:
