@@ -50,6 +50,7 @@ from eval.run.probe import ProbeResult, probe_server
 from eval.run.progress import Progress
 from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
+from eval.run.scenarios.replicas import spans_replicas
 from eval.run.session import Inputs, RunSession, open_client, units_left
 from eval.serve.launch_specs import LaunchSpec
 from eval.serve.process import start
@@ -351,7 +352,8 @@ def _run_every_replica(session: RunSession, ctxs: list[ReplicaContext], assignme
     """Every replica's units at once (one thread each); the first failure stops them all and is raised."""
     mine: list[list[Todo]] = [[] for _ in ctxs]
     for t in session.todo:
-        mine[assignment[t[0].row_index]].append(t)
+        if not spans_replicas(t[0]):
+            mine[assignment[t[0].row_index]].append(t)
     with ThreadPoolExecutor(max_workers=len(ctxs)) as pool:
         futures = [
             pool.submit(_run_replica, session, ctx, todo) for ctx, todo in zip(ctxs, mine, strict=True)
@@ -368,7 +370,19 @@ def _run_every_replica(session: RunSession, ctxs: list[ReplicaContext], assignme
             for ctx in ctxs:
                 ctx.stop.set()
             raise failed[0].exception()  # type: ignore[misc]
-        return all(f.result() for f in futures)
+        ok = all(f.result() for f in futures)
+    return _run_across_replicas(session, ctxs) and ok
+
+
+def _run_across_replicas(session: RunSession, ctxs: list[ReplicaContext]) -> bool:
+    """The units whose requests go to every replica (the replicas scenario), one at a time once the replicas'
+    own units are done, so each replica still has one request in flight at a time."""
+    ok = True
+    for unit, gs, _ in (t for t in session.todo if spans_replicas(t[0])):
+        if ctxs[0].stop.is_set():
+            return False
+        ok = run_scenario_unit(ctxs[0], session.rows, unit, gs, peers=ctxs) and ok
+    return ok
 
 
 def _wait_all(futures: list[Future[bool]]) -> set[Future[bool]]:
