@@ -284,6 +284,29 @@ def run_replicated(
             _send_all(session, replicas, assignment)
 
 
+def start_replicas(
+    session: RunSession,
+    clients: list[Client],
+    inputs: Inputs,
+    started: list[dict[str, Any]],
+    emit: Callable[[RequestRecord, bool], None],
+) -> tuple[list[ReplicaContext], tuple[int, ...]]:
+    """`lbeval ab`'s hook (eval/run/ab.py): a prepared session's replicas probed and compared, its units
+    assigned and left, its session line started, and every replica's context with the assignment."""
+    replicas = _replicas(session, session.config, clients, inputs)
+    assignment = assign_replicas([row_weight(r) for r in session.rows], len(replicas))
+    same = _same_servers(session, replicas)
+    session.todo = units_left(session.units, session.rows, session.slim, same, assignment)
+    session.start(started[0] if started else None)
+    _note_replicas(session, replicas, started[1:])
+    return _contexts(session, replicas, emit), assignment
+
+
+def merged_context(session: RunSession, ctxs: list[ReplicaContext]) -> Context | None:
+    """Replica 0's context carrying every replica's counters (what RunSession.end takes)."""
+    return _merged(session, ctxs)
+
+
 def _note_replicas(session: RunSession, replicas: list[Replica], more: list[dict[str, Any]]) -> None:
     """The session line's `replicas` (never a URL's credentials); the other started servers in servers.jsonl."""
     session.manifest.sessions[-1]["replicas"] = [
