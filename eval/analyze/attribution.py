@@ -504,13 +504,13 @@ def _replica_rows(keys: Sequence[Key], f: _Finals, n: int) -> list[AttributionRo
 
 
 def run_replicas(sel: Selection) -> int:
-    """The replicas a run's records name: the highest replica index + 1 (records and the replicas planned)."""
+    """The replicas the run's replicas scenario was planned for (its records' `replicas`: after a resume with
+    another count, the latest plan's); without such records, the highest replica a record names + 1."""
     recs = list(sel.final.values())
-    named = max((r.replica for r in recs), default=0)
-    planned = max(
-        (int(r.variation.get(sc.REPLICAS) or 0) for r in recs if r.scenario == "replicas"), default=0
-    )
-    return max(1, named + 1, planned)
+    planned = [int(r.variation.get(sc.REPLICAS) or 0) for r in recs if r.scenario == "replicas"]
+    if planned:
+        return max(1, *planned)
+    return 1 + max((r.replica for r in recs), default=0)
 
 
 def _unmeasured(scenario: str) -> list[AttributionRow]:

@@ -208,3 +208,19 @@ def test_replica_rows_measured_by_one_run_only_are_skipped_and_said(
     r = cause_rows_result(base, variant)
     assert r.status == PASS, r.measured
     assert "replica rows skipped: measured by one run only" in r.measured
+
+
+def test_the_replica_rows_follow_the_replicas_planned_not_every_replica_a_record_names() -> None:
+    """A resume from 3 replicas to 2: a cache unit complete on replica 2 stays, the replicas unit re-ran for 2."""
+    key = ("qasper", "e1")
+    vary = {sc.REPLICAS: 2}
+    recs = [rec("cold", 2)] + [
+        rec(p, r, seq=1 + 2 * r + k, repetition=r, scenario="replicas", variation={**vary, sc.REPLICA: r})
+        for r in range(2)
+        for k, p in enumerate(("replicas_cold", "replicas_warm"))
+    ]
+    a = attribution([key], select_final(recs), {"scenarios": ["cache", "replicas"]}, {})
+    assert a.replicas == 2 and a.row("replica_r1") is not None and a.row("replica_r2") is None
+    no_scenario = attribution([key], select_final(recs[:1]), {"scenarios": ["cache", "replicas"]}, {})
+    row = no_scenario.row("replica_r2")  # 3 replicas named, no replicas record: every pair missing, counted
+    assert row is not None and row.pairs is not None and row.pairs.missing == row.pairs.n_total == 2
