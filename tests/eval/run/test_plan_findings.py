@@ -122,7 +122,9 @@ def test_resuming_a_cache_only_run_with_the_default_plan_names_the_difference(tm
         assert read_manifest(run_dir).complete
         with pytest.raises(ConfigError) as err:
             execute_run(config_for(server, inputs, tmp_path / "runs", scenarios=default_plan()))
-        assert "scenarios None -> ['cache', 'batch', 'hitlen', 'repeats', 'traffic', 'replicas']" in str(err.value)
+        assert "scenarios None -> ['cache', 'batch', 'hitlen', 'repeats', 'traffic', 'replicas']" in str(
+            err.value
+        )
         assert "add --scenarios cache to resume it" in str(err.value)
         again = execute_run(
             config_for(server, inputs, tmp_path / "runs", scenarios=default_plan(["--scenarios", "cache"]))
@@ -277,5 +279,12 @@ def test_lbeval_ab_without_scenario_options_runs_the_default_plan_on_both_sides(
     assert code == 0
     for line in capsys.readouterr().out.split():
         m = read_manifest(Path(line))
-        assert m.complete and m.settings["scenarios"] == ["cache", "batch", "hitlen", "repeats", "traffic", "replicas"]
+        assert m.complete and m.settings["scenarios"] == [
+            "cache",
+            "batch",
+            "hitlen",
+            "repeats",
+            "traffic",
+            "replicas",
+        ]
         assert m.settings["hit_classes"] == ["1B", "last block"] and m.settings["repeats"] == 2
