@@ -12,10 +12,17 @@ eval/records/scenarios.py):
                          distinct outputs per input and where they first split
     traffic / _vs_cold   traffic_warm (after 3 unrelated requests) vs traffic_warm_idle (warm before them): the
                          traffic alone; its sub-row vs traffic_cold: the traffic and the prefix cache together
+    replica / replica_r<r>  the same request on replica r vs on replica 0 (replicas_cold vs replicas_cold,
+                         replicas_warm vs replicas_warm), one sub-row per replica r >= 1; a run on one replica
+                         gives the row with `measured` False
 Each row holds PairStats (k/N text and token equality, first divergences with their near-tie margins, max top-k
 delta, min overlap; N counts every planned pair, errored, invalid and missing ones included), the distinct
 outputs over the row's samples per input, and for hitlen the hits honoured. A scenario the run did not ask for
 gives its cause row with `measured` False.
+
+One replica per pair: every pair but the replica row's compares two records of one replica (on a run with
+replicas each input's units are assigned to one); a pair whose records name different replicas is counted
+invalid, never compared, and so is a replicas record sent to one replica and answered by another.
 
 Confounding is stated, never hidden: cache pairs measured at concurrency C > 1 had other units in flight, so the
 cache rows carry confounded_with = "batch composition", and `Attribution.confounding` holds the batch scenario's
@@ -27,7 +34,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from eval.analyze.pairs import Pair, PairStats, as_generation, pair_stats
@@ -113,6 +120,7 @@ class Attribution:
     scenario_inputs: int  # inputs the scenarios other than cache ran on
     rows: list[AttributionRow]
     confounding: Confounding | None
+    replicas: int = 1  # the replicas the run's records name (1: one server)
 
     def row(self, key: str) -> AttributionRow | None:
         return next((r for r in self.rows if r.key == key), None)
@@ -141,9 +149,13 @@ class _Finals:
         return None
 
 
-def _kind(a: RequestRecord | None, b: RequestRecord | None) -> str:
+def _kind(a: RequestRecord | None, b: RequestRecord | None, across: bool = False) -> str:
+    """ok, error, invalid or missing; two records of different replicas are no pair (invalid) unless the row
+    compares replicas (`across`)."""
     if a is None or b is None:
         return "missing"
+    if not across and a.replica != b.replica:
+        return "invalid"
     statuses = {a.status, b.status}
     return "error" if "error" in statuses else "invalid" if "invalid" in statuses else "ok"
 
@@ -153,8 +165,10 @@ class _PairSet:
         self.pairs: list[Pair] = []
         self.counts: Counter[str] = Counter()
 
-    def add(self, key: Key, rep: int, a: RequestRecord | None, b: RequestRecord | None) -> None:
-        kind = _kind(a, b)
+    def add(
+        self, key: Key, rep: int, a: RequestRecord | None, b: RequestRecord | None, across: bool = False
+    ) -> None:
+        kind = _kind(a, b, across)
         self.counts[kind] += 1
         if kind == "ok" and a is not None and b is not None:
             result = determinism.compare_pair(as_generation(a), as_generation(b))
@@ -453,6 +467,52 @@ def _traffic_rows(keys: Sequence[Key], f: _Finals) -> list[AttributionRow]:
     ]  # fmt: skip
 
 
+def _on_replica(rec: RequestRecord | None, r: int) -> RequestRecord | None:
+    """A replicas record as sent to replica r: one answered by another replica is marked invalid."""
+    if rec is None or rec.replica == r or rec.status == "error":
+        return rec
+    return replace(rec, status="invalid", error=f"sent to replica {r}, answered by replica {rec.replica}")
+
+
+def _replica_rows(keys: Sequence[Key], f: _Finals, n: int) -> list[AttributionRow]:
+    """replica r vs replica 0, cold vs cold and warm vs warm, per input (n: the run's replicas)."""
+    total, subs = _PairSet(), []
+    passes = ("replicas_cold", "replicas_warm")
+    for r in range(1, n):
+        ps = _PairSet()
+        for k in keys:
+            for p in passes:
+                a = _on_replica(f.one(k, p, **{sc.REPLICA: 0}), 0)
+                ps.add(k, r, a, _on_replica(f.one(k, p, **{sc.REPLICA: r}), r), across=True)
+        total.extend(ps)
+        per = {
+            k: [x for p in passes for x in f.all(k, p) if x.variation.get(sc.REPLICA) in (0, r)] for k in keys
+        }
+        subs.append(
+            _row(
+                sc.REPLICA_ROW, f"replica 0 vs replica {r}, cold and warm", key=f"{sc.REPLICA_ROW}_r{r}",
+                level=1, value=r, measured=True, pairs=ps.stats("replica 0", f"replica {r}"),
+                outputs=outputs_of(per),
+            )
+        )  # fmt: skip
+    samples = {k: [x for p in passes for x in f.all(k, p)] for k in keys}
+    head = _row(
+        sc.REPLICA_ROW, f"replica 0 vs replicas 1..{n - 1}, cold and warm, alone", measured=True,
+        pairs=total.stats("replica 0", "replica r"), outputs=outputs_of(samples),
+    )  # fmt: skip
+    return [head, *subs]
+
+
+def run_replicas(sel: Selection) -> int:
+    """The replicas the run's replicas scenario was planned for (its records' `replicas`: after a resume with
+    another count, the latest plan's); without such records, the highest replica a record names + 1."""
+    recs = list(sel.final.values())
+    planned = [int(r.variation.get(sc.REPLICAS) or 0) for r in recs if r.scenario == "replicas"]
+    if planned:
+        return max(1, *planned)
+    return 1 + max((r.replica for r in recs), default=0)
+
+
 def _unmeasured(scenario: str) -> list[AttributionRow]:
     rows = []
     for p in sc.SCENARIOS[scenario].pairs:
@@ -479,10 +539,15 @@ def attribution(
     chosen = [keys[i] for i in sc.scenario_inputs(keys, limit if isinstance(limit, int) else None)]
     f = _Finals(sel)
     sizes = [int(b) for b in settings.get("batch_sizes") or sc.DEFAULT_BATCH_SIZES]
+    n_replicas = run_replicas(sel)
     rows = _cache_rows(keys, f, agreement, concurrency, CACHE_SCENARIO in scenarios)
     for name in SCENARIO_NAMES[1:]:
         if name not in scenarios:
             rows += _unmeasured(name)
+        elif name == "replicas" and n_replicas < 2:
+            rows.append(_row(sc.REPLICA_ROW, "one replica: not run", measured=False))
+        elif name == "replicas":
+            rows += _replica_rows(chosen, f, n_replicas)
         elif name == "batch":
             rows += _batch_rows(chosen, f, sizes)
         elif name == "hitlen":
@@ -496,7 +561,7 @@ def attribution(
         measured = sorted(b for b in sizes if b > 1) if "batch" in scenarios else []
         match = next((r for r in rows if r.key == f"batch_b{concurrency}"), None) if measured else None
         confounding = Confounding(concurrency, match, measured)
-    return Attribution(scenarios, concurrency, len(keys), len(chosen), rows, confounding)
+    return Attribution(scenarios, concurrency, len(keys), len(chosen), rows, confounding, n_replicas)
 
 
 # ---------------------------------------------------------------- the cause the rows point at
@@ -509,6 +574,7 @@ POINT_HITLEN = "hitlen"  # hitlen differs, the cache scenario's warm path does n
 POINT_WARM = "warm path"  # a request that starts from a prefix hit differs from its cold twin
 POINT_BATCH = "batch"  # cold requests differ in a batch
 POINT_TRAFFIC = "traffic"  # warm differs after unrelated traffic, not before it
+POINT_REPLICA = "replica"  # the same request differs between replicas, nothing else does
 POINT_SEVERAL = "several"  # more than one of the above, no single cause
 
 
@@ -565,4 +631,7 @@ def pointed_cause(a: Attribution) -> Pointer:
         return Pointer(POINT_BATCH, differing, clean, [])
     if diff == {"traffic"}:
         return Pointer(POINT_TRAFFIC, differing, clean, [])
+    if diff == {sc.REPLICA_ROW}:
+        replica_subs = [r for r in a.rows if r.level == 1 and r.scenario == "replicas" and differs(r)]
+        return Pointer(POINT_REPLICA, differing, clean, replica_subs)
     return Pointer(POINT_SEVERAL, differing, clean, [])

@@ -1,7 +1,9 @@
 """Agreement within or across runs: pairs of samples of the same prompt, compared token by token.
 
 A pair is (pass_a repetition r, pass_b repetition r) of one input; pass_b may come from another run (base vs
-variant). Only pairs whose two samples are ok are compared; errored, invalid and missing ones are counted.
+variant). Only pairs whose two samples are ok are compared; errored, invalid and missing ones are counted. Within
+one run the two samples must come from one replica (eval/run/replicas.py pins an input's units to one): a pair
+whose records name different replicas is counted invalid, never compared.
 """
 
 from __future__ import annotations
@@ -69,9 +71,11 @@ def as_generation(rec: RequestRecord) -> determinism.Generation:
     return determinism.Generation(rec.output_token_ids or [], rec.output_text or "", topk)
 
 
-def _classify(a: RequestRecord | None, b: RequestRecord | None) -> str:
+def _classify(a: RequestRecord | None, b: RequestRecord | None, same_run: bool = False) -> str:
     if a is None or b is None:
         return "missing"
+    if same_run and a.replica != b.replica:
+        return "invalid"  # no pair: the warm of one replica never found the other's cache
     statuses = {a.status, b.status}
     if "error" in statuses:
         return "error"
@@ -96,7 +100,7 @@ def collect_pairs(
         for rep in range(reps):
             a = sel.final.get(slot(key, pass_a, rep))
             b = other.final.get(slot(key, pass_b, rep))
-            kind = _classify(a, b)
+            kind = _classify(a, b, same_run=sel_b is None)
             counts[kind] += 1
             if kind == "ok" and a is not None and b is not None:
                 pairs.append(

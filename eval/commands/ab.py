@@ -1,7 +1,9 @@
 """`lbeval ab BASE VARIANT --inputs FILE`: an interleaved A/B session on two live servers (eval/run/ab.py).
 
 Each side's server: `--base-url-a/-b`, `--spec-a/-b`, or the launch spec named like the variant (as `lbeval run`).
-`lbeval ab X X --base-url-a URL --base-url-b URL` with one server as both sides is the A/A noise floor. The last
+`lbeval ab X X --base-url-a URL --base-url-b URL` with one server as both sides is the A/A noise floor.
+`--base-url-a/-b` repeated (or specs with `replicas = N`): N replicas on each side, the pairs of replica i of A and
+replica i of B running at once (eval/run/ab.py). The last
 two lines printed on stdout are the two run directories. Exit codes as `lbeval run` (0 both complete, 3 not).
 """
 
@@ -20,7 +22,6 @@ from eval.records.run_folder import read_manifest
 from eval.records.stop import read_stop
 from eval.run.ab import AbConfig, StopCheck, execute_ab
 from eval.run.adaptive import TimingTarget, read_adaptive
-from eval.run.replicas import refuse_replicas_in_ab
 from eval.run.runner import EXIT_INCOMPLETE, RunConfig
 from eval.serve.launch_specs import spec_for_run
 from eval.terminal import echo, echo_err
@@ -34,8 +35,16 @@ HELP = "Interleaved A/B: send every unit to two live servers in a seeded, balanc
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("base", help="base variant name (side A)")
     p.add_argument("variant", help="variant name (side B); the same name twice is an A/A run")
-    p.add_argument("--base-url-a", help="side A's server, e.g. http://127.0.0.1:8000/v1")
-    p.add_argument("--base-url-b", help="side B's server (may equal side A's: A/A on one server)")
+    p.add_argument(
+        "--base-url-a",
+        action="append",
+        help="side A's server, e.g. http://127.0.0.1:8000/v1; repeated: side A's replicas (as many as B's)",
+    )
+    p.add_argument(
+        "--base-url-b",
+        action="append",
+        help="side B's server (may equal side A's: A/A on one server); repeated: side B's replicas",
+    )
     p.add_argument(
         "--spec-a", metavar="NAME", help="side A's launch spec (default: the spec named like BASE)"
     )
@@ -92,17 +101,16 @@ def side_configs(args: argparse.Namespace) -> tuple[RunConfig, RunConfig]:
     variant, as `lbeval run`), the shared options for both; the same scenario settings on both sides (no launch
     spec `scenarios` table: the plans must match)."""
     configs: list[RunConfig] = []
-    for variant, spec_name, url in (
-        (args.base, args.spec_a, args.base_url_a),
-        (args.variant, args.spec_b, args.base_url_b),
+    for variant, spec_name, urls in (
+        (args.base, args.spec_a, args.base_url_a or []),
+        (args.variant, args.spec_b, args.base_url_b or []),
     ):
+        url = urls[0] if urls else None
         spec = spec_for_run(variant, spec_name, args.specs, url)
         if spec is None and url is None:
             raise ConfigError(f"{variant}: give --base-url-a/-b or a launch spec")
-        configs.append(
-            replace(run_command.run_config(args, variant, url, spec, spec_scenarios=False), quiet=True)
-        )
-        refuse_replicas_in_ab(configs[-1], variant)  # one endpoint per side
+        config = replace(run_command.run_config(args, variant, url, spec, spec_scenarios=False), quiet=True)
+        configs.append(replace(config, base_urls=tuple(urls)) if len(urls) > 1 else config)
     a, b = configs
     if args.run_id is not None:
         same = args.base == args.variant

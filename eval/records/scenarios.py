@@ -20,6 +20,10 @@ primes and noise too, under their own pass names.
              traffic_noise k = 0..2 (other inputs' prompts, other output lengths, the last one ending on a stop
              string), traffic_warm (salt S); warm after traffic is compared with warm before it (the traffic
              alone) and with cold (the traffic and the prefix cache together)
+    replicas per input, on a run with N >= 2 replicas (eval/run/replicas.py): for each replica r = 0..N-1 in
+             turn, replicas_cold (fresh salt S_r, sent to replica r) and replicas_warm (salt S_r again, replica
+             r: warm there); replica r's requests are compared with replica 0's. The unit owns every replica
+             while it runs (the replicas' own units are done); on one replica it plans nothing
 
 Units: one per (input, scenario) for the scenarios other than cache, sent back to back by one worker while no
 other unit runs; an interrupted unit starts again from its first request (as group g+1) on resume.
@@ -45,6 +49,9 @@ NOISE = "noise"  # k of the traffic_noise request
 STOP = "stop"  # the stop string of the traffic noise request that must end on one
 REPEAT = "repeat"  # r of a repeats request
 BATCH = "batch"  # which batch of a repeats_batched request
+REPLICA = "replica"  # r of a replicas request: the replica it was sent to (RequestRecord.replica must agree)
+REPLICAS = "replicas"  # N: the replicas the unit was planned for
+REPLICA_ROW = "replica"  # the replicas scenario's attribution row key (sub-rows replica_r<r>)
 
 DEFAULT_SCENARIOS = (CACHE_SCENARIO,)
 DEFAULT_BATCH_SIZES = (1, 4, 8)
@@ -61,7 +68,8 @@ class DefaultPlan:
     `--scenarios` nor a launch spec's `scenarios.names`): the cache passes on every input, and a little of each
     other scenario on one input per `inputs_per`, enough to catch each class of engine fault (docs/scenarios.md gives the
     cost it was tuned to): a partial prefix hit and a full one (hitlen), one batch size above 1 (batch), two
-    repeats (repeats), one round of traffic (traffic). Any scenario option given falls back to these values for
+    repeats (repeats), one round of traffic (traffic), and on a run with 2+ replicas the cold request and its
+    warm twin on every replica (replicas; on one replica it plans nothing). Any scenario option given falls back to these values for
     the others; `--scenarios` given (`--scenarios cache`: the cache passes alone) falls back to the scenarios'
     own defaults above."""
 
@@ -235,6 +243,25 @@ SCENARIOS: dict[str, ScenarioSpec] = {
                 None,
                 "prompt, salt, alone",
                 "cache state (cold vs warm) and the 3 unrelated requests: includes the prefix cache's own effect",
+            ),
+        ),
+    ),  # fmt: skip
+    "replicas": ScenarioSpec(
+        name="replicas",
+        isolates="the replica: the same request on another server of the variant (device, driver, build)",
+        passes=SCENARIO_PASSES["replicas"],
+        units="one unit per input on a run with N >= 2 replicas: per replica r a cold request and its warm twin",
+        cost="2N (N replicas); none on one replica",
+        pairs=(
+            PairDef(
+                REPLICA_ROW,
+                "replica",
+                "replicas_cold",
+                "replicas_cold",
+                REPLICA,
+                "prompt, sampling settings, cache state (cold: a fresh salt; warm: that salt again on the same "
+                "replica), alone",
+                "the replica: replica r's server vs replica 0's (cold vs cold, warm vs warm)",
             ),
         ),
     ),  # fmt: skip

@@ -58,6 +58,7 @@ SCENARIO_PASSES: dict[str, tuple[str, ...]] = {
     "hitlen": ("hitlen_cold", "hitlen_prime", "hitlen_full"),
     "repeats": ("repeats_alone", "repeats_batched"),
     "traffic": ("traffic_cold", "traffic_warm_idle", "traffic_noise", "traffic_warm"),
+    "replicas": ("replicas_cold", "replicas_warm"),
 }
 CACHE_SCENARIO = "cache"
 SCENARIO_NAMES = (CACHE_SCENARIO, *SCENARIO_PASSES)

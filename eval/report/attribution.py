@@ -242,6 +242,7 @@ POINTER_TEXT = {
     at.POINT_WARM: "differences where a request starts from a prefix hit (the warm path)",
     at.POINT_BATCH: "differences with batch composition",
     at.POINT_TRAFFIC: "differences after unrelated traffic, not before it",
+    at.POINT_REPLICA: "differences between replicas: the same request on another replica of the variant",
     at.POINT_SEVERAL: "differences in several causes, no single one",
 }
 
@@ -268,7 +269,18 @@ def note(a: Attribution) -> str:
             f" The scenarios other than cache ran on {a.scenario_inputs} of the {a.n_inputs} inputs "
             "(--scenario-inputs), taken in turn from each dataset."
         )
-    return NOTE + subset
+    return NOTE + subset + replicas_note(a)
+
+
+def replicas_note(a: Attribution) -> str:
+    """The one line a run on replicas adds: which pairs may cross replicas (none but the replica row's)."""
+    if a.replicas < 2:
+        return ""
+    return (
+        f" This run ran on {a.replicas} replicas: every pair but the replica row's compares two records of one "
+        "replica (cold_warm_equality and the other pair rules included); a pair across replicas is counted "
+        "invalid, never compared."
+    )
 
 
 # ---------------------------------------------------------------- plots

@@ -21,6 +21,13 @@ Resume: a unit complete on both sides is skipped; complete on one side only, the
 and its pair line says `rerun` (not adjacent in time: left out of the paired statistics and counted).
 A fault on one side is that side's error record; the pair is incomplete. A/A: both sides may be one server.
 
+Replicas (eval/run/replicas.py): both sides with the same N >= 2 replicas (`--base-url-a` / `-b` repeated, or
+launch specs with `replicas = N`). Each input is assigned to replica i (the same seeded, balanced assignment on
+both sides: same inputs, same N), and its pairs run on replica i of A and replica i of B, in the pair's order,
+still adjacent in time on that replica pair; the N replica pairs run at once, one pair each at a time. The
+replicas scenario's units (which send to every replica) are paired after that, one at a time, each side's unit
+on all its replicas. `--stop-when-settled` and `--timing-until` take one endpoint per side.
+
 Time to verdict (`AbConfig.stop_check`, `lbeval ab --stop-when-settled`): after each input whose every unit has
 been sent on both sides (complete or not: a failure counts), the check is asked (eval/gate/settle.py, passed in
 by the command layer); when it answers settled before the last input, the stop record (eval/records/stop.py)
@@ -30,13 +37,17 @@ by removing an earlier stop record: re-running without the check continues to th
 
 from __future__ import annotations
 
+import contextlib
 import random
 import secrets
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from eval.atomic import WriteFailed
 from eval.errors import ConfigError, LbevalError
@@ -61,9 +72,11 @@ from eval.run.ledger import SendLedger
 from eval.run.passes import Context, GroupState, resume_point, run_unit
 from eval.run.probe import ProbeResult
 from eval.run.progress import Progress
+from eval.run.replicas import ReplicaContext, merged_context, replica_count, serving_replicas, start_replicas
 from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
-from eval.run.session import RunSession, open_client, read_inputs_of, serving
+from eval.run.scenarios.replicas import spans_replicas
+from eval.run.session import Inputs, RunSession, open_client, read_inputs_of, serving
 from eval.run.steps import Unit
 from eval.serve.process import sigterm_as_interrupt
 from eval.terminal import progress_bar
@@ -135,6 +148,11 @@ def _validate(config: AbConfig) -> None:
         raise ConfigError("both sides of lbeval ab need the same passes and timing repetitions")
     if config.a.scenarios != config.b.scenarios:
         raise ConfigError("both sides of lbeval ab need the same scenarios and scenario options")
+    n_a, n_b = replica_count(config.a), replica_count(config.b)
+    if n_a != n_b:
+        raise ConfigError(f"both sides of lbeval ab need the same number of replicas (A {n_a}, B {n_b})")
+    if n_a > 1 and (config.stop_check is not None or config.timing_target is not None):
+        raise ConfigError("--stop-when-settled and --timing-until take one endpoint per side (no replicas)")
 
 
 def _same_plans(a: list[Unit], b: list[Unit], rows: list[InputRow]) -> None:
@@ -160,7 +178,10 @@ class _Side:
     ctx: Context
     progress: Progress
     todo: dict[UnitId, tuple[Unit, GroupState, int]]
-    seqs: list[int]
+    seqs: dict[int, list[int]]  # replica -> the send orders of its records (of the pair running there)
+    replicas: tuple[int, ...] = (0,)  # the replicas this side's pairs send to
+    peers: Sequence[Context] = ()  # every replica's context (a unit that spans the replicas)
+    lock: threading.Lock | None = None  # the pairing's appends, when pairs run at once
 
 
 def execute_ab(
@@ -186,6 +207,9 @@ def execute_ab(
                 raise ConfigError(f"both sides would write {in_a.run_dir}: give different run ids")
             stack.enter_context(run_lock(in_a.run_dir))
             stack.enter_context(run_lock(in_b.run_dir))
+            if replica_count(cfg_a) > 1:
+                _execute_replicas(config, (cfg_a, cfg_b), (in_a, in_b), shared, stack, between)
+                return in_a.run_dir, in_b.run_dir
             url_a, server_a = stack.enter_context(serving(cfg_a))
             url_b, server_b = stack.enter_context(serving(cfg_b))
             cfg_a, cfg_b = replace(cfg_a, base_url=url_a), replace(cfg_b, base_url=url_b)  # managed: started
@@ -214,7 +238,7 @@ def _side(name: str, session: RunSession, client: Client, stack: ExitStack) -> _
 
     ctx = session.context(client, emit_seq)
     todo = {(u.row_index, u.kind, u.repetition): (u, gs, i) for u, gs, i in session.todo}
-    return _Side(name, session, session.probe, ctx, progress, todo, seqs)
+    return _Side(name, session, session.probe, ctx, progress, todo, {0: seqs})
 
 
 def _run_name(session: RunSession) -> str:
@@ -402,13 +426,15 @@ def _pair(
             result[side.name] = PairSide(ran=False, complete=True)
             continue
         _, gs, index = side.todo[uid]
-        side.seqs.clear()
+        for r in side.replicas:
+            side.seqs[r].clear()
         start = time.time()
         if is_scenario_unit(unit):  # its batches and primes all on this server, back to back
-            done = run_scenario_unit(side.ctx, rows, unit, gs)
+            done = run_scenario_unit(side.ctx, rows, unit, gs, side.peers)
         else:
             done = run_unit(side.ctx, rows[unit.row_index], unit, gs, index)
-        result[side.name] = PairSide(True, done, list(side.seqs), start, time.time())
+        seqs = [q for r in side.replicas for q in side.seqs[r]]  # replica order: a spanning unit's send order
+        result[side.name] = PairSide(True, done, seqs, start, time.time())
         ok[side.name] = ok[side.name] and done
         if side.ctx.stop.is_set():
             return False
@@ -422,6 +448,140 @@ def _pair(
         ab_id, row.dataset, row.id, unit.kind, unit.repetition, order, result["a"], result["b"], rerun, complete,
         runs,
     )  # fmt: skip
-    for side in (a, b):
-        append_pair(side.session.run_dir, pair)
+    with a.lock or contextlib.nullcontext():
+        for side in (a, b):
+            append_pair(side.session.run_dir, pair)
     return True
+
+
+# ---------------------------------------------------------------- replicas (module docstring)
+
+
+@dataclass
+class _ReplicaSides:
+    """One side on its N replicas: a _Side per replica (its own context), one spanning them all, the contexts."""
+
+    per: list[_Side]
+    across: _Side
+    ctxs: list[ReplicaContext]
+    assignment: tuple[int, ...]
+
+
+def _execute_replicas(
+    config: AbConfig,
+    cfgs: tuple[RunConfig, RunConfig],
+    ins: tuple[Inputs, Inputs],
+    shared: SendLedger,
+    stack: ExitStack,
+    between: Callable[[str, UnitId], None] | None,
+) -> None:
+    """Both sides' N servers (started or given), one Client per replica, both sessions prepared (the plan with
+    the replicas scenario for N), then the pairs on every replica pair at once."""
+    served = [stack.enter_context(serving_replicas(cfg)) for cfg in cfgs]
+    cfgs_now = [
+        replace(c, base_url=urls[0], base_urls=tuple(urls)) for c, (urls, _) in zip(cfgs, served, strict=True)
+    ]
+    clients = [
+        [stack.enter_context(open_client(replace(c, base_url=u), shared)) for u in c.base_urls]
+        for c in cfgs_now
+    ]
+    sessions = [RunSession.prepare(c, cl[0], i) for c, cl, i in zip(cfgs_now, clients, ins, strict=True)]
+    _same_plans(sessions[0].units, sessions[1].units, sessions[0].rows)
+    lock = threading.Lock()
+    sides: list[_ReplicaSides] = []
+    try:
+        for name, session, cl, inputs, (_, started) in zip(
+            SIDES, sessions, clients, ins, served, strict=True
+        ):
+            sides.append(_replica_sides(name, session, cl, inputs, started, stack, lock))
+        if sides[0].assignment != sides[1].assignment:
+            raise ConfigError("the two sides assign the inputs to replicas differently; cannot pair them")
+        ok = _replica_pairs(config, sides[0], sides[1], between)
+    except BaseException as exc:
+        outcome = f"stopped: {exc}" if isinstance(exc, LbevalError) else "interrupted"
+        for k, session in enumerate(sessions):
+            session.end(merged_context(session, sides[k].ctxs) if k < len(sides) else None, outcome, exc)
+        raise
+    for name, session, side in zip(SIDES, sessions, sides, strict=True):
+        session.end(merged_context(session, side.ctxs), "complete" if ok[name] else "incomplete", None)
+
+
+def _replica_sides(
+    name: str,
+    session: RunSession,
+    clients: list[Client],
+    inputs: Inputs,
+    started: list[dict[str, Any]],
+    stack: ExitStack,
+    lock: threading.Lock,
+) -> _ReplicaSides:
+    writer = stack.enter_context(RecordWriter(session.run_dir / RECORDS_NAME))
+    progress = Progress(session.units, session.done_by_pass(), True)
+    emit = session.emitter(writer, progress)
+    seqs: dict[int, list[int]] = {i: [] for i in range(len(clients))}
+
+    def emit_seq(rec: RequestRecord, final: bool) -> None:  # rec.replica: its context's (stamped there)
+        emit(rec, final)
+        seqs[rec.replica].append(rec.seq)
+
+    ctxs, assignment = start_replicas(session, clients, inputs, started, emit_seq)
+    todo = {(u.row_index, u.kind, u.repetition): (u, gs, i) for u, gs, i in session.todo}
+    per = [
+        _Side(name, session, session.probe, ctx, progress, todo, seqs, (i,), (), lock)
+        for i, ctx in enumerate(ctxs)
+    ]
+    across = _Side(
+        name, session, session.probe, ctxs[0], progress, todo, seqs, tuple(seqs), tuple(ctxs), lock
+    )
+    return _ReplicaSides(per, across, ctxs, assignment)
+
+
+def _replica_pairs(
+    config: AbConfig, a: _ReplicaSides, b: _ReplicaSides, between: Callable[[str, UnitId], None] | None
+) -> dict[str, bool]:
+    """Each replica pair's units at once (one thread each, its units' pairs in session order), then the units
+    that span the replicas one pair at a time; {"a": False, "b": False} when interrupted."""
+    units = a.across.session.units
+    orders = pair_orders(units, config.seed)
+    run_dirs = (a.across.session.run_dir, b.across.session.run_dir)
+    _repair_pairing(*run_dirs)
+    for run_dir in run_dirs:
+        remove_stop(run_dir)
+    ab_id = _ab_id(run_dirs[0])
+    order = session_order(units, config.seed)
+    lanes = [
+        [u for u in order if not spans_replicas(u) and a.assignment[u.row_index] == i]
+        for i in range(len(a.per))
+    ]
+    oks = [{"a": True, "b": True} for _ in lanes]
+
+    def lane(i: int) -> bool:
+        return all(_pair(a.per[i], b.per[i], u, orders, ab_id, oks[i], between) for u in lanes[i])
+
+    with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
+        futures = [pool.submit(lane, i) for i in range(len(lanes))]
+        try:
+            _wait_lanes(futures)
+        except BaseException:
+            for ctx in (*a.ctxs, *b.ctxs):
+                ctx.stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+    if not all(f.result() for f in futures):
+        return {"a": False, "b": False}
+    across = {"a": True, "b": True}
+    for unit in (u for u in order if spans_replicas(u)):
+        if not _pair(a.across, b.across, unit, orders, ab_id, across, between):
+            return {"a": False, "b": False}
+    return {name: across[name] and all(o[name] for o in oks) for name in SIDES}
+
+
+def _wait_lanes(futures: list[Future[bool]]) -> None:
+    """Until every lane is done (short waits: Ctrl-C reaches the main thread); a lane's failure is raised."""
+    while True:
+        done, pending = wait(futures, timeout=0.2, return_when=FIRST_EXCEPTION)
+        failed = next((f for f in done if f.exception() is not None), None)
+        if failed is not None:
+            raise failed.exception()  # type: ignore[misc]
+        if not pending:
+            return

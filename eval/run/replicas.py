@@ -73,6 +73,7 @@ from eval.run.progress import Progress
 from eval.run.reply import RequestFailed
 from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
+from eval.run.scenarios.replicas import spans_replicas
 from eval.run.server_watch import ServerWatch
 from eval.run.session import Inputs, RunSession, api_key, open_client, units_left
 from eval.run.steps import Unit
@@ -372,6 +373,29 @@ def run_replicated(
             _send_all(session, replicas, assignment)
 
 
+def start_replicas(
+    session: RunSession,
+    clients: list[Client],
+    inputs: Inputs,
+    started: list[dict[str, Any]],
+    emit: Callable[[RequestRecord, bool], None],
+) -> tuple[list[ReplicaContext], tuple[int, ...]]:
+    """`lbeval ab`'s hook (eval/run/ab.py): a prepared session's replicas probed and compared, its units
+    assigned and left, its session line started, and every replica's context with the assignment."""
+    replicas = _replicas(session, session.config, clients, inputs)
+    assignment = assign_replicas([row_weight(r) for r in session.rows], len(replicas))
+    same = _same_servers(session, replicas)
+    session.todo = units_left(session.units, session.rows, session.slim, same, assignment)
+    session.start(started[0] if started else None)
+    _note_replicas(session, replicas, started[1:])
+    return _contexts(session, replicas, emit), assignment
+
+
+def merged_context(session: RunSession, ctxs: list[ReplicaContext]) -> Context | None:
+    """Replica 0's context carrying every replica's counters (what RunSession.end takes)."""
+    return _merged(session, ctxs)
+
+
 def _note_replicas(session: RunSession, replicas: list[Replica], more: list[dict[str, Any]]) -> None:
     """The session line's `replicas` (never a URL's credentials); the other started servers in servers.jsonl."""
     session.manifest.sessions[-1]["replicas"] = [
@@ -448,7 +472,8 @@ def _run_every_replica(session: RunSession, ctxs: list[ReplicaContext], assignme
     """Every replica's units at once (one thread each); the first failure stops them all and is raised."""
     mine: list[list[Todo]] = [[] for _ in ctxs]
     for t in session.todo:
-        mine[assignment[t[0].row_index]].append(t)
+        if not spans_replicas(t[0]):
+            mine[assignment[t[0].row_index]].append(t)
     with ThreadPoolExecutor(max_workers=len(ctxs)) as pool:
         futures = [
             pool.submit(_run_replica, session, ctx, todo) for ctx, todo in zip(ctxs, mine, strict=True)
@@ -465,7 +490,19 @@ def _run_every_replica(session: RunSession, ctxs: list[ReplicaContext], assignme
             for ctx in ctxs:
                 ctx.stop.set()
             raise failed[0].exception()  # type: ignore[misc]
-        return all(f.result() for f in futures)
+        ok = all(f.result() for f in futures)
+    return _run_across_replicas(session, ctxs) and ok
+
+
+def _run_across_replicas(session: RunSession, ctxs: list[ReplicaContext]) -> bool:
+    """The units whose requests go to every replica (the replicas scenario), one at a time once the replicas'
+    own units are done, so each replica still has one request in flight at a time."""
+    ok = True
+    for unit, gs, _ in (t for t in session.todo if spans_replicas(t[0])):
+        if ctxs[0].stop.is_set():
+            return False
+        ok = run_scenario_unit(ctxs[0], session.rows, unit, gs, peers=ctxs) and ok
+    return ok
 
 
 def _wait_all(futures: list[Future[bool]]) -> set[Future[bool]]:

@@ -202,6 +202,7 @@ def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> RunSession:
     units += plan_scenario_units(
         config.scenarios, rows, block_size=probe.block_size, max_tokens_override=config.request.max_tokens_override,
         token_ids=fetch_token_ids(config.scenarios, rows, client, probe, config.request),
+        replicas=max(1, len(config.base_urls)),  # the replicas' path gives every replica's URL here
     )  # fmt: skip
     expected = sum(len(u.steps) for u in units)
     fresh = _new_manifest(config, run_dir.name, inputs.header, inputs.sha256, probe, expected)

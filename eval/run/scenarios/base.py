@@ -10,6 +10,7 @@ A ScenarioStep extends the cache scenario's Step with what a scenario needs:
                  floor(min(L, n-1)/block)*block, and one that is not is a finding, not an invalid record
     stop_from    the step (pass, repetition) whose output's last word becomes this request's stop string
     variation    RequestRecord.variation (what the request varied), as sorted (key, value) pairs
+    replica      send it to this replica of the run (the replicas scenario), None: the unit's own replica
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class ScenarioStep(Step):
     shared: int | None = None
     stop_from: tuple[str, int] | None = None
     variation: Variation = ()
+    replica: int | None = None
 
 
 def variation(**values: Any) -> Variation:

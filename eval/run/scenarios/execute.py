@@ -60,12 +60,19 @@ class _Built:
     extra: dict[str, Any]  # variation added when sending (the stop string)
 
 
-def run_scenario_unit(ctx: Context, rows: Sequence[InputRow], unit: Unit, start: GroupState) -> bool:
-    """Send a scenario unit from its first request in group `start.group`; True when complete."""
+def run_scenario_unit(
+    ctx: Context,
+    rows: Sequence[InputRow],
+    unit: Unit,
+    start: GroupState,
+    peers: Sequence[Context] = (),
+) -> bool:
+    """Send a scenario unit from its first request in group `start.group`; True when complete. `peers`: every
+    replica's context by index, for a step that names its replica (the replicas scenario)."""
     gs = start
     for _ in range(MAX_GROUP_RESTARTS + 1):
         try:
-            _run_once(ctx, rows, unit, gs)
+            _run_once(ctx, rows, unit, gs, peers)
             return True
         except RestartDetected:
             ctx.count("group_restarts")
@@ -92,19 +99,30 @@ def batches(steps: Sequence[ScenarioStep]) -> list[list[ScenarioStep]]:
     return out
 
 
-def _run_once(ctx: Context, rows: Sequence[InputRow], unit: Unit, gs: GroupState) -> None:
+def sender(ctx: Context, peers: Sequence[Context], step: ScenarioStep) -> Context:
+    """The context a step is sent through: its replica's when it names one, else the unit's own."""
+    if step.replica is None:
+        return ctx
+    if step.replica >= len(peers):
+        raise LbevalError(f"{step.pass_name} {step.repetition}: no replica {step.replica} in this run")
+    return peers[step.replica]
+
+
+def _run_once(
+    ctx0: Context, rows: Sequence[InputRow], unit: Unit, gs: GroupState, peers: Sequence[Context]
+) -> None:
     own = rows[unit.row_index]
     salts: dict[str, str] = {}
     sent: dict[tuple[str, int], RequestRecord] = {}
-    epoch: int | None = None
+    epochs: dict[int, int] = {}  # per sending context (a replica's): its server's epoch moving is a restart
     for group in batches(steps_of(unit)):
+        ctx = sender(ctx0, peers, group[0])  # a batch's steps share their replica (planners keep it so)
         if ctx.stop.is_set():
             raise _Stopped()
         built = [_build(ctx, rows, own, step, salts, sent) for step in group]
         observed = [_send_alone(ctx, own, built[0])] if len(built) == 1 else _send_together(ctx, own, built)
         now = observed[-1].epoch
-        epoch = now if epoch is None else epoch
-        restart = now != epoch
+        restart = now != epochs.setdefault(id(ctx), now)
         records = [_record(ctx, own, unit, gs, b, o, restart) for b, o in zip(built, observed, strict=True)]
         failure: str | None = None
         for rec in records:

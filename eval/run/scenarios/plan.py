@@ -25,6 +25,7 @@ from eval.run.scenarios.base import ScenarioStep, scenario_unit
 from eval.run.scenarios.batch import plan_batch
 from eval.run.scenarios.hitlen import plan_hitlen, prompt_token_ids
 from eval.run.scenarios.repeats import plan_repeats
+from eval.run.scenarios.replicas import plan_replicas
 from eval.run.scenarios.settings import ScenarioSettings
 from eval.run.scenarios.traffic import plan_traffic
 from eval.run.steps import Unit
@@ -63,10 +64,19 @@ def plan_scenario_units(
     token_ids: Mapping[int, Sequence[int]],
     block_size: int | None,
     max_tokens_override: int | None,
+    replicas: int = 1,
 ) -> list[Unit]:
+    """`replicas`: the run's replica count (the replicas scenario plans nothing on one; named, it refuses)."""
     chosen = scenario_inputs([r.key for r in rows], s.inputs)
     units: list[Unit] = []
+    if "replicas" in s.extra and replicas < 2 and not s.default_plan:
+        raise ConfigError(
+            "--scenarios replicas needs 2 or more replicas (--base-url repeated, or a launch spec with "
+            "replicas = N); this run has one"
+        )
     for name in s.extra:
+        if name == "replicas" and replicas < 2:
+            continue  # the default plan on one replica: nothing to compare
         for i in chosen:
             steps: list[ScenarioStep]
             if name == "batch":
@@ -81,8 +91,12 @@ def plan_scenario_units(
                 )
             elif name == "repeats":
                 steps = plan_repeats(s.repeats, s.max_tokens)
-            else:
+            elif name == "replicas":
+                steps = plan_replicas(replicas, s.max_tokens)
+            elif name == "traffic":
                 steps = plan_traffic(rows, i, s.max_tokens, max_tokens_override)
+            else:
+                raise ValueError(f"no planner for scenario {name!r}")
             units.append(scenario_unit(i, name, steps))
     return units
 

@@ -237,7 +237,9 @@ def test_cache_pairs_at_concurrency_above_one_are_marked_confounded(tmp_path: Pa
 
 def test_every_cause_has_a_row_whatever_the_run_asked(runs: dict[str, ScoredRun]) -> None:
     keys = [r.key for r in att(runs["clean"]).rows if r.level == 0]
-    assert keys == list(CAUSE_ROWS)
+    assert keys == [*CAUSE_ROWS, "replica"]
+    one_server = att(runs["clean"]).row("replica")  # the replicas scenario was not asked for
+    assert one_server is not None and not one_server.measured
     for r in att(runs["clean"]).rows:
         assert r.held_fixed and r.varied and r.cause
 

@@ -65,7 +65,9 @@ def test_version_1_and_2_manifests_are_read(tmp_path: Path) -> None:
 
 def test_the_vocabulary_names_every_scenario_pass_once() -> None:
     assert len(ALL_PASSES) == len(set(ALL_PASSES))
-    assert SCENARIO_NAMES == tuple(SCENARIOS) == ("cache", "batch", "hitlen", "repeats", "traffic")
+    assert (
+        SCENARIO_NAMES == tuple(SCENARIOS) == ("cache", "batch", "hitlen", "repeats", "traffic", "replicas")
+    )
     for name, spec in SCENARIOS.items():
         assert spec.passes == (RECORD_PASSES if name == "cache" else SCENARIO_PASSES[name])
         for pair in spec.pairs:

@@ -73,7 +73,7 @@ def test_scores_md_and_json_hold_the_attribution(pair: Comparison, tmp_path: Pat
     assert cells(table, "hitlen_L_17")["primed hits honoured"] == Frac(2, 2)
     assert cells(table, "repeats")["equal outputs (text)"] == Text("not run")
     assert "batch composition (alone vs batch of 2)" in table.reading and "hits honoured 2/4" in table.reading
-    assert "Not run: repeats, traffic." in table.reading
+    assert "Not run: repeats, traffic, replicas." in table.reading
     json_path, md_path = write_scores(variant)
     md = md_path.read_text()
     assert "### Attribution: what caused each difference" in md and "· 2B" not in md

@@ -58,7 +58,7 @@ def probe(server: FakeServer, cold_mode: str = "auto") -> Any:
 
 def test_no_scenario_option_gives_the_default_plan_and_scenarios_cache_the_cache_passes_alone() -> None:
     s = default_plan()
-    assert s.default_plan and s.scenarios == ("cache", "batch", "hitlen", "repeats", "traffic")
+    assert s.default_plan and s.scenarios == ("cache", "batch", "hitlen", "repeats", "traffic", "replicas")
     assert (s.inputs, s.batch_sizes, s.repeats, s.max_tokens) == (
         None,
         (1, 2),
@@ -99,7 +99,7 @@ def test_a_default_plan_run_sends_every_scenario_on_one_input_of_four(tmp_path: 
     loaded = load_run(run_dir)
     m = loaded.manifest
     assert m.complete
-    assert m.settings["scenarios"] == ["cache", "batch", "hitlen", "repeats", "traffic"]
+    assert m.settings["scenarios"] == ["cache", "batch", "hitlen", "repeats", "traffic", "replicas"]
     assert m.settings["hit_classes"] == ["1B", "last block"] and m.settings["scenario_inputs"] == 1
     finals = select_final(loaded.records).final.values()
     per_scenario: dict[str, set[str]] = {}
@@ -108,6 +108,7 @@ def test_a_default_plan_run_sends_every_scenario_on_one_input_of_four(tmp_path: 
     assert per_scenario["cache"] == {"ex0", "ex1", "ex2", "ex3"}
     for name in ("batch", "hitlen", "repeats", "traffic"):
         assert per_scenario[name] == {"ex0"}, name  # the first input (round robin over the datasets)
+    assert "replicas" not in per_scenario  # one server: the replicas scenario plans nothing
     full = sorted(r.variation["hit_len"] for r in finals if r.pass_name == "hitlen_full")
     assert full == [16, 64]  # 1B and the last full block (79 tokens: 4 blocks)
     assert all(
@@ -122,7 +123,9 @@ def test_resuming_a_cache_only_run_with_the_default_plan_names_the_difference(tm
         assert read_manifest(run_dir).complete
         with pytest.raises(ConfigError) as err:
             execute_run(config_for(server, inputs, tmp_path / "runs", scenarios=default_plan()))
-        assert "scenarios None -> ['cache', 'batch', 'hitlen', 'repeats', 'traffic']" in str(err.value)
+        assert "scenarios None -> ['cache', 'batch', 'hitlen', 'repeats', 'traffic', 'replicas']" in str(
+            err.value
+        )
         assert "add --scenarios cache to resume it" in str(err.value)
         again = execute_run(
             config_for(server, inputs, tmp_path / "runs", scenarios=default_plan(["--scenarios", "cache"]))
@@ -277,5 +280,12 @@ def test_lbeval_ab_without_scenario_options_runs_the_default_plan_on_both_sides(
     assert code == 0
     for line in capsys.readouterr().out.split():
         m = read_manifest(Path(line))
-        assert m.complete and m.settings["scenarios"] == ["cache", "batch", "hitlen", "repeats", "traffic"]
+        assert m.complete and m.settings["scenarios"] == [
+            "cache",
+            "batch",
+            "hitlen",
+            "repeats",
+            "traffic",
+            "replicas",
+        ]
         assert m.settings["hit_classes"] == ["1B", "last block"] and m.settings["repeats"] == 2

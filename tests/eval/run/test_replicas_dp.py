@@ -21,7 +21,8 @@ from eval.records.final import select_final
 from eval.records.run_folder import load_run
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import SCENARIO_NAMES
-from eval.run.client import Client, SendLedger
+from eval.run.client import Client
+from eval.run.ledger import SendLedger
 from eval.run.metrics_text import engine_deltas, engine_names, engine_view, parse_metrics
 from eval.run.replicas import (
     DP_RANK_HEADER,
