@@ -264,6 +264,8 @@ def rule_prefill_change(c: Comparison, p: Mapping[str, Any], name: str, measure:
     lim = prefill_limit(c, p, measure)
     threshold, limit = lim.threshold, lim.pct
     skip = sequential_skip(c) if p.get("interleaved_only", True) else ""
+    if not (c.base.scores.timing.reps or c.variant.scores.timing.reps):  # as a scenario neither run has
+        skip = "neither run has timing passes (--passes ... timing)"
     if skip:
         return RuleResult(name, SKIPPED, "not checked", skip)
     if limit is None:

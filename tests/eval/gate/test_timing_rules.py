@@ -120,3 +120,18 @@ def test_sequential_runs_skip_the_timing_rules_unless_interleaved_only_is_off(tm
     opted = parse_policy("schema_version = 1\n[rules.warm_prefill_change]\ninterleaved_only = false\n", "p")
     judged = evaluate(c, opted)
     assert judged.results[[r.rule for r in judged.results].index("warm_prefill_change")].status == FAIL
+
+
+def test_runs_without_timing_passes_skip_the_timing_rules(tmp_path: Path) -> None:
+    # like a scenario neither run has: the plan asked no timing, so the default gate of such a session is not
+    # blocked by it (a run with timing passes but no /metrics figures is no data: test_gate.py)
+    with FakeServer() as a, FakeServer() as b:
+        ca = config_for(
+            a, _inputs(tmp_path), tmp_path / "runs", variant="base", passes=("cold", "warm", "repeat")
+        )
+        da, db = execute_ab(AbConfig(ca, replace(ca, variant="var", base_url=b.base_url), seed=5, quiet=True))
+    c = compare(score_run(da), score_run(db))
+    assert c.execution == "interleaved"
+    r = rule_warm_prefill_change(c, DEFAULTS["warm_prefill_change"])
+    assert r.status == SKIPPED and r.threshold == "neither run has timing passes (--passes ... timing)"
+    assert evaluate(c, load_policy(None)).exit_code == EXIT_PASS
