@@ -21,7 +21,10 @@ balance must cancel). Methods (scorers/paired_timing.py): the percentile cluster
 the median (the shipped method before issue 19), the t interval and Yuen's trimmed t on the per-input means,
 Hodges-Lehmann with the signed-rank interval, randomization inference over the AB/BA blocks, and the
 bootstrap-t. A false alarm: the 95 % interval excludes 0. Each rate is given with its Wilson 95 % interval.
-"gate5": the A/A session would FAIL a `max_change_pct = 5` limit (upper bound above +5 %).
+"gate5": the A/A session would have FAILed the old two-way rule with a `max_change_pct = 5` limit (upper bound
+above +5 %). The shipped three-way rule (eval/gate/rules.rule_prefill_change, limit RULE_LIMIT = 10 %): "rule
+FAIL" is an A/A session whose lower end is above +10 % (a false FAIL), "undecided" one whose interval straddles
++10 % (no verdict: re-run with --timing-until), the rest PASS (upper end <= +10 %).
 
 Power: the same sessions with side B slowed by 5/10/20/40 % (quiet and load): the share of sessions whose
 interval's lower end is above 0, and above +5 % (the gate FAILs with a 5 % limit and the change is shown
@@ -59,6 +62,7 @@ POSITION = 0.02
 EFFECTS = (5.0, 10.0, 20.0, 40.0)
 POWER_INPUTS = (6, 12, 20, 32)
 POWER_REPS = 4
+RULE_LIMIT = 10.0  # the shipped timing rules' max_change_pct (eval/gate/policy_default.toml)
 
 
 @dataclass(frozen=True)
@@ -207,12 +211,16 @@ class Cell:
     high: float
     gate5: float  # share of sessions whose upper bound is above +5 %
     median_half_width_pct: float
+    rule_fail: float = 0.0  # the three-way rule at RULE_LIMIT: share of sessions whose lower end is above it
+    rule_undecided: float = 0.0  # ... whose interval straddles it (no verdict)
 
 
 def run_cell(n_inputs: int, reps: int, noise: str, sessions: int, resamples: int) -> list[Cell]:
     methods = _methods()
     hits = {m: 0 for m in methods}
     gate = {m: 0 for m in methods}
+    fails = {m: 0 for m in methods}
+    undecided = {m: 0 for m in methods}
     widths: dict[str, list[float]] = {m: [] for m in methods}
     for k in range(sessions):
         seed = 1_000_003 * n_inputs + 10_007 * reps + k
@@ -222,12 +230,15 @@ def run_cell(n_inputs: int, reps: int, noise: str, sessions: int, resamples: int
             ch = method(s, seed, resamples)
             hits[name] += ch.ci_low > 0 or ch.ci_high < 0
             gate[name] += ch.ci_high > 5.0
+            fails[name] += ch.ci_low > RULE_LIMIT
+            undecided[name] += ch.ci_low <= RULE_LIMIT < ch.ci_high
             widths[name].append((ch.ci_high - ch.ci_low) / 2)
     out = []
     for name in methods:
         low, high = wilson(hits[name], sessions)
         out.append(Cell(name, n_inputs, reps, noise, sessions, hits[name], hits[name] / sessions, low, high,
-                        gate[name] / sessions, float(np.median(widths[name]))))  # fmt: skip
+                        gate[name] / sessions, float(np.median(widths[name])), fails[name] / sessions,
+                        undecided[name] / sessions))  # fmt: skip
     return out
 
 
@@ -324,12 +335,26 @@ def markdown(cells: list[Cell], rows: list[dict[str, object]]) -> str:
         hw = [c.median_half_width_pct for c in mine if (c.noise, c.inputs, c.reps) == ("load", 12, 4)]
         lines.append(f"| {m} | {good} of {len(mine)} | {100 * w.rate:.1f} [{100 * w.low:.1f}, {100 * w.high:.1f}] "
                      f"({w.noise} {w.inputs} x {w.reps}) | {hw[0] if hw else math.nan:.1f} % |")  # fmt: skip
+    lines += ["", f"Three-way rule at +{RULE_LIMIT:g} % ({CHOSEN}), A/A sessions:", "",
+              "| noise | inputs x reps | rule FAIL % [Wilson 95 %] | undecided (no verdict) % | PASS % |",
+              "|---|---|---|---|---|"]  # fmt: skip
+    lines += rule_rows([c for c in cells if c.method == CHOSEN])
     lines += ["", "| noise | effect | inputs x reps | session s | interval excludes 0 | lower end > +5 % |",
               "|---|---|---|---|---|---|"]  # fmt: skip
     for p in rows:
         lines.append(f"| {p['noise']} | +{p['effect_pct']:.0f} % | {p['inputs']} x {p['reps']} | "
                      f"{p['session_s']:.0f} | {p['excludes_0']:.2f} | {p['beyond_5']:.2f} |")  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def rule_rows(cells: list[Cell]) -> list[str]:
+    """The three-way rule's outcomes in A/A sessions, one Markdown row per cell."""
+    out = []
+    for c in cells:
+        lo, hi = wilson(round(c.rule_fail * c.sessions), c.sessions)
+        out.append(f"| {c.noise} | {c.inputs} x {c.reps} | {100 * c.rule_fail:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] "
+                   f"| {100 * c.rule_undecided:.1f} | {100 * (1 - c.rule_fail - c.rule_undecided):.1f} |")  # fmt: skip
+    return out
 
 
 def main() -> None:
@@ -361,6 +386,9 @@ def main() -> None:
         print(f"  {method:15s} mean rate {np.mean([c.rate for c in mine]):.3f}  worst {worst.rate:.3f} "
               f"[{worst.low:.3f}, {worst.high:.3f}] ({worst.noise}, {worst.inputs}x{worst.reps})  "
               f"{'meets' if ok else 'FAILS'} <=5% (upper <=8%) in every cell")  # fmt: skip
+        fail, undecided = max(c.rule_fail for c in mine), max(c.rule_undecided for c in mine)
+        print(f"  {'':15s} three-way rule at +{RULE_LIMIT:g}%: A/A FAIL at most {fail:.3f}, no verdict at most "
+              f"{undecided:.3f} of the sessions of a cell")  # fmt: skip
     chosen = CHOSEN
     rows = power(chosen, max(40, sessions // 5), resamples) if chosen in _methods() else []
     for r in rows:

@@ -2,9 +2,11 @@
 
 An A/A session runs one configuration on both sides of `lbeval ab` (one server used as both sides, or the same
 launch spec on two servers). Per timing measure (eval/analyze/timing.TIMING_MEASURES) its two runs give the
-paired change of adjacent requests with its 95% cluster-bootstrap CI, computed exactly as compare computes an
-interleaved change (eval/analyze/paired.py). The floor of a measure is the largest |end| of that CI, in
-percent: what two identical configurations show on this machine, in this session.
+gated change of adjacent requests, the interval the timing rules read: the 20 % trimmed mean of the per-input
+mean log ratios with Yuen's 97.5 % interval (eval/analyze/paired.py GATED_TRIM, GATED_CONFIDENCE), computed
+exactly as compare computes an interleaved change. The floor of a measure is the largest |end| of that
+interval, in percent: what two identical configurations show on this machine, in this session, in the
+interval the rule judges.
 
 What counts as "the same configuration" (else AaFloorError, exit 2, one line naming the difference):
 - the two runs carry one session's pairing (eval/analyze/paired.session_pairs): two separate `lbeval run`s
@@ -41,7 +43,7 @@ class AaFloorError(LbevalError):
 
 @dataclass(frozen=True)
 class AaMeasure:
-    """One timing measure of an A/A session: the paired change [95% CI] (%) and its floor (%)."""
+    """One timing measure of an A/A session: the gated change [97.5% Yuen interval] (%) and its floor (%)."""
 
     measure: str
     n_inputs: int
@@ -78,7 +80,7 @@ def _name(run: ScoredRun) -> str:
 
 
 def _measure(pm: PairedMeasure) -> AaMeasure:
-    p = pm.paired
+    p = pm.gated  # the interval the timing rules read (not the bootstrap of pm.paired)
     d = pm.drift
     paired_drift = d is not None and d.paired.verdict == "drift"
     if p is None:
@@ -150,7 +152,7 @@ def aa_floor(a: ScoredRun, b: ScoredRun, *, seed: int, resamples: int) -> AaFloo
     problems = same_configuration_problems(a, b) + _data_problems(a) + _data_problems(b)
     if problems:
         raise AaFloorError(f"{where}: not an A/A calibration: {problems[0]}")
-    if not any(pm.paired is not None for pm in paired.measures.values()):
+    if not any(pm.gated is not None for pm in paired.measures.values()):
         raise AaFloorError(f"{where}: no timing measure has two inputs with adjacent timing pairs")
     ma = a.loaded.manifest
     return AaFloor(

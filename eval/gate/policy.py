@@ -50,6 +50,14 @@ AA_MULTIPLE = Number(float, "a multiple of the A/A floor in [1, 1000]", low=1.0,
 FACTOR = Number(float, "a factor >= 1", low=1.0)
 DELTA = Number(float, "a logprob difference >= 0 (nats)")
 Kind = type | Number
+# the timing rules' parameters (eval/gate/rules.rule_prefill_change): the limit, the share of foreign figures,
+# and whether runs that are not one interleaved session are skipped
+TIMING_PARAMS: dict[str, tuple[Kind, Any]] = {
+    "max_change_pct": (PERCENT, 10.0),
+    "max_change_aa_multiple": (AA_MULTIPLE, None),
+    "max_foreign_fraction": (FRACTION, 0.1),
+    "interleaved_only": (bool, True),
+}
 # rule -> parameter -> (type, default); `enabled` is implicit
 RULE_PARAMS: dict[str, dict[str, tuple[Kind, Any]]] = {
     "cold_warm_equality": {"allowed_drop": (COUNT, 0)},
@@ -62,12 +70,9 @@ RULE_PARAMS: dict[str, dict[str, tuple[Kind, Any]]] = {
     },
     "no_errors": {"max": (COUNT, 0), "runs": (list, ["base", "variant"])},
     # max_change_pct's default applies unless the table states only max_change_aa_multiple (then there is no
-    # absolute limit); both stated: the smaller limit (each must hold). eval/gate/rules.warm_prefill_limit
-    "warm_prefill_change": {
-        "max_change_pct": (PERCENT, 5.0),
-        "max_change_aa_multiple": (AA_MULTIPLE, None),
-        "max_foreign_fraction": (FRACTION, 0.1),
-    },
+    # absolute limit); both stated: the smaller limit (each must hold). eval/gate/rules.prefill_limit
+    "warm_prefill_change": TIMING_PARAMS,
+    "cold_prefill_change": TIMING_PARAMS,
     "cache_reports_consistent": {"max": (COUNT, 0), "runs": (list, ["base", "variant"])},
     "cross_variant_cold": {"min_fraction": (FRACTION, 1.0)},
     "hitlen_cache_honoured": {"max_misses": (COUNT, 0), "runs": (list, ["base", "variant"])},
@@ -157,7 +162,7 @@ def parse_policy(text: str, source: str) -> Policy:
         params = _params(f"{source}: rules.{name}", table, RULE_PARAMS[name], ["enabled"])
         params["enabled"] = _typed(f"{source}: rules.{name}.enabled", table.get("enabled", True), bool)
         if (
-            name == "warm_prefill_change"
+            name in ("warm_prefill_change", "cold_prefill_change")
             and "max_change_pct" not in table
             and "max_change_aa_multiple" in table
         ):

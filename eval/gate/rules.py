@@ -10,6 +10,7 @@ The rules and their parameters are documented in the shipped default policy, eva
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -174,32 +175,39 @@ def rule_no_errors(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     return RuleResult("no_errors", PASS if ok else FAIL, measured, f"<= {p['max']} per run", rows=rows)
 
 
+# the timing rules: rule -> the paired measure it reads (eval/analyze/timing.TIMING_MEASURES)
+TIMING_RULES = {"warm_prefill_change": "warm_prefill_ms", "cold_prefill_change": "cold_prefill_ms"}
+# the three-way rule's middle outcome (no verdict, thin): its result's detail starts with this
+STRADDLES = "interval straddles the limit"
+
+
 @dataclass(frozen=True)
 class WarmPrefillLimit:
-    """The timing rule's limit (%) from the policy and the A/A floor; `missing`: why there is none."""
+    """A timing rule's limit (%) from the policy and the A/A floor; `missing`: why there is none."""
 
     pct: float | None
     threshold: str
     missing: str = ""
 
 
-def warm_prefill_limit(c: Comparison, p: Mapping[str, Any]) -> WarmPrefillLimit:
-    """max_change_pct (absolute) and/or max_change_aa_multiple x the A/A floor of warm prefill; with both, the
+def prefill_limit(c: Comparison, p: Mapping[str, Any], measure: str) -> WarmPrefillLimit:
+    """max_change_pct (absolute) and/or max_change_aa_multiple x the A/A floor of `measure`; with both, the
     smaller (each stated limit must hold)."""
     absolute, multiple = p.get("max_change_pct"), p.get("max_change_aa_multiple")
-    ch = c.timing_changes.get("warm_prefill_ms")
+    what = measure.removesuffix("_ms").replace("_", " ")
+    ch = c.timing_changes.get(measure)
     ci = ch.ci_label if ch is not None else "95% CI"  # interleaved: the gated figure's level (docs/timing.md)
     limits = [] if absolute is None else [float(absolute)]
     parts = [] if absolute is None else [f"{absolute:+g}%"]
     if multiple is not None:
-        parts.append(f"{multiple:g} x the A/A floor of warm prefill")
+        parts.append(f"{multiple:g} x the A/A floor of {what}")
         aa, threshold = c.aa_floor, f"upper end of the {ci} <= " + " and <= ".join(parts)
         if aa is None:
             why = 'max_change_aa_multiple needs the A/A floor: give --aa-floor RUN_A RUN_B (make: AA="RUN_A RUN_B")'
             return WarmPrefillLimit(None, threshold, why)
-        m = aa.measures.get("warm_prefill_ms")
+        m = aa.measures.get(measure)
         if m is None or m.floor_pct is None:
-            why = f"the A/A session {aa.runs[0]} and {aa.runs[1]} has no warm prefill interval (too few pairs or no /metrics)"
+            why = f"the A/A session {aa.runs[0]} and {aa.runs[1]} has no {what} interval (too few pairs or no /metrics)"
             return WarmPrefillLimit(None, threshold, why)
         if m.paired_drift:
             return WarmPrefillLimit(
@@ -212,31 +220,85 @@ def warm_prefill_limit(c: Comparison, p: Mapping[str, Any]) -> WarmPrefillLimit:
     return WarmPrefillLimit(limit, threshold + (f" (the smaller: {limit:+.1f}%)" if len(limits) > 1 else ""))
 
 
-def rule_warm_prefill_change(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
-    ch = c.timing_changes.get("warm_prefill_ms")
-    name, lim = "warm_prefill_change", warm_prefill_limit(c, p)
-    threshold, limit = lim.threshold, lim.pct
-    if limit is None:
-        return RuleResult(name, NO_DATA, lim.missing, threshold)
-    if ch is None:
-        return RuleResult(
-            name, NO_DATA, "no paired server prefill times (needs /metrics and timing passes)", threshold
-        )
+def warm_prefill_limit(c: Comparison, p: Mapping[str, Any]) -> WarmPrefillLimit:
+    return prefill_limit(c, p, "warm_prefill_ms")
+
+
+def sequential_skip(c: Comparison) -> str:
+    """Why the timing rules skip two runs that are not one interleaved session ("": they are)."""
+    if c.execution == "interleaved":
+        return ""
+    return (
+        f"{c.execution} runs (may be machine drift); timing is gated in interleaved sessions "
+        "(lbeval ab), or with interleaved_only = false"
+    )
+
+
+def until_pct(estimate: float, limit: float) -> float:
+    """The --timing-until half-width to suggest when the interval straddles the limit: the distance from the
+    estimate to the limit, at most half the limit (a half-width that decides the rule if the estimate stays),
+    rounded down to 0.5 points, at least 0.5."""
+    want = min(abs(limit - estimate), limit / 2) if limit > 0 else abs(estimate)
+    return max(0.5, math.floor(want * 2) / 2)
+
+
+def _timing_no_data(c: Comparison, p: Mapping[str, Any], measure: str) -> str:
+    """Why the timing rule on `measure` has no data ("": it has)."""
+    what = measure.removesuffix("_ms").replace("_", " ")
+    if c.timing_changes.get(measure) is None:
+        return f"no paired server {what} times (needs /metrics and timing passes)"
     if not (c.base.scores.timing.valid and c.variant.scores.timing.valid):
-        return RuleResult(name, NO_DATA, "timing flagged invalid (concurrency or invalid samples)", threshold)
+        return "timing flagged invalid (concurrency or invalid samples)"
     foreign = too_foreign(c, p)
     if foreign:
-        return RuleResult(name, NO_DATA, foreign, threshold)
-    paired = c.paired.measures.get("warm_prefill_ms") if c.paired is not None else None  # lbeval ab runs
+        return foreign
+    paired = c.paired.measures.get(measure) if c.paired is not None else None  # lbeval ab runs
     if paired is not None and paired.drift is not None and paired.drift.paired.verdict == "drift":
-        why = f"the paired change drifted during the interleaved session ({paired.reading})"
+        return f"the paired change drifted during the interleaved session ({paired.reading})"
+    return ""
+
+
+def rule_prefill_change(c: Comparison, p: Mapping[str, Any], name: str, measure: str) -> RuleResult:
+    """Three-way (docs/gate-policy.md "Timing rules"): PASS when the gated interval's upper end is <= the limit,
+    FAIL when its lower end is above it (a confident regression beyond the limit), else no verdict."""
+    lim = prefill_limit(c, p, measure)
+    threshold, limit = lim.threshold, lim.pct
+    skip = sequential_skip(c) if p.get("interleaved_only", True) else ""
+    if not (c.base.scores.timing.reps or c.variant.scores.timing.reps):  # as a scenario neither run has
+        skip = "neither run has timing passes (--passes ... timing)"
+    if skip:
+        return RuleResult(name, SKIPPED, "not checked", skip)
+    if limit is None:
+        return RuleResult(name, NO_DATA, lim.missing, threshold)
+    why = _timing_no_data(c, p, measure)
+    ch = c.timing_changes.get(measure)
+    if why or ch is None:
         return RuleResult(name, NO_DATA, why, threshold)
     measured = (
         f"{ch.estimate:+.1f}% [{ch.ci_label} {ch.low:+.1f}%, {ch.high:+.1f}%] over {ch.n_inputs} inputs"
     )
-    ok = ch.high <= limit
-    rows = (RowRef(TIMING, "warm_prefill_ms", not ok),)
-    return RuleResult(name, PASS if ok else FAIL, measured, threshold, rows=rows)
+    threshold += f"; FAIL when its lower end > {limit:+.1f}%"
+    if ch.high <= limit:
+        return RuleResult(name, PASS, measured, threshold, rows=(RowRef(TIMING, measure, False),))
+    if ch.low > limit:
+        return RuleResult(name, FAIL, measured, threshold, rows=(RowRef(TIMING, measure, True),))
+    detail = f"{STRADDLES}: re-run with --timing-until {until_pct(ch.estimate, limit):g}"
+    return RuleResult(name, NO_DATA, measured, threshold, detail, (RowRef(TIMING, measure, False),))
+
+
+def rule_warm_prefill_change(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
+    return rule_prefill_change(c, p, "warm_prefill_change", "warm_prefill_ms")
+
+
+def rule_cold_prefill_change(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
+    return rule_prefill_change(c, p, "cold_prefill_change", "cold_prefill_ms")
+
+
+def no_data_reason(r: RuleResult) -> str:
+    """The no-verdict reason of a rule result with no data (a timing interval across its limit: undecided)."""
+    if r.detail.startswith(STRADDLES):
+        return f"rule {r.rule} is undecided: {r.measured}: {r.detail}"
+    return f"rule {r.rule} has no data: {r.measured}"
 
 
 def too_foreign(c: Comparison, p: Mapping[str, Any]) -> str:
@@ -311,6 +373,7 @@ RULES: dict[str, Callable[[Comparison, Mapping[str, Any]], RuleResult]] = {
     "no_errors": rule_no_errors,
     "cache_reports_consistent": rule_cache_reports_consistent,
     "warm_prefill_change": rule_warm_prefill_change,
+    "cold_prefill_change": rule_cold_prefill_change,
     "cross_variant_cold": rule_cross_variant_cold,
     # the scenarios' rules (eval/gate/scenario_rules.py)
     "hitlen_cache_honoured": scenario_rules.rule_hitlen_cache_honoured,
@@ -343,7 +406,7 @@ def evaluate(c: Comparison, policy: Policy) -> Verdict:
         # must FAIL on its own row, not hide behind the no-verdict it causes
         return Verdict(EXIT_FAIL, results, policy=policy.source)
     reasons = thin_reasons(c, policy)
-    reasons += [f"rule {r.rule} has no data: {r.measured}" for r in results if r.status == NO_DATA]
+    reasons += [no_data_reason(r) for r in results if r.status == NO_DATA]
     if not any(r.status == PASS for r in results) and not reasons:
         reasons.append("the policy checks no rule")
     if reasons:

@@ -14,12 +14,18 @@ with an error control that stays valid when looking after every input:
   cannot catch up even if it agrees on every remaining input and the base on none, PASS when it stays ahead
   even if the reverse happens. no_errors and no_invalid_warm settle FAIL as soon as a listed run's count
   exceeds max. None of them settles PASS before the last input: the next input could be the mismatch.
-- warm_prefill_change (how "cs"): the asymptotic confidence sequence (scorers/sequential.asymptotic_cs,
-  alpha 0.05, rho2 tuned for t* = N, no bounds before min_n = 10 inputs) on the per-input mean paired log
-  ratio (variant / base warm server prefill time, adjacent pairs of the interleaved session): PASS when its
-  upper end is <= max_change_pct, FAIL when its lower end is above it. Stopping at the first settled look keeps
-  the error rate <= 5 % (asymptotically). The full run's gate reads the paired bootstrap CI instead; a stopped
-  session's gate reads the CS (the decision the session stopped on).
+- warm_prefill_change and cold_prefill_change (how "cs"): the asymptotic confidence sequence
+  (scorers/sequential.asymptotic_cs, alpha 0.05, rho2 tuned for t* = N, no bounds before min_n = 10 inputs) on
+  the per-input mean paired log ratio (variant / base server prefill time, adjacent pairs of the interleaved
+  session): PASS when its upper end is <= the limit, FAIL when its lower end is above it. Stopping at the
+  first settled look keeps the error rate <= 5 % (asymptotically). The full run's gate reads the gated
+  interval (trimmed mean, Yuen 97.5 %) three-way instead; a stopped session's gate reads the CS (the decision
+  the session stopped on). A gated interval across the limit is undecided, not missing: the CS may settle it.
+- cause_rows (how "count"): FAIL as soon as a row both runs measured has more pairs with other tokens in the
+  variant than the base could still reach, its count plus allowed_drop plus the pairs of that row the
+  remaining inputs plan (bounded per input by the inputs run: `remaining_pairs`); its max |delta| part and a
+  PASS settle with the full run. cache_isolation (how "count"): FAIL at the first leak (a record already
+  sent that found cached tokens under a fresh salt is final); a PASS settles with the full run.
 - cold_scores and the scenario rules (how "full run") settle only when every input has run; a scenario rule
   that skips itself on this plan (no such scenario in either run) is "skipped", as the full run's gate would.
 
@@ -44,12 +50,21 @@ from pathlib import Path
 from typing import Any
 
 from eval.analyze.aa_floor import AaFloor, check_against
+from eval.analyze.causes import CauseRow, cause_rows
 from eval.analyze.compare import BOOTSTRAP_RESAMPLES, Comparison, compare
 from eval.analyze.paired import paired_values, session_pairs
 from eval.analyze.score import ScoredRun, load_inputs, score_loaded
 from eval.errors import DataError
 from eval.gate.policy import Policy
-from eval.gate.rules import data_reasons, evaluate, runs_named, warm_prefill_limit
+from eval.gate.rules import (
+    STRADDLES,
+    TIMING_RULES,
+    data_reasons,
+    evaluate,
+    no_data_reason,
+    prefill_limit,
+    runs_named,
+)
 from eval.gate.verdict import (
     EXIT_FAIL,
     EXIT_NO_VERDICT,
@@ -271,12 +286,13 @@ def _cache_reports(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
     return _count_max("cache_reports_consistent", counts, look, p)
 
 
-def input_log_ratios(c: Comparison) -> list[float]:
-    """Per input, in session order: the mean log(variant / base) warm server prefill over its adjacent pairs."""
+def input_log_ratios(c: Comparison, measure: str = "warm_prefill_ms") -> list[float]:
+    """Per input, in session order: the mean log(variant / base) server prefill time (`measure`) over its
+    adjacent pairs."""
     pairs = session_pairs(c.base, c.variant)
     if pairs is None:
         return []
-    values = paired_values(c.base, c.variant, pairs, "warm_prefill_ms")
+    values = paired_values(c.base, c.variant, pairs, measure)
     by_input: dict[str, list[float]] = {}
     for key, _t, a, b in sorted(
         zip(values.input_ids, values.times_s, values.a, values.b, strict=True), key=lambda x: x[1]
@@ -285,14 +301,14 @@ def input_log_ratios(c: Comparison) -> list[float]:
     return [sum(v) / len(v) for v in by_input.values()]
 
 
-def _timing(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
-    name = "warm_prefill_change"
+def _timing(look: Look, p: Mapping[str, Any], name: str) -> RuleSettlement:
+    measure = TIMING_RULES[name]
     # the gate rule's own limit: absolute and/or relative to the A/A floor
-    lim = warm_prefill_limit(look.c, p)
+    lim = prefill_limit(look.c, p, measure)
     limit = lim.pct
     if limit is None:
         return RuleSettlement(name, OPEN, "no data", lim.missing)
-    ratios = input_log_ratios(look.c)
+    ratios = input_log_ratios(look.c, measure)
     if len(ratios) < CS_MIN_N:
         return RuleSettlement(
             name, OPEN, "cs", f"{len(ratios)} inputs with paired times; the CS needs {CS_MIN_N}"
@@ -305,14 +321,76 @@ def _timing(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
     return RuleSettlement(name, state, "cs", detail, low, high)
 
 
+def _warm_timing(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
+    return _timing(look, p, "warm_prefill_change")
+
+
+def _cold_timing(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
+    return _timing(look, p, "cold_prefill_change")
+
+
+def _cause_rows(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
+    """FAIL as soon as a row both runs measured has more pairs with other tokens in the variant than the base
+    could still match: the base's count plus `allowed_drop` plus every pair of that row the remaining inputs
+    plan (bounded by `remaining_pairs`). The max |delta| part and a PASS settle with the full run (the base's
+    max delta over the remaining inputs is unbounded)."""
+    name, left = "cause_rows", look.n - look.k
+    both = [row for row in cause_rows(look.c) if row.both]
+    for row in both:
+        b, v = row.base, row.variant
+        if b is None or v is None or b.n_total != v.n_total:
+            continue
+        lost = (v.n_total - v.tokens_equal) - (b.n_total - b.tokens_equal) - p["allowed_drop"]
+        bound = remaining_pairs(row, both, look.k, left)
+        if lost > bound:
+            detail = (
+                f"{row.key}: tokens equal {v.tokens} vs base {b.tokens} after {look.k} of {look.n} inputs; the "
+                f"base's remaining inputs plan at most {bound} more pairs of this row: cannot catch up"
+            )
+            return RuleSettlement(name, SETTLED_FAIL, "count", detail)
+    return _full_run(look, name)
+
+
+def remaining_pairs(row: CauseRow, rows: Sequence[CauseRow], k: int, left: int) -> int:
+    """An upper bound on the pairs of `row` the remaining `left` inputs plan: per input, as many as the inputs
+    run planned on average, rounded up (the cache, batch, repeats and traffic rows plan a fixed number per
+    input; a hitlen class at most one), and for the hitlen row at least one per hitlen class seen."""
+    assert row.base is not None
+    per_input = -(-row.base.n_total // max(k, 1))
+    if row.key == "hitlen":
+        per_input = max(per_input, sum(r.key.startswith("hitlen_") for r in rows) + 1)
+    return per_input * left
+
+
+def _cache_isolation(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
+    """FAIL at the first leak (a request sent already found cached tokens under a fresh salt: no later input
+    can undo it); a PASS settles with the full run."""
+    result = look.results.get("cache_isolation")
+    if result is not None and result.status == FAIL:
+        detail = f"{result.measured} after {look.k} of {look.n} inputs ({result.detail})"
+        return RuleSettlement("cache_isolation", SETTLED_FAIL, "count", detail)
+    return _full_run(look, "cache_isolation")
+
+
+def _full_run(look: Look, name: str) -> RuleSettlement:
+    """The gate's own result once every input has run; open before."""
+    result = look.results.get(name)
+    state = (result.status if result is not None else OPEN) if look.k == look.n else OPEN
+    state = state if state in (SETTLED_PASS, SETTLED_FAIL) else OPEN
+    return RuleSettlement(name, state, "full run", "settles only when every input has run")
+
+
 SETTLERS: dict[str, Callable[[Look, Mapping[str, Any]], RuleSettlement]] = {
     "cold_warm_equality": _cold_warm,
     "warm_repeat_equality": _warm_repeat,
     "cross_variant_cold": _cross_cold,
     "no_errors": _no_errors,
     "no_invalid_warm": _no_invalid_warm,
-    "warm_prefill_change": _timing,
+    "warm_prefill_change": _warm_timing,
+    "cold_prefill_change": _cold_timing,
     "cache_reports_consistent": _cache_reports,
+    "cause_rows": _cause_rows,
+    "cache_isolation": _cache_isolation,
 }
 
 
@@ -321,13 +399,12 @@ def _one_rule(look: Look, name: str, params: Mapping[str, Any]) -> RuleSettlemen
     # a rule that skips itself on this plan (no such scenario) is skipped by the full run's gate too
     if result is not None and result.status == SKIPPED:
         return RuleSettlement(name, NOT_CHECKED, "skipped", result.threshold)
-    if result is not None and result.status == NO_DATA:
+    # a timing interval across its limit is undecided, not missing: the confidence sequence may settle it
+    if result is not None and result.status == NO_DATA and not result.detail.startswith(STRADDLES):
         return RuleSettlement(name, OPEN, "no data", result.measured)
     settler = SETTLERS.get(name)
     if settler is None:  # FULL_RUN_ONLY
-        state = (result.status if result is not None else OPEN) if look.k == look.n else OPEN
-        state = state if state in (SETTLED_PASS, SETTLED_FAIL) else OPEN
-        return RuleSettlement(name, state, "full run", "settles only when every input has run")
+        return _full_run(look, name)
     return settler(look, params)
 
 
@@ -522,6 +599,6 @@ def compare_and_gate(
     again = settle(c, policy, stop.inputs_run, stop.inputs_planned)
     results = _stopped_results(evaluate(c, policy), again)
     reasons = [*pb, *pv, *_reproduces(stop, again), *data_reasons(c, policy)]
-    reasons += [f"rule {r.rule} has no data: {r.measured}" for r in results if r.status == NO_DATA]
+    reasons += [no_data_reason(r) for r in results if r.status == NO_DATA]
     code = EXIT_NO_VERDICT if reasons else EXIT_FAIL if any(r.status == FAIL for r in results) else EXIT_PASS
     return GateResult(c, Verdict(code, results, reasons, policy.source, stopped=stop.headline()))

@@ -1,5 +1,5 @@
 """The A/A floor table (`--aa-floor RUN_A RUN_B`): per timing measure, the compared change [95% CI] beside what
-an A/A session of one configuration showed (its paired change [95% CI] and the floor, max |CI end|), and where
+an A/A session of one configuration showed (its gated change [97.5% CI] and the floor, max |CI end|), and where
 the change lies against the floor."""
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ def _note(c: Comparison) -> str:
     note = (
         "A/A: the same configuration on both sides of one lbeval ab session (one variant name, the same model, "
         "inputs, settings and server facts). Its paired change should be 0; the floor is the largest |end| of "
-        "its 95% CI, what two identical configurations show on this machine. 'beyond the floor': the change's "
+        "its gated interval (trimmed mean, Yuen 97.5% CI: the one the timing rules read), what two identical "
+        "configurations show on this machine. 'beyond the floor': the change's "
         "whole CI lies outside +-floor; 'within': wholly inside; 'overlaps': across its edge (undecided)."
     )
     if c.execution != "interleaved":
@@ -70,6 +71,6 @@ def aa_floor_table(c: Comparison) -> Table | None:
         return None
     rows = [Row(k, label, _cells(c.timing_changes.get(k), aa.measures.get(k))) for k, label in PAIRED_ROWS]
     level = next((ch.ci_label for ch in c.timing_changes.values() if ch is not None), "95% CI")
-    columns = ["measure", f"change [{level}]", "A/A change [95% CI]", "A/A floor", "A/A pairs", "A/A paired drift",
+    columns = ["measure", f"change [{level}]", "A/A change [97.5% CI]", "A/A floor", "A/A pairs", "A/A paired drift",
                "change vs floor"]  # fmt: skip
     return Table("aa_floor", "Timing change against the A/A floor", _reading(c, aa), columns, rows, _note(c))

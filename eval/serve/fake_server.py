@@ -268,6 +268,7 @@ class FakeServer:
         self.output_prefix = output_prefix  # put before every generated text (hostile-output tests)
         self.faults: list[Fault] = []
         self.slowdown = 1.0  # multiplies the prefill time /metrics reports (drift tests)
+        self.warm_slowdown = 1.0  # multiplies it for requests with a prefix hit only (bench/bench_power.py)
         self.prefill_noise: Callable[[], float] | None = None  # per request: log factor on its prefill
         self.latency_s = 0.0  # a wait before answering each generation request (bench_replicas)
         self.batch_effect: BatchEffect | None = None
@@ -544,6 +545,7 @@ class FakeServer:
                 st.generation_tokens += completion
                 st.success += 1
                 prefill = (1e-4 + (prompt_tokens - cached) * 1e-5) * self.slowdown
+                prefill *= self.warm_slowdown if cached else 1.0
                 if self.prefill_noise is not None:  # noise models of bench/bench_coverage.py
                     prefill *= math.exp(self.prefill_noise())
                 values = (prefill, 2e-4, prefill + 3e-4, prefill + 3e-4 + completion * 1e-4)

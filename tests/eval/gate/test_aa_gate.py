@@ -1,6 +1,7 @@
 """The timing rule relative to the A/A floor (`--aa-floor RUN_A RUN_B`, warm_prefill_change.max_change_aa_multiple)
-through `lbeval gate` and `lbeval compare`, on lbeval ab sessions of noisy fake servers: a variant 30% slower
-fails a 3x-floor rule on a quiet machine and passes it on a very noisy one; A/A runs that are missing, not one
+through `lbeval gate` and `lbeval compare`, on lbeval ab sessions of noisy fake servers: a variant 60% slower
+fails a 3x-floor rule on a quiet machine (the three-way rule: the interval's lower end beyond the limit) and
+passes it on a very noisy one; A/A runs that are missing, not one
 A/A session, or asked other inputs give no verdict with the reason named; bad policy keys are exit 78."""
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ class Sessions:
     quiet: tuple[Path, Path]  # A/A, 8% noise per request
     noisy: tuple[Path, Path]  # A/A, 100% noise per request
     other_inputs: tuple[Path, Path]  # A/A on 4 other inputs
-    slower: tuple[Path, Path]  # A/B: the variant's prefill 1.3 x the base's, 8% noise
+    # A/B: the variant's prefill 1.6 x the base's, 8% noise (1.3 x left the three-way rule's 97.5% interval over
+    # 6 inputs, [+3%, +62%], across a 3x-floor limit of +10%: no verdict, not a FAIL)
+    slower: tuple[Path, Path]
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +40,7 @@ def sessions(tmp_path_factory: pytest.TempPathFactory) -> Sessions:
         noisy=session(root / "noisy", "x", "x", sigma=1.0, noise_seed=2, inputs=inputs_file(root)),
         other_inputs=session(root / "other", "x", "x", sigma=0.08, inputs=inputs_file(root / "other", n=4)),
         slower=session(
-            root / "ab", "x", "y", sigma=0.08, variant_factor=1.3, noise_seed=3, inputs=inputs_file(root)
+            root / "ab", "x", "y", sigma=0.08, variant_factor=1.6, noise_seed=3, inputs=inputs_file(root)
         ),
     )
 
@@ -64,7 +67,7 @@ def _floor(aa: tuple[Path, Path]) -> float:
     return value
 
 
-def test_30pct_slower_fails_3x_a_small_floor_and_passes_3x_a_huge_one(
+def test_60pct_slower_fails_3x_a_small_floor_and_passes_3x_a_huge_one(
     sessions: Sessions, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     quiet, noisy = _floor(sessions.quiet), _floor(sessions.noisy)
@@ -72,7 +75,7 @@ def test_30pct_slower_fails_3x_a_small_floor_and_passes_3x_a_huge_one(
     policy = _policy(tmp_path, "max_change_aa_multiple = 3")
     code, out = _gate(sessions, policy, sessions.quiet, capsys)
     assert code == 1, out
-    assert re.search(r"FAIL +warm_prefill_change: measured \+(2[5-9]|3[0-5])\.\d% \[97\.5% CI", out)
+    assert re.search(r"FAIL +warm_prefill_change: measured \+(5[5-9]|6[0-5])\.\d% \[97\.5% CI", out)
     assert f"3 x A/A floor {quiet:.1f}% = {3 * quiet:+.1f}%" in out
     code, out = _gate(sessions, policy, sessions.noisy, capsys)
     assert code == 0, out
@@ -173,7 +176,7 @@ def test_compare_shows_the_floor_beside_each_change_and_refuses_other_inputs(
     [("max_change_aa_multiple = 0.5", "max_change_aa_multiple: must be a multiple of the A/A floor in [1, 1000], got 0.5"),
      ("max_change_aa_multiple = '3'", "max_change_aa_multiple: must be float, got '3'"),
      ("max_change_aa_multiple = nan", "max_change_aa_multiple: must be a finite number, got nan"),
-     ("aa_multiple = 3", "rules.warm_prefill_change.aa_multiple: unknown key (known: enabled, max_change_aa_multiple, max_change_pct, max_foreign_fraction)")],
+     ("aa_multiple = 3", "rules.warm_prefill_change.aa_multiple: unknown key (known: enabled, interleaved_only, max_change_aa_multiple, max_change_pct, max_foreign_fraction)")],
 )  # fmt: skip
 def test_bad_aa_policy_keys_are_one_line_exit_78(
     sessions: Sessions, tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, message: str

@@ -126,16 +126,16 @@ def test_lbeval_compare_stops_with_the_config_exit_code_for_a_bad_policy(
 
 @pytest.mark.parametrize(
     ("body", "absolute", "multiple"),
-    [("", 5.0, None), ("max_change_pct = 2", 2.0, None), ("max_change_aa_multiple = 3", None, 3.0),
+    [("", 10.0, None), ("max_change_pct = 2", 2.0, None), ("max_change_aa_multiple = 3", None, 3.0),
      ("max_change_pct = 2\nmax_change_aa_multiple = 1", 2.0, 1.0), ("max_change_aa_multiple = 1000", None, 1000.0)],
 )  # fmt: skip
-def test_warm_prefill_limits_absolute_default_unless_only_the_aa_multiple_is_stated(
-    body: str, absolute: float | None, multiple: float | None
+@pytest.mark.parametrize("name", ["warm_prefill_change", "cold_prefill_change"])
+def test_timing_limits_absolute_default_unless_only_the_aa_multiple_is_stated(
+    body: str, absolute: float | None, multiple: float | None, name: str
 ) -> None:
-    rule = parse_policy(f"schema_version = 1\n[rules.warm_prefill_change]\n{body}\n", "p.toml").rules[
-        "warm_prefill_change"
-    ]
+    rule = parse_policy(f"schema_version = 1\n[rules.{name}]\n{body}\n", "p.toml").rules[name]
     assert rule["max_change_pct"] == absolute and rule["max_change_aa_multiple"] == multiple
+    assert rule["interleaved_only"] is True
 
 
 @pytest.mark.parametrize("value", ["0.99", "0", "1001", "-3", "inf"])

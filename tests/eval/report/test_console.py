@@ -72,7 +72,7 @@ def test_compare_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "verdict FAIL: 2 of 8 rules failed: cold_scores, no_errors (lbeval gate exits 1)." in text
     assert "FAIL cold_scores: qasper 75.00 vs base 100.00 (-25.00)" in text
     assert "FAIL no_errors: errored requests: base 0, variant 1" in text
-    assert "skipped: warm_prefill_change, cross_variant_cold" in text
+    assert "skipped: warm_prefill_change, cold_prefill_change, cross_variant_cold" in text
     assert lines[-1] == f"wrote      {report} (and report.md, summary.json)"
 
 

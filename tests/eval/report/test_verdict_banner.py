@@ -23,8 +23,13 @@ from eval.gate.verdict import FAIL, SKIPPED
 from eval.report.tables import build_tables
 from tests.eval.runfactory import base_and_variant, write_run
 
+SEQUENTIAL_MD = (
+    "sequential runs (may be machine drift); timing is gated in interleaved sessions (lbeval ab), or with "
+    "interleaved\\_only = false"
+)
 SKIPPED_MD = (
-    "Skipped: warm\\_prefill\\_change (disabled in the policy); cross\\_variant\\_cold (disabled in the policy); "
+    f"Skipped: warm\\_prefill\\_change ({SEQUENTIAL_MD}); cold\\_prefill\\_change ({SEQUENTIAL_MD}); "
+    "cross\\_variant\\_cold (disabled in the policy); "
     "hitlen\\_cache\\_honoured (neither run has the hitlen scenario); batch\\_invariant (disabled in the policy)"
 )
 
@@ -62,8 +67,9 @@ def test_passing_comparison(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert html.index('id="verdict"') < html.index('<h2 id="accuracy">')
     v = summary["verdict"]
     assert (v["outcome"], v["exit_code"], v["reasons"]) == ("PASS", 0, [])
-    # 5 scenario rules skipped, then cause_rows and cache_isolation (on by default)
-    assert [r["status"] for r in v["results"]] == ["pass"] * 6 + ["skipped"] * 7 + ["pass"] * 2
+    # the two timing rules (sequential runs), cross_variant_cold and 5 scenario rules skipped, then cause_rows
+    # and cache_isolation (on by default)
+    assert [r["status"] for r in v["results"]] == ["pass"] * 6 + ["skipped"] * 8 + ["pass"] * 2
 
 
 def test_failing_comparison_marks_the_rows_that_fail(
@@ -151,6 +157,7 @@ min_valid_pair_fraction = 0.0
 [rules.no_errors]
 [rules.warm_prefill_change]
 max_change_pct = 0.0
+interleaved_only = false
 [rules.cross_variant_cold]
 """
 

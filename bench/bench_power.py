@@ -1,0 +1,116 @@
+"""Power of the timing rule on the fake server (issue 19 item 5, fake part; docs/timing.md "Power").
+
+`lbeval ab --stop-when-settled` sessions (eval/run/ab.execute_ab with eval/gate/settle.stop_check) on two fake
+servers, the variant's server slowed on the warm path only (FakeServer.warm_slowdown: requests with a prefix
+hit) by 5, 10, 20 and 40 %, every reported prefill time carrying seeded per-request noise:
+
+  quiet  log noise N(0, 0.025) (per-pair ratios within about +-10 %)
+  load   N(0, 0.05) plus, with probability 0.35, an Exp(mean 0.5) delay (the one-core load of issue 19)
+
+The policy holds warm_prefill_change alone, three-way, at the shipped limit (max_change_pct = 10) and, quiet, at
+a tight one (2.5), PLANNED inputs planned. The session stops when the rule settles (its 95 % confidence sequence, eval/gate/settle.py):
+per cell, over SEEDS seeds, the median inputs run and server-seconds (both fake servers' busy seconds in the
+pairing, ab_stop.json) until it settled FAIL, and how many of the seeds settled FAIL, settled PASS or ran all
+PLANNED inputs without settling. A slowdown at or below the limit cannot FAIL a three-way rule: it settles
+PASS or stays undecided, by design.
+
+    python -m bench power          (LBEVAL_POWER_SEEDS=N: seeds per cell, default 3; LBEVAL_POWER_QUICK=1)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from eval.gate.policy import parse_policy
+from eval.gate.settle import stop_check
+from eval.records.stop import SETTLED_FAIL, SETTLED_PASS
+from eval.run.ab import AbConfig, execute_ab
+from eval.serve.fake_server import FakeServer
+from tests.eval.fake_fixtures import config_for, make_row, write_rows
+
+PLANNED = 24
+REPS = 2
+EFFECTS = (5.0, 10.0, 20.0, 40.0)
+NOISES = ("quiet", "load")
+# (noise, limit %, effect %): quiet at the shipped limit and a tight one; the load at the shipped limit
+CELLS = tuple((n, lim, e) for n, lim in (("quiet", 10.0), ("quiet", 2.5), ("load", 10.0)) for e in EFFECTS)
+# LBEVAL_POWER_QUICK=1: the cells a loaded shared machine can run in minutes (the limit above and below the effect)
+QUICK_CELLS = (("quiet", 10.0, 20.0), ("quiet", 10.0, 40.0), ("quiet", 2.5, 5.0), ("quiet", 2.5, 10.0))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    decision: str  # SETTLED_FAIL, SETTLED_PASS or "open" (ran every planned input)
+    inputs: int
+    server_s: float | None
+
+
+def noise_model(name: str, rng: np.random.Generator) -> float:
+    if name == "quiet":
+        return float(rng.normal(0.0, 0.025))
+    delay = float(rng.exponential(0.5)) if rng.random() < 0.35 else 0.0
+    return float(rng.normal(0.0, 0.05)) + delay
+
+
+def one_session(tmp: Path, noise: str, effect: float, limit: float, seed: int) -> Outcome:
+    policy = parse_policy(
+        f"schema_version = 1\n[rules.warm_prefill_change]\nmax_change_pct = {limit}\n", "power.toml"
+    )
+    inputs = write_rows(tmp / "inputs.jsonl", [make_row(i, words=40 + i % 13) for i in range(PLANNED)])
+    rng = np.random.default_rng([seed, int(10 * effect), int(10 * limit), NOISES.index(noise)])
+    with FakeServer() as a, FakeServer() as b:
+        a.prefill_noise = b.prefill_noise = lambda: noise_model(noise, rng)
+        b.warm_slowdown = 1.0 + effect / 100.0
+        ca = config_for(
+            a, inputs, tmp / "runs", variant="base", passes=("cold", "warm", "timing"), timing_reps=REPS
+        )
+        cb = replace(ca, variant="var", base_url=b.base_url)
+        dirs = execute_ab(AbConfig(ca, cb, seed=seed, quiet=True, stop_check=stop_check(policy)))
+    stop = dirs[1] / "ab_stop.json"
+    if not stop.exists():
+        return Outcome("open", PLANNED, None)
+    obj = json.loads(stop.read_text(encoding="utf-8"))
+    return Outcome(str(obj["decision"]), int(obj["inputs_run"]), float(obj["server_seconds"]))
+
+
+def cell_line(noise: str, effect: float, limit: float, outs: list[Outcome]) -> str:
+    failed = [o for o in outs if o.decision == SETTLED_FAIL]
+    passed = sum(o.decision == SETTLED_PASS for o in outs)
+    open_ = len(outs) - len(failed) - passed
+    inputs = f"{statistics.median(o.inputs for o in failed):.0f}" if failed else "-"
+    secs = [o.server_s for o in failed if o.server_s is not None]
+    server = f"{statistics.median(secs):.2f}" if secs else "-"
+    return (
+        f"| {noise} | +{effect:g} % | +{limit:g} % | {len(failed)} of {len(outs)} | {inputs} | {server} | "
+        f"{passed} | {open_} |"
+    )
+
+
+def main() -> None:
+    seeds = int(os.environ.get("LBEVAL_POWER_SEEDS", "3"))
+    cells = QUICK_CELLS if os.environ.get("LBEVAL_POWER_QUICK") == "1" else CELLS
+    started = time.time()
+    print(f"power: {PLANNED} planned inputs x {REPS} timing repetitions, {seeds} seeds per cell, "
+          f"load avg {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print("| noise | warm slowdown | limit | settled FAIL | median inputs to FAIL | median server-s to FAIL | "
+          "settled PASS | not settled |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for noise, limit, effect in cells:
+        outs = []
+        for seed in range(seeds):
+            with tempfile.TemporaryDirectory() as d:
+                outs.append(one_session(Path(d), noise, effect, limit, seed))
+        print(cell_line(noise, effect, limit, outs), flush=True)
+    print(f"power: {time.time() - started:.0f} s, load avg {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
