@@ -72,7 +72,14 @@ from eval.run.ledger import SendLedger
 from eval.run.passes import Context, GroupState, resume_point, run_unit
 from eval.run.probe import ProbeResult
 from eval.run.progress import Progress
-from eval.run.replicas import ReplicaContext, merged_context, replica_count, serving_replicas, start_replicas
+from eval.run.replicas import (
+    ReplicaContext,
+    merged_context,
+    refuse_ranks_in_ab,
+    replica_count,
+    serving_replicas,
+    start_replicas,
+)
 from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
 from eval.run.scenarios.replicas import spans_replicas
@@ -148,6 +155,8 @@ def _validate(config: AbConfig) -> None:
         raise ConfigError("both sides of lbeval ab need the same passes and timing repetitions")
     if config.a.scenarios != config.b.scenarios:
         raise ConfigError("both sides of lbeval ab need the same scenarios and scenario options")
+    refuse_ranks_in_ab(config.a, "A")
+    refuse_ranks_in_ab(config.b, "B")
     n_a, n_b = replica_count(config.a), replica_count(config.b)
     if n_a != n_b:
         raise ConfigError(f"both sides of lbeval ab need the same number of replicas (A {n_a}, B {n_b})")

@@ -232,11 +232,13 @@ def replicated(config: RunConfig, inputs: Inputs) -> bool:
     return any("replicas" in s for s in read_manifest(inputs.run_dir).sessions)
 
 
-def refuse_replicas_in_ab(config: RunConfig, side: str) -> None:
-    """`lbeval ab` runs one endpoint per side (replicas there are a later step)."""
-    if replica_count(config) > 1:
+def refuse_ranks_in_ab(config: RunConfig, side: str) -> None:
+    """`lbeval ab` pairs replicas given as endpoints (URLs, `replicas = N`); a routing endpoint's ranks
+    (`dp_ranks`) are not paired yet: refused, naming the way that works."""
+    if dp_ranks(config) > 1:
         raise ConfigError(
-            f"lbeval ab: side {side} has {replica_count(config)} replicas; ab takes one endpoint"
+            f"lbeval ab: side {side} is a routing endpoint with {dp_ranks(config)} ranks (dp_ranks); ab pairs "
+            "replicas given as endpoints: give each rank's URL (--base-url-{a,b} repeated or a spec's url list)"
         )
 
 

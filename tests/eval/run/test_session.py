@@ -122,7 +122,7 @@ RUN_ONLY = {
     "--base-url": "ab: --base-url-a / --base-url-b",
     "--spec": "ab: --spec-a / --spec-b",
     "--concurrency": "ab sends one request at a time",
-    "--dp-ranks": "ab takes one endpoint per side, unrouted (eval/run/replicas.refuse_replicas_in_ab)",
+    "--dp-ranks": "ab pairs replicas given as endpoints, not a routing endpoint's ranks (eval/run/replicas.refuse_ranks_in_ab)",
     "--seed": "ab's --seed is the pairs' AB/BA order; the sampling seed is --sampling-seed",
 }
 AB_ONLY = {

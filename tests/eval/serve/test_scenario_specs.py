@@ -51,7 +51,7 @@ def test_spec_scenarios_are_the_defaults_of_lbeval_run(tmp_path: Path) -> None:
     plain = run_command.run_config(args_for([]), "v", "http://127.0.0.1:9/v1", None)
     # no table, no option: the default plan
     assert (
-        plain.scenarios.scenarios == ("cache", "batch", "hitlen", "repeats", "traffic")
+        plain.scenarios.scenarios == ("cache", "batch", "hitlen", "repeats", "traffic", "replicas")
         and plain.server is None
     )
     assert plain.scenarios.default_plan
