@@ -22,7 +22,7 @@ from eval.run.replicas import (
     CPU_BIND_ENV,
     assign_replicas,
     core_sets,
-    refuse_replicas_in_ab,
+    refuse_ranks_in_ab,
     replica_count,
     replica_differences,
     replica_specs,
@@ -116,11 +116,12 @@ def test_replica_differences_name_each_field() -> None:
     assert replica_differences(a, b) == ["version '0.32.0' -> '0.31.0'", "block_size 16 -> 128"]
 
 
-def test_ab_refuses_more_than_one_endpoint_per_side(tmp_path: Path) -> None:
+def test_ab_takes_endpoints_as_replicas_but_refuses_a_routing_endpoints_ranks(tmp_path: Path) -> None:
     config = RunConfig(variant="v", inputs=tmp_path / "i.jsonl", base_url="http://a/v1")
-    refuse_replicas_in_ab(config, "v")  # one endpoint: fine
-    with pytest.raises(ConfigError, match="side v has 2 replicas; ab takes one endpoint"):
-        refuse_replicas_in_ab(replace(config, base_urls=("http://a/v1", "http://b/v1")), "v")
+    refuse_ranks_in_ab(config, "v")  # one endpoint: fine
+    refuse_ranks_in_ab(replace(config, base_urls=("http://a/v1", "http://b/v1")), "v")  # two replicas: paired
+    with pytest.raises(ConfigError, match="side v is a routing endpoint with 2 ranks"):
+        refuse_ranks_in_ab(replace(config, dp_ranks=2), "v")
 
 
 # --- runs on fake replicas ---------------------------------------------------------------------------------------
