@@ -363,14 +363,7 @@ def run_replicated(
             session.on_record = on_record
             refuse_reset_on_ranks(session.config)  # --cold auto may have chosen it
             require_engines(session.config, clients[0], session.probe.metrics)
-            replicas = _replicas(session, session.config, clients, inputs)
-            weights = [row_weight(r) for r in session.rows]
-            assignment = assign_replicas(weights, len(replicas))
-            session.todo = units_left(
-                session.units, session.rows, session.slim, _same_servers(session, replicas), assignment
-            )
-            session.start(started[0] if started else None)
-            _note_replicas(session, replicas, started[1:])
+            replicas, assignment = _begin(session, clients, inputs, started)
             _note_pins(session, replicas)
             _send_all(session, replicas, assignment)
 
@@ -384,18 +377,22 @@ def start_replicas(
 ) -> tuple[list[ReplicaContext], tuple[int, ...]]:
     """`lbeval ab`'s hook (eval/run/ab.py): a prepared session's replicas probed and compared, its units
     assigned and left, its session line started, and every replica's context with the assignment."""
+    replicas, assignment = _begin(session, clients, inputs, started)
+    return _contexts(session, replicas, emit), assignment
+
+
+def _begin(
+    session: RunSession, clients: list[Client], inputs: Inputs, started: list[dict[str, Any]]
+) -> tuple[list[Replica], tuple[int, ...]]:
+    """A prepared session's replicas probed and compared, its units assigned and what is left of them chosen,
+    its session line started with every replica noted: what `lbeval run` and `lbeval ab` both do first."""
     replicas = _replicas(session, session.config, clients, inputs)
     assignment = assign_replicas([row_weight(r) for r in session.rows], len(replicas))
     same = _same_servers(session, replicas)
     session.todo = units_left(session.units, session.rows, session.slim, same, assignment)
     session.start(started[0] if started else None)
     _note_replicas(session, replicas, started[1:])
-    return _contexts(session, replicas, emit), assignment
-
-
-def merged_context(session: RunSession, ctxs: list[ReplicaContext]) -> Context | None:
-    """Replica 0's context carrying every replica's counters (what RunSession.end takes)."""
-    return _merged(session, ctxs)
+    return replicas, assignment
 
 
 def _note_replicas(session: RunSession, replicas: list[Replica], more: list[dict[str, Any]]) -> None:
@@ -450,13 +447,13 @@ def _send_all(session: RunSession, replicas: list[Replica], assignment: Sequence
     except BaseException as exc:
         progress.close()
         outcome = f"stopped: {exc}" if isinstance(exc, LbevalError) else "interrupted"
-        session.end(_merged(session, ctxs), outcome, exc)
+        session.end(merged_context(session, ctxs), outcome, exc)
         raise
     progress.close()
-    session.end(_merged(session, ctxs), outcome, None)
+    session.end(merged_context(session, ctxs), outcome, None)
 
 
-def _merged(session: RunSession, ctxs: list[ReplicaContext]) -> Context | None:
+def merged_context(session: RunSession, ctxs: list[ReplicaContext]) -> Context | None:
     """Replica 0's context carrying every replica's counters; each replica's last process start time noted."""
     if not ctxs:
         return None
@@ -554,7 +551,7 @@ def refuse_reset_on_ranks(config: RunConfig) -> None:
         raise ConfigError(f"--dp-ranks {ranks} routes through one endpoint: give one --base-url (or spec)")
     if ranks > 1 and config.cold_mode == "reset":
         raise ConfigError(
-            f"--dp-ranks {dp_ranks(config)}: a cache reset empties every rank's cache while the others run; "
+            f"--dp-ranks {ranks}: a cache reset empties every rank's cache while the others run; "
             "use --cold salt (cache_salt) on a routing endpoint"
         )
 
