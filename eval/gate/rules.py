@@ -220,10 +220,6 @@ def prefill_limit(c: Comparison, p: Mapping[str, Any], measure: str) -> WarmPref
     return WarmPrefillLimit(limit, threshold + (f" (the smaller: {limit:+.1f}%)" if len(limits) > 1 else ""))
 
 
-def warm_prefill_limit(c: Comparison, p: Mapping[str, Any]) -> WarmPrefillLimit:
-    return prefill_limit(c, p, "warm_prefill_ms")
-
-
 def sequential_skip(c: Comparison) -> str:
     """Why the timing rules skip two runs that are not one interleaved session ("": they are)."""
     if c.execution == "interleaved":
@@ -287,16 +283,21 @@ def rule_prefill_change(c: Comparison, p: Mapping[str, Any], name: str, measure:
 
 
 def rule_warm_prefill_change(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
-    return rule_prefill_change(c, p, "warm_prefill_change", "warm_prefill_ms")
+    return rule_prefill_change(c, p, "warm_prefill_change", TIMING_RULES["warm_prefill_change"])
 
 
 def rule_cold_prefill_change(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
-    return rule_prefill_change(c, p, "cold_prefill_change", "cold_prefill_ms")
+    return rule_prefill_change(c, p, "cold_prefill_change", TIMING_RULES["cold_prefill_change"])
+
+
+def undecided(r: RuleResult) -> bool:
+    """A timing rule whose interval straddles its limit: measured but undecided, not missing data."""
+    return r.status == NO_DATA and r.detail.startswith(STRADDLES)
 
 
 def no_data_reason(r: RuleResult) -> str:
     """The no-verdict reason of a rule result with no data (a timing interval across its limit: undecided)."""
-    if r.detail.startswith(STRADDLES):
+    if undecided(r):
         return f"rule {r.rule} is undecided: {r.measured}: {r.detail}"
     return f"rule {r.rule} has no data: {r.measured}"
 

@@ -57,13 +57,13 @@ from eval.analyze.score import ScoredRun, load_inputs, score_loaded
 from eval.errors import DataError
 from eval.gate.policy import Policy
 from eval.gate.rules import (
-    STRADDLES,
     TIMING_RULES,
     data_reasons,
     evaluate,
     no_data_reason,
     prefill_limit,
     runs_named,
+    undecided,
 )
 from eval.gate.verdict import (
     EXIT_FAIL,
@@ -400,7 +400,7 @@ def _one_rule(look: Look, name: str, params: Mapping[str, Any]) -> RuleSettlemen
     if result is not None and result.status == SKIPPED:
         return RuleSettlement(name, NOT_CHECKED, "skipped", result.threshold)
     # a timing interval across its limit is undecided, not missing: the confidence sequence may settle it
-    if result is not None and result.status == NO_DATA and not result.detail.startswith(STRADDLES):
+    if result is not None and result.status == NO_DATA and not undecided(result):
         return RuleSettlement(name, OPEN, "no data", result.measured)
     settler = SETTLERS.get(name)
     if settler is None:  # FULL_RUN_ONLY
