@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from eval.analyze.pairs import Pair, PairStats, as_generation, pair_stats
+from eval.analyze.pairs import Pair, PairStats, as_generation, pair_kind, pair_stats
 from eval.records import scenarios as sc
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection
@@ -149,17 +149,6 @@ class _Finals:
         return None
 
 
-def _kind(a: RequestRecord | None, b: RequestRecord | None, across: bool = False) -> str:
-    """ok, error, invalid or missing; two records of different replicas are no pair (invalid) unless the row
-    compares replicas (`across`)."""
-    if a is None or b is None:
-        return "missing"
-    if not across and a.replica != b.replica:
-        return "invalid"
-    statuses = {a.status, b.status}
-    return "error" if "error" in statuses else "invalid" if "invalid" in statuses else "ok"
-
-
 class _PairSet:
     def __init__(self) -> None:
         self.pairs: list[Pair] = []
@@ -168,7 +157,7 @@ class _PairSet:
     def add(
         self, key: Key, rep: int, a: RequestRecord | None, b: RequestRecord | None, across: bool = False
     ) -> None:
-        kind = _kind(a, b, across)
+        kind = pair_kind(a, b, same_replica=not across)  # the replica row compares across replicas
         self.counts[kind] += 1
         if kind == "ok" and a is not None and b is not None:
             result = determinism.compare_pair(as_generation(a), as_generation(b))

@@ -71,10 +71,12 @@ def as_generation(rec: RequestRecord) -> determinism.Generation:
     return determinism.Generation(rec.output_token_ids or [], rec.output_text or "", topk)
 
 
-def _classify(a: RequestRecord | None, b: RequestRecord | None, same_run: bool = False) -> str:
+def pair_kind(a: RequestRecord | None, b: RequestRecord | None, same_replica: bool = False) -> str:
+    """ok, error, invalid or missing: what a pair of two samples is. With `same_replica` (two records of one run
+    compared as a pair, e.g. cold and warm), records of different replicas are no pair: invalid."""
     if a is None or b is None:
         return "missing"
-    if same_run and a.replica != b.replica:
+    if same_replica and a.replica != b.replica:
         return "invalid"  # no pair: the warm of one replica never found the other's cache
     statuses = {a.status, b.status}
     if "error" in statuses:
@@ -100,7 +102,7 @@ def collect_pairs(
         for rep in range(reps):
             a = sel.final.get(slot(key, pass_a, rep))
             b = other.final.get(slot(key, pass_b, rep))
-            kind = _classify(a, b, same_run=sel_b is None)
+            kind = pair_kind(a, b, same_replica=sel_b is None)
             counts[kind] += 1
             if kind == "ok" and a is not None and b is not None:
                 pairs.append(
