@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench.bench_aa import Load
+from bench.faults import lbeval_argv
 from eval.analyze.compare import compare
 from eval.analyze.score import score_run
 from eval.atomic import atomic_write
@@ -65,11 +66,6 @@ class Session:
     load_after: float
     pairs: int
     stopped: str  # the adaptive record's reason, or "fixed repetitions"
-
-
-def lbeval_argv() -> list[str]:
-    exe = Path(sys.executable).with_name("lbeval")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "eval.cli"]
 
 
 def say(line: str) -> None:

@@ -79,10 +79,14 @@ class Outcome:
     note: str = ""
 
 
-def lbeval(*argv: str) -> subprocess.CompletedProcess[str]:
+def lbeval_argv() -> list[str]:
+    """The lbeval command of this interpreter's venv (bench/aa_sessions.py starts it too)."""
     exe = Path(sys.executable).with_name("lbeval")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "eval.cli"]
-    return subprocess.run([*cmd, *argv], capture_output=True, text=True)
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "eval.cli"]
+
+
+def lbeval(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*lbeval_argv(), *argv], capture_output=True, text=True)
 
 
 def say(line: str) -> None:
