@@ -46,6 +46,7 @@ class Case:
     rule: str  # the gate rule expected to fail ("" for the clean control: it must PASS)
     row: str  # the report row it must fail on (AttributionRow.key, or a table row)
     how: str = "run"  # "run": lbeval run per side, then compare + gate; "ab": one lbeval ab session
+    options: tuple[str, ...] = ()  # more lbeval options for this case only
 
 
 CASES: tuple[Case, ...] = (
@@ -60,7 +61,17 @@ CASES: tuple[Case, ...] = (
     Case("salt_ignored", "cpu-smollm2-fault-salt-ignored", "cache_isolation", "control_salt"),
     Case("short_hits", "cpu-smollm2-fault-short-hits", "hitlen_cache_honoured", "hitlen"),
     Case("usage_overreport", "cpu-smollm2-fault-usage-overreport", "cache_reports_consistent", "cache"),
-    Case("warm_slowdown", "cpu-smollm2-fault-warm-slowdown", "warm_prefill_change", "warm", "ab"),
+    # +20% on the warm path against the shipped +10% limit: 3 repetitions of 4 inputs leave an interval that
+    # straddles the limit (docs/faults.md "Two faults at once"); repetitions are added until the half-width is 7%
+    # (an interval around +20% then clears +10%) or the budget is spent
+    Case(
+        "warm_slowdown",
+        "cpu-smollm2-fault-warm-slowdown",
+        "warm_prefill_change",
+        "warm",
+        "ab",
+        ("--timing-until", "7", "--timing-budget", "1500"),
+    ),
 )
 
 
@@ -224,6 +235,7 @@ def ab_case(case: Case, inputs: Path, runs: Path, out: Path, plan: list[str]) ->
         "--stop-when-settled",
         "--quiet",
         *plan,
+        *case.options,
     )
     seconds = time.monotonic() - t0
     dirs = [Path(p) for p in proc.stdout.strip().splitlines()[-2:]]

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench import faults as matrix
+from eval.cli import build_parser
 from eval.serve.faults.lbeval_engine_faults.faults import FAULTS
 from eval.serve.launch_specs import load_launch_specs
 
@@ -100,3 +101,14 @@ def test_the_note_is_the_gates_own_summary_line() -> None:
     out = "lbeval gate: policy x\n  PASS     a: b\ngate: NO VERDICT (exit 2): rule w has no data: the\n           variant run\n"
     assert matrix.gate_line(out) == "gate: NO VERDICT (exit 2): rule w has no data: the variant run"
     assert matrix.gate_line("nothing\n") == ""
+
+
+def test_the_timing_case_asks_lbeval_ab_for_repetitions_until_its_interval_can_clear_the_limit() -> None:
+    """The +20% slowdown against the +10% limit: a half-width target below 10 points, which lbeval ab accepts."""
+    (case,) = [c for c in matrix.CASES if c.how == "ab"]
+    args = build_parser().parse_args(
+        ["ab", "a", "b", "--inputs", "x.jsonl", "--stop-when-settled", *case.options]
+    )
+    assert args.timing_until is not None and 0 < args.timing_until < 10
+    assert args.timing_budget is not None and args.timing_budget > 0
+    assert [c for c in matrix.CASES if c.options and c.how != "ab"] == []  # run cases take the plan only
