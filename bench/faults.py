@@ -365,6 +365,18 @@ def prepare(runs: Path, n: int) -> Path:
     return inputs
 
 
+def header_line(
+    outcomes: list[Outcome], cases: list[Case], inputs: Path, plan: list[str], seconds: float
+) -> str:
+    """What the matrix was run on and how long it took; a matrix written before its last case says so."""
+    done = "" if len(outcomes) == len(cases) else f" (PARTIAL: {len(outcomes)} of {len(cases)} cases so far)"
+    return (
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {len(outcomes)} cases{done} on {inputs.name}; "
+        f"plan {' '.join(plan)}; whole matrix {seconds:.0f} s; load average {os.getloadavg()[0]:.1f} on "
+        f"{os.cpu_count()} cores"
+    )
+
+
 def main(argv: list[str]) -> int:
     args = parse(argv)
     out = args.runs / "faults"
@@ -392,13 +404,9 @@ def main(argv: list[str]) -> int:
             assert base is not None and base.run_dir is not None
             outcomes.append(run_case(case, base.run_dir, inputs, out / "runs", out, plan))
         say(" | ".join(cells(outcomes[-1])))
-    header = (
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {len(outcomes)} cases on {inputs.name}; plan "
-        f"{' '.join(plan)}; whole matrix {time.monotonic() - t0:.0f} s; load average {os.getloadavg()[0]:.1f} on "
-        f"{os.cpu_count()} cores"
-    )
-    write_matrix(outcomes, out, header)
-    print(markdown(outcomes, header))
+        # after every case, so an interrupted matrix keeps what it measured (its header says PARTIAL)
+        write_matrix(outcomes, out, header_line(outcomes, cases, inputs, plan, time.monotonic() - t0))
+    print(markdown(outcomes, header_line(outcomes, cases, inputs, plan, time.monotonic() - t0)))
     return 0 if all(o.caught for o in outcomes) else 1
 
 
