@@ -112,3 +112,13 @@ def test_the_timing_case_asks_lbeval_ab_for_repetitions_until_its_interval_can_c
     assert args.timing_until is not None and 0 < args.timing_until < 10
     assert args.timing_budget is not None and args.timing_budget > 0
     assert [c for c in matrix.CASES if c.options and c.how != "ab"] == []  # run cases take the plan only
+
+
+def test_a_matrix_written_before_its_last_case_says_it_is_partial() -> None:
+    cases = [c for c in matrix.CASES if c.fault in ("clean", "partial_prefix")]
+    one = [matrix.Outcome("clean", "cpu-smollm2-again", "PASS", "PASS", 0, [], 4, 120.0, True, True)]
+    partial = matrix.header_line(one, cases, Path("inputs-mini-n2.jsonl"), ["--max-tokens", "16"], 61.0)
+    assert "1 cases (PARTIAL: 1 of 2 cases so far) on inputs-mini-n2.jsonl" in partial
+    assert "whole matrix 61 s" in partial
+    full = matrix.header_line(one, cases[:1], Path("inputs-mini-n2.jsonl"), [], 61.0)
+    assert "PARTIAL" not in full
