@@ -19,8 +19,10 @@ from typing import Any
 
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import InputRow
+from eval.records.types import Usage
 from eval.run.client import Client
 from eval.run.metrics_text import CACHE_CONFIG_INFO, FINISHED_COUNTER, PROCESS_START, Snapshot, parse_metrics
+from eval.run.probe_counts import counted
 from eval.run.reply import RequestFailed
 from eval.run.request import RequestSettings, build_request, endpoint_for, endpoint_path
 from eval.run.retry import RetryPolicy, with_retries
@@ -218,6 +220,12 @@ class _Probing:
 
 def _send_probe(pr: _Probing, res: ProbeResult, row: InputRow, salt: str) -> int | None:
     """One max_tokens=1 probe request; returns cached tokens (None if not reported). Records capabilities."""
+    usage = _probe_usage(pr, res, row, salt)
+    return None if usage is None else usage.cached_tokens
+
+
+def _probe_usage(pr: _Probing, res: ProbeResult, row: InputRow, salt: str) -> Usage | None:
+    """`_send_probe`'s request; returns its usage (None when the request was refused for a capability)."""
     client, settings = pr.client, pr.settings
     endpoint = endpoint_for(row)
     req = build_request(row, settings, model=res.model, cache_salt=salt, stream=False, max_tokens=1)
@@ -257,7 +265,7 @@ def _send_probe(pr: _Probing, res: ProbeResult, row: InputRow, salt: str) -> int
                 f"{kind.label} reports no cached-token count: the cache state of every request is unverified"
             )
             res.capabilities["cached_tokens"] = Capability(False, False, detail)
-    return cached
+    return resp.usage
 
 
 def _token_ids_detail(pr: _Probing) -> str:
@@ -301,6 +309,28 @@ def _salt_fault(pr: _Probing, res: ProbeResult, other: int, cold_mode: str, auto
     return COLD_RESET if switch else cold_mode
 
 
+USAGE_FAULT = "usage over-reports cached tokens: the server's own prefix-cache counters disagree"
+
+
+def _hits(pr: _Probing, res: ProbeResult, row: InputRow, salt: str) -> int:
+    """A probe request's cached tokens as the server counted them where /metrics can tell (a clean window,
+    eval/run/probe_counts.py), else as its usage says. A usage claim of a hit the server did not count is a
+    finding of its own (the records' counter check, the gate's cache_reports_consistent, then counts every
+    such request), not a salt or reset that failed."""
+    if not res.metrics:
+        return _send_probe(pr, res, row, salt) or 0
+    got = counted(pr.client, pr.policy, lambda: _probe_usage(pr, res, row, salt))
+    if got.usage_overreports:
+        finding = (
+            f"{USAGE_FAULT} (a response claimed {got.usage_cached} cached tokens, the server counted 0 hits)"
+        )
+        if not any(f.startswith(USAGE_FAULT) for f in res.findings):
+            res.findings.append(finding)
+            res.warnings.append(finding + "; the cache checks use the server's counts")
+        return 0
+    return got.usage_cached or 0
+
+
 def _cache_checks(
     pr: _Probing, res: ProbeResult, row: InputRow, cold_mode: str, check_reset: bool, auto: bool = False
 ) -> None:
@@ -311,7 +341,7 @@ def _cache_checks(
             _unverifiable(pr, res, cold_mode)
         return
     again = _send_probe(pr, res, row, salt_a) or 0
-    other = _send_probe(pr, res, row, salt_b) or 0
+    other = _hits(pr, res, row, salt_b)
     res.cache_hit_seen = again > 0
     if res.prefix_caching is False:
         res.capabilities["prefix_caching"] = Capability(
@@ -338,7 +368,7 @@ def _cache_checks(
             else "--cold reset (or --cold auto)",
         )
     if check_reset or cold_mode == "reset":
-        _reset_check(pr, res, cold_mode, lambda: _send_probe(pr, res, row, salt_a))
+        _reset_check(pr, res, cold_mode, lambda: _hits(pr, res, row, salt_a))
         salt = res.capabilities.get("cache_salt")
         if salt is not None and salt.fault and not res.reset_prefix_cache:
             salt.required = True  # no reset to fall back on: the refusal names the fault first

@@ -1,0 +1,109 @@
+"""The probe's own count of one request's hits (eval/run/probe_counts.py), and the probe's use of it: a server
+whose usage over-reports cached tokens is a finding, not a salt that leaks or a reset that fails."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from eval.records.types import Usage
+from eval.run.client import Client
+from eval.run.probe import USAGE_FAULT, ProbeResult, probe_server
+from eval.run.probe_counts import Counted, counted
+from eval.run.request import RequestSettings
+from eval.run.retry import RetryPolicy
+from eval.serve.fake_server import FakeServer, Fault
+
+FAST = RetryPolicy(retries=1, backoff_s=0.01, max_backoff_s=0.02)
+
+
+def _metrics(finished: float, hits: float, queries: float | None = None) -> str:
+    queries = 1000 + 300 * finished if queries is None else queries  # each request: a prompt of 300 tokens
+    return (
+        "# TYPE vllm:request_success counter\n"
+        f'vllm:request_success_total{{finished_reason="length"}} {finished}\n'
+        "# TYPE vllm:prefix_cache_hits counter\n"
+        f"vllm:prefix_cache_hits_total {hits}\n"
+        "# TYPE vllm:prefix_cache_queries counter\n"
+        f"vllm:prefix_cache_queries_total {queries}\n"
+    )
+
+
+class Scripted:
+    """A client whose /metrics answers from a script (one text per scrape, the last repeated)."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts: Iterator[str] = iter(texts)
+        self.last = texts[-1]
+
+    def metrics_text(self) -> str:
+        self.last = next(self.texts, self.last)
+        return self.last
+
+
+def _count(texts: list[str], cached: int | None) -> tuple[Counted, list[float]]:
+    slept: list[float] = []
+    usage = Usage(prompt_tokens=300, completion_tokens=1, cached_tokens=cached)
+    got = counted(Scripted(texts), FAST, lambda: usage, polls=(0.1, 0.2), sleep=slept.append)  # type: ignore[arg-type]
+    return got, slept
+
+
+def test_a_clean_window_gives_the_server_hits() -> None:
+    got, slept = _count([_metrics(3, 100), _metrics(4, 356)], 256)
+    assert got == Counted(256, 256) and not got.usage_overreports and slept == []
+
+
+def test_a_lagging_finished_counter_is_waited_for() -> None:
+    got, slept = _count([_metrics(3, 100), _metrics(3, 100), _metrics(4, 100)], 256)
+    assert got == Counted(256, 0) and got.usage_overreports and slept == [0.1]
+
+
+def test_a_window_with_two_requests_or_none_gives_no_server_count() -> None:
+    assert _count([_metrics(3, 100), _metrics(5, 100)], 256)[0] == Counted(256, None)
+    never, slept = _count([_metrics(3, 100)], 256)  # the counter never moved: waited, then no count
+    assert never == Counted(256, None) and slept == [0.1, 0.2]
+    assert not never.usage_overreports
+
+
+def test_a_window_whose_queries_are_not_this_prompts_gives_no_server_count() -> None:
+    """One request finished, but the queries moved by another prompt's tokens: a stranger's request was
+    counted in this window while this one's lags (its 0 hits are not this request's)."""
+    got, _ = _count([_metrics(3, 100), _metrics(4, 100, queries=1000 + 300 * 3 + 180)], 256)
+    assert got == Counted(256, None) and not got.usage_overreports
+
+
+def test_no_cached_tokens_claimed_is_never_an_overreport() -> None:
+    for cached in (0, None):
+        got, _ = _count([_metrics(3, 100), _metrics(4, 100)], cached)
+        assert got.server_hits == 0 and not got.usage_overreports
+
+
+def _probe(server: FakeServer, cold_mode: str) -> ProbeResult:
+    with Client(server.base_url) as client:
+        return probe_server(
+            client,
+            model=None,
+            settings=RequestSettings(top_logprobs=5),
+            modes={"chat"},
+            cold_mode=cold_mode,
+            policy=FAST,
+        )
+
+
+def test_usage_that_claims_every_hit_is_a_finding_and_the_salt_and_reset_still_check_out() -> None:
+    with FakeServer(block_size=16) as server:
+        server.add_fault(Fault("overreport", times=-1))
+        for cold_mode in ("salt", "reset"):
+            res = _probe(server, cold_mode)
+            res.require()  # not refused: salts and the reset work
+            assert res.salt_honored is True
+            assert res.reset_prefix_cache is True
+            (finding,) = res.findings
+            assert finding.startswith(USAGE_FAULT) and "the server counted 0 hits" in finding
+
+
+def test_a_salt_that_really_leaks_is_still_the_isolation_fault() -> None:
+    with FakeServer(block_size=16, honor_salt=False) as server:
+        res = _probe(server, "auto")
+        assert res.salt_honored is False
+        assert not any(f.startswith(USAGE_FAULT) for f in res.findings)
+        assert any("not honoured" in f for f in res.findings)
