@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from eval.analyze.ab_timing import paired_values, session_pairs
 from eval.analyze.compare import Change, Comparison, compare
-from eval.analyze.paired import paired_values, session_pairs
 from eval.analyze.score import score_run
 from eval.errors import ConfigError
-from eval.records.pairing import read_pairs
+from eval.records.ab_pairs import read_pairs
 from eval.serve.launch_specs import get_launch_spec
 from eval.serve.process import check_requirements, start
 from scorers.paired_timing import TimingChange, UnpairedTimingChange

@@ -54,7 +54,7 @@ from scorers import paired_timing as pt
 SESSIONS, QUICK_SESSIONS = 500, 60
 RESAMPLES, QUICK_RESAMPLES = 1000, 400
 FLIPS = 1999  # randomization sets per session (the scorer's default is 4999)
-CHOSEN = "yuen_trim20_975"  # the shipped method (eval/analyze/paired.py): the power table is measured for it
+CHOSEN = "yuen_trim20_975"  # the shipped method (eval/analyze/ab_timing.py): the power table measures it
 INPUTS, REPS = (6, 12, 32), (2, 3, 4, 5)
 NOISES = ("quiet", "load", "load_late", "bursts_both", "bursts_one", "drift")
 MAIN_S, TIMING_S = 1.5, 0.4
@@ -271,7 +271,7 @@ def end_to_end(sessions: int, n_inputs: int = 6, reps: int = 2) -> list[str]:
     from dataclasses import replace
     from pathlib import Path
 
-    from eval.analyze.paired import paired_values, session_pairs
+    from eval.analyze.ab_timing import paired_values, session_pairs
     from eval.analyze.score import score_run
     from eval.run.ab import AbConfig, execute_ab
     from eval.serve.fake_server import FakeServer

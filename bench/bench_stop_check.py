@@ -22,7 +22,7 @@ from pathlib import Path
 
 from eval.gate.policy import load_policy
 from eval.gate.settle import scratch_check, stop_check
-from eval.records.pairing import read_pairs
+from eval.records.ab_pairs import read_pairs
 from eval.records.run_folder import RECORDS_NAME
 from eval.run.ab import AbConfig, StopQuery, execute_ab
 from eval.serve.fake_server import FakeServer

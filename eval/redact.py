@@ -2,8 +2,10 @@
 
 What is redacted:
 - values lbeval read from the environment: `${VAR}` in a launch spec (eval.serve.launch_specs, except the
-  cache path `${LBEVAL_CACHE}`) and the API key of `--api-key-env` (eval.run.session). Each is `remember()`ed
-  and replaced by value wherever it appears (values shorter than MIN_REMEMBERED are not credentials);
+  cache path `${LBEVAL_CACHE}`) and the API key of `--api-key-env` (eval.run.session). They are a `Secrets`,
+  owned by whoever read them (the LaunchSpec, the run session's `run_secrets`) and passed to what redacts;
+  each is replaced by value wherever it appears (values shorter than MIN_REMEMBERED are not credentials).
+  There is no process-wide memory: two sessions in one process redact each its own;
 - the value(s) of a secret flag in an argv: a long option whose last word is key/token/secret/password/
   credential(s) (`--api-key K`, `--api-key=K`, `--hf-token K`, `--token K`), also inside free text;
 - env values whose names look secret (KEY, TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL);
@@ -12,15 +14,18 @@ What is redacted:
   (`api_key='...'`, `HF_TOKEN=...`).
 
 `redact_text` is for free text (error lines, log headers), `redact_argv` / `redact_env` for a process's
-command line and environment, `redact_data` for JSON-like data. Terminal output also goes through
+command line and environment, `redact_data` for JSON-like data; each takes the `Secrets` to redact by value.
+`redacted_errors(secrets)` redacts the message of an error leaving a block (the command's error line is printed
+where the secrets are no longer known). Terminal output also goes through
 eval.terminal (control characters). `safe_url` is the URL without userinfo and query (the run manifest's).
 """
 
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -42,21 +47,37 @@ _ASSIGNMENT = re.compile(
     rf"(?<![A-Za-z0-9_-])((?:[A-Za-z0-9]+_)*{_WORDS}\s*=\s*\[?\s*)(['\"]?)[^\s'\",\])&]+", re.IGNORECASE
 )
 
-_remembered: set[str] = set()
-_lock = threading.Lock()
+
+@dataclass(frozen=True)
+class Secrets:
+    """Values read from the environment, redacted wherever their owner writes or prints them. Immutable: `with_`
+    returns a new one, so what one session (or launch spec) read never reaches another's redaction."""
+
+    values: frozenset[str] = frozenset()
+
+    def with_(self, *values: str | None) -> Secrets:
+        """These secrets and `values` (None and values shorter than MIN_REMEMBERED are no credentials)."""
+        new = {v for v in values if v is not None and len(v) >= MIN_REMEMBERED}
+        return self if new <= self.values else Secrets(self.values | new)
+
+    def __or__(self, other: Secrets) -> Secrets:
+        return Secrets(self.values | other.values)
+
+    def __repr__(self) -> str:
+        return f"Secrets({len(self.values)} values)"  # never the values
 
 
-def remember(value: str) -> None:
-    """Redact this value (read from the environment) wherever lbeval writes or prints it, from now on."""
-    if len(value) >= MIN_REMEMBERED:
-        with _lock:
-            _remembered.add(value)
+NO_SECRETS = Secrets()
 
 
-def forget_all() -> None:
-    """Drop every remembered value (tests)."""
-    with _lock:
-        _remembered.clear()
+@contextmanager
+def redacted_errors(secrets: Secrets) -> Iterator[None]:
+    """Within the block, an exception leaves with `secrets` redacted from its message (its string arguments)."""
+    try:
+        yield
+    except Exception as exc:
+        exc.args = tuple(redact_text(a, secrets) if isinstance(a, str) else a for a in exc.args)
+        raise
 
 
 def _redact_url(match: re.Match[str]) -> str:
@@ -68,12 +89,10 @@ def _redact_url(match: re.Match[str]) -> str:
     return head + _QUERY_VALUE.sub(lambda m: m.group(1) + REDACTED, "?" + query) + hsep + fragment
 
 
-def redact_text(text: str) -> str:
-    """Free text with every secret this module knows of replaced by REDACTED."""
+def redact_text(text: str, secrets: Secrets = NO_SECRETS) -> str:
+    """Free text with every secret this module recognises, and every value of `secrets`, replaced by REDACTED."""
     text = _URL.sub(_redact_url, text)
-    with _lock:
-        values = sorted(_remembered, key=len, reverse=True)
-    for value in values:
+    for value in sorted(secrets.values, key=len, reverse=True):
         if value in text:
             text = text.replace(value, REDACTED)
     text = _AUTHORIZATION.sub(lambda m: m.group(1) + REDACTED, text)
@@ -90,7 +109,7 @@ def secret_flag(arg: str) -> bool:
     return bool(_FLAG_WORD.match(re.split(r"[-_]", name)[-1]))
 
 
-def redact_argv(argv: Iterable[str]) -> list[str]:
+def redact_argv(argv: Iterable[str], secrets: Secrets = NO_SECRETS) -> list[str]:
     """A command line with the values of secret flags (up to the next option) and known secrets redacted."""
     out: list[str] = []
     hiding = False
@@ -105,28 +124,28 @@ def redact_argv(argv: Iterable[str]) -> list[str]:
             out.append(arg)
             hiding = True
         else:
-            out.append(redact_text(arg))
+            out.append(redact_text(arg, secrets))
     return out
 
 
-def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+def redact_env(env: Mapping[str, str], secrets: Secrets = NO_SECRETS) -> dict[str, str]:
     """Environment variables: a value whose name looks secret is redacted whole, any other as free text."""
-    return {k: (REDACTED if SECRET_NAME.search(k) else redact_text(v)) for k, v in env.items()}
+    return {k: (REDACTED if SECRET_NAME.search(k) else redact_text(v, secrets)) for k, v in env.items()}
 
 
-def redact_data(data: Any) -> Any:
+def redact_data(data: Any, secrets: Secrets = NO_SECRETS) -> Any:
     """JSON-like data: dict values under secret-looking names, lists of strings as argv, strings as text."""
     if isinstance(data, str):
-        return redact_text(data)
+        return redact_text(data, secrets)
     if isinstance(data, Mapping):
         return {
-            k: (REDACTED if isinstance(v, str) and SECRET_NAME.search(str(k)) else redact_data(v))
+            k: (REDACTED if isinstance(v, str) and SECRET_NAME.search(str(k)) else redact_data(v, secrets))
             for k, v in data.items()
         }
     if isinstance(data, Sequence) and not isinstance(data, bytes | bytearray):
         if all(isinstance(x, str) for x in data):
-            return redact_argv(data)
-        return [redact_data(x) for x in data]
+            return redact_argv(data, secrets)
+        return [redact_data(x, secrets) for x in data]
     return data
 
 

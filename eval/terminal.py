@@ -4,7 +4,7 @@ Server error bodies, model outputs and log tails can hold terminal escapes (`\\x
 `\\x1b]0;...\\x07` retitles the window). `inert(text)` renders every C0 control character except newline and
 tab, DEL and every C1 control character as a visible escape (`\\x1b`); the HTML and Markdown reports use it
 too (the HTML wraps each escape in a styled span via `mark`). `printable` = redact, then inert; `echo` prints
-through it, and is what commands print with.
+through it, and is what commands print with; each takes the `Secrets` of whoever prints (eval.redact).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from eval.redact import redact_text
+from eval.redact import NO_SECRETS, Secrets, redact_text
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -34,20 +34,27 @@ def inert(text: str, mark: Callable[[str], str] | None = None) -> str:
     return CONTROL.sub(lambda m: wrap(visible(m.group(0))), text)
 
 
-def printable(text: object) -> str:
+def printable(text: object, secrets: Secrets = NO_SECRETS) -> str:
     """What may reach a terminal: no secret, no control character other than newline and tab."""
-    return inert(redact_text(str(text)))
+    return inert(redact_text(str(text), secrets))
 
 
-def echo(*parts: object, file: TextIO | None = None, end: str = "\n", flush: bool = False) -> None:
+def echo(
+    *parts: object,
+    file: TextIO | None = None,
+    end: str = "\n",
+    flush: bool = False,
+    secrets: Secrets = NO_SECRETS,
+) -> None:
     """`print` for anything that may hold server, model or environment text (stdout unless `file`)."""
     out = sys.stdout if file is None else file
-    print(printable(" ".join(str(p) for p in parts)), end=printable(end), file=out, flush=flush)
+    text = printable(" ".join(str(p) for p in parts), secrets)
+    print(text, end=printable(end), file=out, flush=flush)
 
 
-def echo_err(*parts: object, end: str = "\n", flush: bool = True) -> None:
+def echo_err(*parts: object, end: str = "\n", flush: bool = True, secrets: Secrets = NO_SECRETS) -> None:
     """`echo` to stderr (messages, warnings, errors)."""
-    echo(*parts, file=sys.stderr, end=end, flush=flush)
+    echo(*parts, file=sys.stderr, end=end, flush=flush, secrets=secrets)
 
 
 PLAIN_INTERVAL_S = 30.0  # off a terminal: at most one progress line per bar this often (and the last one)

@@ -50,7 +50,7 @@ class BootstrapResult:
     n_resamples: int
     seed: int
     confidence: (
-        float  # e.g. 0.95; an interleaved session's gated timing figure: 0.975 (eval/analyze/paired.py)
+        float  # e.g. 0.95; an interleaved session's gated timing figure: 0.975 (eval/analyze/ab_timing.py)
     )
 
     @property

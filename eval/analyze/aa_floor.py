@@ -3,13 +3,13 @@
 An A/A session runs one configuration on both sides of `lbeval ab` (one server used as both sides, or the same
 launch spec on two servers). Per timing measure (eval/analyze/timing.TIMING_MEASURES) its two runs give the
 gated change of adjacent requests, the interval the timing rules read: the 20 % trimmed mean of the per-input
-mean log ratios with Yuen's 97.5 % interval (eval/analyze/paired.py GATED_TRIM, GATED_CONFIDENCE), computed
+mean log ratios with Yuen's 97.5 % interval (eval/analyze/ab_timing.py GATED_TRIM, GATED_CONFIDENCE), computed
 exactly as compare computes an interleaved change. The floor of a measure is the largest |end| of that
 interval, in percent: what two identical configurations show on this machine, in this session, in the
 interval the rule judges.
 
 What counts as "the same configuration" (else AaFloorError, exit 2, one line naming the difference):
-- the two runs carry one session's pairing (eval/analyze/paired.session_pairs): two separate `lbeval run`s
+- the two runs carry one session's pairing (eval/analyze/ab_timing.session_pairs): two separate `lbeval run`s
   have no pairing and are refused;
 - one variant name on both sides: lbeval names a server configuration by its variant, so `lbeval ab X Y` is an
   A/B even when X and Y share a launch spec;
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from eval.analyze.paired import PairedMeasure, interleaved_timing, session_pairs
+from eval.analyze.ab_timing import PairedMeasure, interleaved_timing, session_pairs
 from eval.analyze.score import ScoredRun
 from eval.analyze.timing import TIMING_MEASURES
 from eval.errors import LbevalError

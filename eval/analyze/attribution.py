@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from eval.analyze.pairs import Pair, PairStats, as_generation, pair_kind, pair_stats
+from eval.analyze.agreement import Pair, PairStats, as_generation, pair_kind, pair_stats
 from eval.records import scenarios as sc
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from eval.analyze.aa_floor import AaFloor
-from eval.analyze.paired import PairedTiming, interleaved_timing
-from eval.analyze.pairs import Divergence, Pair, PairStats, as_generation, collect_pairs, pair_stats
+from eval.analyze.ab_timing import PairedTiming, interleaved_timing
+from eval.analyze.agreement import Divergence, Pair, PairStats, as_generation, collect_pairs, pair_stats
 from eval.analyze.score import ScoredRun
 from eval.analyze.timing import TIMING_MEASURES, timing_values
 from eval.errors import LbevalError
@@ -216,7 +216,7 @@ class Comparison:
     cross_agreement: dict[str, PairStats | None] = field(default_factory=dict)  # see CROSS_KINDS
     start_gap_s: float | None = None  # seconds between the two runs' starts (None: a start time unknown)
     # both runs from one `lbeval ab` session (execution "interleaved"): timing_changes are then the paired-in-time
-    # figures (eval/analyze/paired.py) and this holds them with the sequential-style figure and the drift check
+    # figures (eval/analyze/ab_timing.py) and this holds them with the sequential-style figure and the drift check
     paired: PairedTiming | None = None
     # `--aa-floor RUN_A RUN_B`: the A/A floor of an `lbeval ab X X` session (eval/analyze/aa_floor.py), set by
     # the command layer; the report shows it beside each timing change and the timing rule may use it

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from eval.analyze.accuracy import DatasetAccuracy, ExampleScore, accuracy, example_scores
+from eval.analyze.agreement import Pair, PairStats, UniqueOutputs, collect_pairs, pair_stats, unique_outputs
 from eval.analyze.attribution import Attribution, attribution
 from eval.analyze.cache import CacheCheck, InvalidCounts, cache_check, invalid_counts
-from eval.analyze.pairs import Pair, PairStats, UniqueOutputs, collect_pairs, pair_stats, unique_outputs
 from eval.analyze.timing import Timing, timing
 from eval.analyze.verification import CacheVerification, cache_verification
 from eval.errors import DataError

@@ -20,9 +20,11 @@ from eval.commands.options import add_specs_option
 from eval.errors import ConfigError
 from eval.records.run_folder import read_manifest
 from eval.records.stop import read_stop
+from eval.redact import redacted_errors
 from eval.run.ab import AbConfig, StopCheck, execute_ab
 from eval.run.adaptive import TimingTarget, read_adaptive
 from eval.run.runner import EXIT_INCOMPLETE, RunConfig
+from eval.run.session import run_secrets
 from eval.serve.launch_specs import spec_for_run
 from eval.terminal import echo, echo_err
 
@@ -124,7 +126,9 @@ def run(args: argparse.Namespace) -> int:
     target = _timing_target(args)  # a bad option stops here, before any server starts
     a, b = side_configs(args)
     # the managed servers are started by the session, once both run folders' locks are held
-    dirs = execute_ab(AbConfig(a, b, args.seed, args.quiet, check, target))
+    secrets = run_secrets(a) | run_secrets(b)  # an error line leaving the session is printed by eval.cli
+    with redacted_errors(secrets):
+        dirs = execute_ab(AbConfig(a, b, args.seed, args.quiet, check, target))
     adaptive = read_adaptive(dirs[0])
     if adaptive is not None and args.timing_until is not None:
         echo_err(f"lbeval ab: {adaptive.headline()}")
@@ -138,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     for side, run_dir in zip("AB", dirs, strict=True):
         manifest = read_manifest(run_dir)
         for warning in manifest.warnings:
-            echo_err(f"lbeval ab: {side}: warning: {warning}")
+            echo_err(f"lbeval ab: {side}: warning: {warning}", secrets=secrets)
         complete = complete and manifest.complete
     state = "complete" if complete else "INCOMPLETE (re-run the same command to resume)"
     echo_err(f"lbeval ab: {state}")

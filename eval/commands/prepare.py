@@ -13,6 +13,7 @@ from eval.prepare.build import PrepareConfig, parse_max_tokens, prepare
 from eval.prepare.data_source import DataSource
 from eval.prepare.select import parse_n
 from eval.prepare.tokenizers import LocalTokenizer, ServerTokenizer, Tokenizer
+from eval.redact import redacted_errors
 from eval.serve.launch_specs import get_launch_spec, spec_context_length
 from eval.serve.process import serving, sigterm_as_interrupt
 from eval.terminal import echo, echo_err
@@ -88,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
             args.max_model_len = spec_context_length(spec)  # llama-cpp-python reports none (its --n_ctx)
         with (
             sigterm_as_interrupt(),
-            serving(spec, echo=echo_err) as url,
+            redacted_errors(spec.secrets),
+            serving(spec, echo=lambda m: echo_err(m, secrets=spec.secrets)) as url,
         ):
             args.base_url, args.spec = url, None
             return _prepare(args)

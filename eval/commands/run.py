@@ -24,11 +24,13 @@ from eval.errors import ConfigError
 from eval.records.run_folder import read_manifest
 from eval.records.scenarios import DEFAULT_BATCH_SIZES, DEFAULT_PLAN, DEFAULT_REPEATS, parse_scenarios
 from eval.records.vocabulary import PASS_CHOICES, SCENARIO_NAMES
+from eval.redact import NO_SECRETS, redacted_errors
 from eval.run.request import RequestSettings
 from eval.run.resume import resume_lines
 from eval.run.retry import RetryPolicy
 from eval.run.runner import DEFAULT_PASSES, EXIT_INCOMPLETE, RunConfig, execute_run
 from eval.run.scenarios.settings import ScenarioSettings, batched_tokens_budget, parse_ints
+from eval.run.session import run_secrets
 from eval.serve.launch_specs import LaunchSpec, spec_for_run
 from eval.terminal import echo, echo_err
 
@@ -251,6 +253,7 @@ def run_config(
             batched_tokens_budget(use.args) if use is not None else None,
         ),
         server=spec if spec is not None and spec.managed else None,
+        secrets=spec.secrets if spec is not None else NO_SECRETS,
     )
 
 
@@ -318,10 +321,12 @@ def run(args: argparse.Namespace) -> int:
     urls = list(config.base_urls) or urls  # a running spec's url list: its replicas
     if args.dp_ranks:
         config = replace(config, dp_ranks=args.dp_ranks)
-    run_dir = execute_run(replace(config, base_urls=tuple(urls)) if len(urls) > 1 else config)
+    secrets = run_secrets(config)  # an error line leaving the session is printed by eval.cli, without them
+    with redacted_errors(secrets):
+        run_dir = execute_run(replace(config, base_urls=tuple(urls)) if len(urls) > 1 else config)
     manifest = read_manifest(run_dir)
     for warning in manifest.warnings:
-        echo_err(f"lbeval run: warning: {warning}")
+        echo_err(f"lbeval run: warning: {warning}", secrets=secrets)
     state = "complete" if manifest.complete else "INCOMPLETE (re-run the same command to resume)"
     echo_err(f"lbeval run: {manifest.stats.get('records', 0)} records, {state}")
     echo(run_dir)

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from eval.commands.options import add_specs_option
+from eval.redact import redacted_errors
 from eval.serve.launch_specs import get_launch_spec
 from eval.serve.process import sigterm_as_interrupt, start
 from eval.terminal import echo
@@ -28,9 +29,10 @@ def run(args: argparse.Namespace) -> int:
     if not spec.managed:
         echo(f"lbeval serve: {spec.name} is a server already running at {spec.url}; nothing to start")
         return 0
-    with sigterm_as_interrupt():
+    say = lambda m: echo(m, flush=True, secrets=spec.secrets)  # noqa: E731
+    with sigterm_as_interrupt(), redacted_errors(spec.secrets):
         try:
-            with start(spec, port=args.port, log=args.log, echo=lambda m: echo(m, flush=True)) as server:
+            with start(spec, port=args.port, log=args.log, echo=say) as server:
                 echo(
                     f"{spec.name}: serving at {server.base_url} (pid {server.pid}); Ctrl-C stops it",
                     flush=True,

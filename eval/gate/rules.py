@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from eval.analyze.agreement import PairStats
 from eval.analyze.compare import Comparison
-from eval.analyze.pairs import PairStats
 from eval.analyze.score import ScoredRun
 from eval.gate import cache_state, cause_rules, scenario_rules
 from eval.gate.policy import Policy

@@ -50,9 +50,9 @@ from pathlib import Path
 from typing import Any
 
 from eval.analyze.aa_floor import AaFloor, check_against
+from eval.analyze.ab_timing import paired_values, session_pairs
 from eval.analyze.causes import CauseRow, cause_rows
 from eval.analyze.compare import BOOTSTRAP_RESAMPLES, Comparison, compare
-from eval.analyze.paired import paired_values, session_pairs
 from eval.analyze.score import ScoredRun, load_inputs, score_loaded
 from eval.errors import DataError
 from eval.gate.policy import Policy

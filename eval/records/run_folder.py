@@ -5,7 +5,7 @@ Layout (the only place these names are defined):
     runs/<variant>/<run_id>/records.jsonl   one record per line (eval.records.codec), appended, flushed and
                                             fsync'd per record
     runs/<variant>/<run_id>/servers.jsonl   one line per session whose server lbeval started (redacted)
-    runs/<variant>/<run_id>/ab_pairs.jsonl  `lbeval ab` only: one line per interleaved pair (eval.records.pairing)
+    runs/<variant>/<run_id>/ab_pairs.jsonl  `lbeval ab` only: one line per interleaved pair (eval.records.ab_pairs)
     runs/<variant>/<run_id>/ab_stop.json    `lbeval ab --stop-when-settled` only: why the session stopped early
                                             (eval.records.stop), the same in both runs, replaced atomically
     runs/<variant>/<run_id>/.lock           the writer's lock (fcntl.flock, held for a whole `lbeval run`
@@ -52,7 +52,7 @@ from eval.redact import redact_data
 
 MANIFEST_NAME = "manifest.json"
 RECORDS_NAME = "records.jsonl"
-PAIRS_NAME = "ab_pairs.jsonl"  # lbeval ab: the pairing of two runs (eval/records/pairing.py)
+PAIRS_NAME = "ab_pairs.jsonl"  # lbeval ab: the pairing of two runs (eval/records/ab_pairs.py)
 STOP_NAME = "ab_stop.json"  # lbeval ab --stop-when-settled: the stop record (eval/records/stop.py)
 LATEST_NAME = "LATEST"
 SERVERS_LOG = "servers.jsonl"  # one line per session whose server lbeval started

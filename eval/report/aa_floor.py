@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from eval.analyze.aa_floor import AaFloor, AaMeasure, position
 from eval.analyze.compare import Change, Comparison
+from eval.report.ab_timing_table import PAIRED_ROWS  # the same measures, named the same way
 from eval.report.cells import Cell, Interval, Num, Row, Table, Text
-from eval.report.paired import PAIRED_ROWS  # the same measures, named the same way
 
 
 def _where(ch: Change | None, m: AaMeasure | None) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
+from eval.analyze.agreement import NEAR_TIE_MARGIN, PairStats
 from eval.analyze.compare import Comparison
-from eval.analyze.pairs import NEAR_TIE_MARGIN, PairStats
 from eval.analyze.score import RunScores
 from eval.report.cells import Cell, Frac, Ints, Num, Row, Sci, Table
 from eval.report.columns import side_columns

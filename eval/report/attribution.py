@@ -17,9 +17,9 @@ import math
 from collections.abc import Sequence
 
 from eval.analyze import attribution as at
+from eval.analyze.agreement import NEAR_TIE_MARGIN
 from eval.analyze.attribution import Attribution, AttributionRow, Confounding, Pointer, pointed_cause
 from eval.analyze.compare import Comparison
-from eval.analyze.pairs import NEAR_TIE_MARGIN
 from eval.analyze.score import RunScores
 from eval.report.cells import Blank, Cell, Frac, Ints, Num, Row, Sci, Table, Text
 from eval.report.svg import Point, Series, errorbar_plot

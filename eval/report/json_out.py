@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+from eval.analyze.agreement import PairStats
 from eval.analyze.compare import BOOTSTRAP_RESAMPLES, Comparison, divergence_list
-from eval.analyze.pairs import PairStats
 from eval.analyze.score import ScoredRun
 from eval.gate.verdict import Verdict
 from eval.report.cells import Table

@@ -12,8 +12,8 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
+from eval.analyze.agreement import NEAR_TIE_MARGIN
 from eval.analyze.compare import Comparison, DivergentPair, divergence_list
-from eval.analyze.pairs import NEAR_TIE_MARGIN
 from eval.analyze.score import RunScores
 from eval.gate.verdict import FAIL, Verdict
 from eval.report.attribution import run_attribution_table

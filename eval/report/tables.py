@@ -1,6 +1,6 @@
 """The comparison tables of a report, in their order: accuracy, LongBench v2, agreement, timing (with the paired
 and A/A tables beside it), cache and validity, attribution. Each table is built by a module of its own
-(accuracy_table.py, agreement_table.py, timing_table.py, cache_table.py, v2.py, paired.py, aa_floor.py,
+(accuracy_table.py, agreement_table.py, timing_table.py, cache_table.py, v2.py, ab_timing_table.py, aa_floor.py,
 attribution.py) as data (typed cells) with its one-line reading; every number a report shows is such a cell,
 and the Markdown, HTML and summary.json writers only render them (eval/report/cells.py).
 """
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from eval.analyze.compare import Comparison
 from eval.report.aa_floor import aa_floor_table
+from eval.report.ab_timing_table import paired_timing_table
 from eval.report.accuracy_table import accuracy_table
 from eval.report.agreement_table import agreement_table, cross_table
 from eval.report.attribution import attribution_table
 from eval.report.cache_table import cache_table
 from eval.report.cells import Table
-from eval.report.paired import paired_timing_table
 from eval.report.timing_table import timing_table
 from eval.report.v2 import v2_compare_table
 

@@ -16,7 +16,7 @@ what is left to run.
 
 Both runs are written exactly as `lbeval run` writes them (one eval/run/session.RunSession per side: probe,
 manifest, sessions, record writer and resume), under both run locks, taken before a side's managed server
-starts; one send ledger serves both sides; each run folder also gets the pairing (eval/records/pairing.py).
+starts; one send ledger serves both sides; each run folder also gets the pairing (eval/records/ab_pairs.py).
 Resume: a unit complete on both sides is skipped; complete on one side only, the other side is re-run alone
 and its pair line says `rerun` (not adjacent in time: left out of the paired statistics and counted).
 A fault on one side is that side's error record; the pair is incomplete. A/A: both sides may be one server.
@@ -52,7 +52,7 @@ from typing import Any
 from eval.atomic import WriteFailed
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import InputRow
-from eval.records.pairing import ORDERS, PairRecord, PairSide, append_pair, last_pairs, read_pairs
+from eval.records.ab_pairs import ORDERS, PairRecord, PairSide, append_pair, last_pairs, read_pairs
 from eval.records.run_folder import RECORDS_NAME, RecordWriter, run_lock
 from eval.records.stop import STOP_SCHEMA_VERSION, Settlement, StopRecord, remove_stop, write_stop
 from eval.records.types import RequestRecord

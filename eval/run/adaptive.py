@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from eval.atomic import atomic_write
+from eval.records.ab_pairs import PairRecord
 from eval.records.final import select_final
-from eval.records.pairing import PairRecord
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import UNIT_TIMING
 from eval.run.steps import Unit, timing_steps

@@ -15,6 +15,7 @@ from typing import Any
 from eval.errors import ConfigError, LbevalError
 from eval.records.run_folder import refuse_reserved_variant
 from eval.records.vocabulary import PASS_CHOICES
+from eval.redact import NO_SECRETS, Secrets
 from eval.run.probe import ProbeResult
 from eval.run.request import RequestSettings
 from eval.run.retry import RetryPolicy
@@ -71,6 +72,9 @@ class RunConfig:
     # a routing endpoint's data-parallel ranks (`--dp-ranks N`: each replica is rank r of the one endpoint, pinned by
     # the X-data-parallel-rank header; eval/run/replicas.py). 1: none (a launch spec's dp_ranks may still say N)
     dp_ranks: int = 1
+    # what the launch spec read from the environment (its ${VAR}s): the session's secrets, with the API key
+    # (eval/run/session.run_secrets); never written, never shown
+    secrets: Secrets = field(default=NO_SECRETS, repr=False, compare=False)
 
 
 def validate_name(kind: str, name: str) -> str:

@@ -46,7 +46,7 @@ from eval.records.run_folder import (
 )
 from eval.records.types import RECORD_SCHEMA_VERSION, RequestRecord
 from eval.records.vocabulary import choice_of
-from eval.redact import remember, safe_url
+from eval.redact import Secrets, safe_url
 from eval.run.client import Client
 from eval.run.config import (
     CLIENT_PACKAGES,
@@ -78,14 +78,20 @@ Todo = tuple[Unit, GroupState, int]  # a unit left to run, the state of its grou
 
 
 def api_key(config: RunConfig) -> str | None:
-    """The API key from `config.api_key_env` (ConfigError when unset), remembered for redaction."""
+    """The API key from `config.api_key_env` (ConfigError when unset); `run_secrets` redacts it."""
     if config.api_key_env is None:
         return None
     key = os.environ.get(config.api_key_env)
     if not key:
         raise ConfigError(f"--api-key-env {config.api_key_env}: that environment variable is not set")
-    remember(key)  # redacted wherever lbeval writes or prints it
     return key
+
+
+def run_secrets(config: RunConfig) -> Secrets:
+    """The session's secrets: what its launch spec read from the environment and its API key (`--api-key-env`),
+    redacted wherever the session writes or prints them (never another session's: nothing is process-wide)."""
+    spec = config.secrets if config.server is None else config.secrets | config.server.secrets
+    return spec.with_(os.environ.get(config.api_key_env) if config.api_key_env else None)
 
 
 def open_client(config: RunConfig, ledger: SendLedger) -> Client:
@@ -101,7 +107,9 @@ def serving(config: RunConfig) -> Iterator[tuple[str, dict[str, Any] | None]]:
     if config.server is None:
         yield config.base_url, None
         return
-    with start(config.server, echo=echo_err, runs=config.out) as server, server.reported_if_dead():
+    secrets = run_secrets(config)
+    say = lambda message: echo_err(message, secrets=secrets)  # noqa: E731
+    with start(config.server, echo=say, runs=config.out) as server, server.reported_if_dead():
         yield server.base_url, server.describe()  # a server that dies during the session is reported dead
 
 

@@ -26,9 +26,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
-from eval.benchmarks.longbench.spec import get_spec
-from eval.benchmarks.longbench_v2.prompting import insert_cot
-from eval.benchmarks.longbench_v2.spec import is_v2
+from eval.benchmarks.registry import benchmark_of
 from eval.errors import ConfigError
 from eval.prepare.inputs import InputRow
 from eval.records.types import RequestRecord, Usage
@@ -37,7 +35,6 @@ from eval.records.vocabulary import ANSWER_PASSES, PASS_CHOICES, UNIT_MAIN, UNIT
 MAIN_ORDER = ("cold", "warm", "repeat")
 SIBLING_QUESTION = "\n\nQuestion: Which topic does the text above discuss first?\n\nAnswer:"
 EVICT_PROMPT = "~ lbeval cache eviction: an unrelated short prompt sent before a cold request."
-V2_CONTEXT_END = "</text>\n\nWhat is the correct answer"  # what follows the document in the v2 templates
 # a CoT answer call's warm reference: the answer call whose prompt it must share (what is cached under its salt)
 ANSWER_REFERENCE = {"warm": "cold", "repeat": "warm"}
 
@@ -108,9 +105,10 @@ def answer_steps(passes: tuple[str, ...], stream: bool) -> tuple[Step, ...]:
 
 def answer_prompt(row: InputRow, reasoning: str) -> str:
     """A CoT row's answer call: its answer_template with the reasoning call's output (stripped) as `$COT$`."""
-    if row.answer_template is None:
+    insert = benchmark_of(row.dataset).insert_answer
+    if row.answer_template is None or insert is None:
         raise ValueError(f"{row.dataset}/{row.id} is not a CoT input")
-    return insert_cot(row.answer_template, reasoning)
+    return insert(row.answer_template, reasoning)
 
 
 def timing_steps(r: int) -> tuple[Step, ...]:
@@ -195,12 +193,7 @@ def sibling_prompt(row: InputRow) -> str:
     without a usable template, the last tenth of the prompt is replaced."""
     tail = ""
     try:
-        if is_v2(row.dataset):
-            tail = V2_CONTEXT_END
-        else:
-            template = get_spec(row.dataset).template
-            after = template.split("{context}", 1)[1]
-            tail = after.split("{input}", 1)[0]
+        tail = benchmark_of(row.dataset).context_end(row.dataset)  # the benchmark's templates know it
     except Exception:  # noqa: BLE001 - unknown dataset or template without {context}: fall back
         tail = ""
     cut = row.prompt.rfind(tail) if len(tail.strip()) >= 8 else -1

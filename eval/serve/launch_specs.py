@@ -11,8 +11,8 @@ in TOML files (`[variants.NAME]` tables); the shipped `eval/serve/variants.toml`
 Strings in a spec may use `${VAR}` (an environment variable; `LBEVAL_CACHE` defaults to
 `$XDG_CACHE_HOME/lbeval` or `~/.cache/lbeval`) and, in `args`, `env` and `log`, the placeholders `{host}`,
 `{port}` and `{name}`. A relative `log` is under the runs folder (`--out`, default runs/; `servers/{name}-{port}.log`
-by default). Values read from the environment (but the cache path) are remembered by eval.redact,
-so that what lbeval writes or prints shows `<redacted>` instead. Nothing is read at import. Starting and stopping servers is `eval.serve.process`.
+by default). Values read from the environment (but the cache path) are the spec's `secrets` (eval.redact.Secrets),
+so that what lbeval writes or prints about it shows `<redacted>` instead. Nothing is read at import. Starting and stopping servers is `eval.serve.process`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from eval.errors import ConfigError
-from eval.redact import remember
+from eval.redact import NO_SECRETS, Secrets
 
 SHIPPED_SPECS = "variants.toml"
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"
@@ -134,6 +134,8 @@ class LaunchSpec:
     # (eval/run/replicas.host_devices); None: not a GPU spec (CPU replicas get thread binding instead)
     devices: tuple[int, ...] | str | None = None
     dp_ranks: int = 1  # a routing endpoint's data-parallel ranks, each pinned by X-data-parallel-rank
+    # the values its `${VAR}`s read from the environment: redacted wherever lbeval writes or prints them
+    secrets: Secrets = field(default=NO_SECRETS, repr=False, compare=False)
 
     @property
     def managed(self) -> bool:
@@ -150,7 +152,6 @@ def _expand(value: str, where: str, environ: Mapping[str, str]) -> str:
             return str(default_cache_dir(environ))
         if var not in environ:
             raise ConfigError(f"{where}: environment variable {var} is not set")
-        remember(environ[var])  # from the environment: redacted wherever lbeval writes or prints it
         return environ[var]
 
     return os.path.expanduser(ENV_RE.sub(repl, value))
@@ -160,6 +161,18 @@ def _strings(value: Any, where: str, environ: Mapping[str, str]) -> tuple[str, .
     if not isinstance(value, list) or not all(isinstance(v, str | int | float) for v in value):
         raise ConfigError(f"{where}: expected a list of strings")
     return tuple(_expand(str(v), where, environ) for v in value)
+
+
+def env_secrets(raw: Any, environ: Mapping[str, str]) -> Secrets:
+    """What the `${VAR}`s in a spec's strings (lists and tables walked) read from the environment, but the cache
+    path: the spec's secrets."""
+    if isinstance(raw, str):
+        return NO_SECRETS.with_(*(environ.get(v) for v in ENV_RE.findall(raw) if v != "LBEVAL_CACHE"))
+    items = raw.values() if isinstance(raw, Mapping) else raw if isinstance(raw, list) else []
+    found = NO_SECRETS
+    for item in items:
+        found = found | env_secrets(item, environ)
+    return found
 
 
 def _number(value: Any, where: str) -> float:
@@ -304,7 +317,7 @@ def parse_spec(name: str, raw: Mapping[str, Any], source: str, environ: Mapping[
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}")
     if "url" in raw:
-        return _external(name, source, raw, where, environ)
+        return replace(_external(name, source, raw, where, environ), secrets=env_secrets(raw, environ))
     args = _strings(raw.get("args", []), f"{where}.args", environ)
     args += _strings(raw.get("extra_args", []), f"{where}.extra_args", environ)
     return LaunchSpec(
@@ -330,6 +343,7 @@ def parse_spec(name: str, raw: Mapping[str, Any], source: str, environ: Mapping[
         dp_ranks=_dp_ranks(
             raw.get("dp_ranks", 1), f"{where}.dp_ranks", _replicas(raw.get("replicas", 1), where)
         ),
+        secrets=env_secrets(raw, environ),
     )
 
 

@@ -29,7 +29,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from eval.errors import ConfigError, LbevalError
-from eval.redact import redact_argv, redact_env, redact_text
+from eval.redact import NO_SECRETS, Secrets, redact_argv, redact_env, redact_text
 from eval.serve.launch_specs import Echo, LaunchSpec
 
 RUNS = Path("runs")  # the runs folder by default (`--out`): a relative server log goes under it
@@ -67,11 +67,11 @@ _ERROR_LINE = re.compile(r"Error\b|Exception\b|\bERROR\b|\berror:|Traceback|Kill
 DEATH_GRACE_S = 10.0  # how long a server whose connections fail may take to exit before it counts as alive
 
 
-def last_error(log_text: str) -> str | None:
+def last_error(log_text: str, secrets: Secrets = NO_SECRETS) -> str | None:
     """The last line of a server log that names an error (an exception's last line, an ERROR record)."""
     for line in reversed(log_text.splitlines()):
         if _ERROR_LINE.search(line):
-            return redact_text(line.strip())[:400]
+            return redact_text(line.strip(), secrets)[:400]
     return None
 
 
@@ -124,12 +124,16 @@ class ManagedServer:
         return {
             "spec": self.spec.name,
             "source": self.spec.source,
-            "argv": redact_argv(argv),
-            "env": redact_env(self.spec.env),
+            "argv": redact_argv(argv, self.spec.secrets),
+            "env": redact_env(self.spec.env, self.spec.secrets),
             "port": self.port,
             "log": str(self.log_path),
             "healthy_after_s": self.healthy_after_s,
         }
+
+    def _tail(self) -> str:
+        """The log's last lines, the spec's secrets redacted (the server may print what it was started with)."""
+        return redact_text(tail(self.log_path), self.spec.secrets)
 
     def wait_healthy(self, timeout: float | None = None, poll_s: float = 0.5) -> None:
         """Poll the health URL until it answers 2xx; raise with the log's tail if the process dies first."""
@@ -141,7 +145,7 @@ class ManagedServer:
             if code is not None:
                 raise LbevalError(
                     f"server {self.spec.name} exited with code {code} before {url} answered; "
-                    f"last lines of {self.log_path}:\n{tail(self.log_path)}"
+                    f"last lines of {self.log_path}:\n{self._tail()}"
                 )
             if _http_ok(url):
                 self.healthy_after_s = time.monotonic() - self.started_at
@@ -149,7 +153,7 @@ class ManagedServer:
             if time.monotonic() > deadline:
                 raise LbevalError(
                     f"server {self.spec.name} did not answer {url} within {limit:g} s "
-                    f"(health_timeout); last lines of {self.log_path}:\n{tail(self.log_path)}"
+                    f"(health_timeout); last lines of {self.log_path}:\n{self._tail()}"
                 )
             time.sleep(poll_s)
 
@@ -162,7 +166,7 @@ class ManagedServer:
             return None
         if code is None:
             return None
-        error = last_error(tail(self.log_path, 200))
+        error = last_error(tail(self.log_path, 200), self.spec.secrets)
         return (
             f"server {self.spec.name} exited with code {code}; its log: {self.log_path}; "
             f"last error: {error or '(none in the log)'}"
@@ -241,9 +245,7 @@ def launch(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     argv = [*spec.command, *(_fill(a, spec.name, spec.host, chosen) for a in spec.args)]
     env = {**os.environ, **{k: _fill(v, spec.name, spec.host, chosen) for k, v in spec.env.items()}}
-    header = (
-        f"\n=== lbeval: {time.strftime('%FT%T%z')} starting {spec.name}: {shlex.join(redact_argv(argv))}\n"
-    )
+    header = f"\n=== lbeval: {time.strftime('%FT%T%z')} starting {spec.name}: {shlex.join(redact_argv(argv, spec.secrets))}\n"
     with log_path.open("ab") as fh:
         fh.write(header.encode())
         fh.flush()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eval.records.pairing import last_pairs, read_pairs
+from eval.records.ab_pairs import last_pairs, read_pairs
 from eval.records.run_folder import RECORDS_NAME, scan_records
 from eval.run.ab import AbConfig, execute_ab
 from eval.serve.fake_server import FakeServer

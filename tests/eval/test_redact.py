@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from eval.redact import (
+    NO_SECRETS,
     REDACTED,
     redact_argv,
     redact_data,
     redact_env,
     redact_text,
-    remember,
+    redacted_errors,
     safe_url,
     secret_flag,
 )
@@ -43,9 +44,19 @@ def test_redact_text(text: str, expected: str | None) -> None:
 
 
 def test_remembered_values_are_redacted_anywhere_but_short_ones_are_not() -> None:
-    remember(KEY)
-    remember("on")  # not a credential: redacting it would blank ordinary words
-    assert redact_text(f"PLAIN={KEY}; x{KEY}y; on") == "PLAIN=<redacted>; x<redacted>y; on"
+    secrets = NO_SECRETS.with_(
+        KEY, "on", None
+    )  # "on" is no credential: redacting it would blank ordinary words
+    assert redact_text(f"PLAIN={KEY}; x{KEY}y; on", secrets) == "PLAIN=<redacted>; x<redacted>y; on"
+    assert redact_text(f"PLAIN={KEY}") == f"PLAIN={KEY}"  # what no one passes is not remembered anywhere
+    assert KEY not in repr(secrets) and NO_SECRETS.values == frozenset()  # with_ made a new one
+
+
+def test_an_error_leaving_a_block_is_said_without_its_secrets() -> None:
+    secrets = NO_SECRETS.with_(KEY)
+    with pytest.raises(ValueError) as caught, redacted_errors(secrets):
+        raise ValueError(f"the server said: bad key {KEY}", 3)
+    assert caught.value.args == ("the server said: bad key <redacted>", 3)
 
 
 def test_secret_flags() -> None:
@@ -62,9 +73,8 @@ def test_redact_argv_hides_every_value_of_a_secret_flag() -> None:
 
 
 def test_redact_env_by_name_and_by_value() -> None:
-    remember(KEY)
     env = {"HF_TOKEN": "hf_x", "MY_SECRET": "s", "PLAIN": f"a {KEY}", "VLLM_CPU_KVCACHE_SPACE": "1"}
-    assert redact_env(env) == {
+    assert redact_env(env, NO_SECRETS.with_(KEY)) == {
         "HF_TOKEN": REDACTED, "MY_SECRET": REDACTED, "PLAIN": f"a {REDACTED}", "VLLM_CPU_KVCACHE_SPACE": "1",
     }  # fmt: skip
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main
+from eval.records.ab_pairs import PairRecord, read_pairs
 from eval.records.final import select_final
-from eval.records.pairing import PairRecord, read_pairs
 from eval.records.run_folder import LoadedRun, load_run
 from eval.records.types import RequestRecord
 from tests.real_server.conftest import build_server

@@ -90,6 +90,12 @@ def get_spec(dataset: str) -> DatasetSpec:
     return spec
 
 
+def context_end(dataset: str) -> str:
+    """The template's text between {context} and {input}: where a prompt's context ends ("" without one)."""
+    after = get_spec(dataset).template.split("{context}", 1)
+    return after[1].split("{input}", 1)[0] if len(after) == 2 else ""
+
+
 def unknown_dataset(dataset: str) -> ConfigError:
     known = ", ".join(sorted(load_specs()))
     return ConfigError(f"unknown dataset {dataset!r}; known LongBench v1 datasets: {known}")

@@ -68,6 +68,14 @@ def is_v2(dataset: str) -> bool:
     return dataset == V2_DATASET
 
 
+CONTEXT_END = "</text>\n\nWhat is the correct answer"  # what follows the document in the v2 templates
+
+
+def context_end(dataset: str) -> str:
+    """Where a v2 prompt's document ends (every v2 template closes it the same way)."""
+    return CONTEXT_END
+
+
 def get_v2_mode(name: str) -> V2Mode:
     mode = V2_MODES.get(name)
     if mode is None:

@@ -3,6 +3,7 @@ named by exactly one benchmark, and each dataset name belongs to exactly one ben
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,18 @@ def test_an_unknown_dataset_is_one_config_error_naming_the_known_ones() -> None:
         ConfigError, match=r"unknown dataset 'qasperr'; known LongBench v1 datasets: .*qasper"
     ):
         benchmark_of("qasperr")
+
+
+def test_the_run_stage_asks_the_registry_where_a_context_ends_and_how_to_answer() -> None:
+    """What run/steps.py needs of a benchmark comes from its registry entry: v1's context end is its template's
+    text between {context} and {input} (read here from prompts/dataset2prompt.json), v2's the text that follows
+    the document in every v2 template file; only v2 has a two-call (CoT) answer prompt."""
+    v1_templates = json.loads((ROOT / "prompts" / "dataset2prompt.json").read_text(encoding="utf-8"))
+    qasper = v1_templates["qasper"]
+    v1, v2 = benchmark_of("qasper"), benchmark_of("longbench_v2")
+    assert v1.context_end("qasper") == qasper[qasper.index("{context}") + 9 : qasper.index("{input}")]
+    end = v2.context_end("longbench_v2")
+    with_context = [p for p in (ROOT / "prompts" / "v2").glob("*.txt") if "$DOC$" in p.read_text("utf-8")]
+    assert with_context and all(end in p.read_text(encoding="utf-8") for p in with_context)
+    assert v1.insert_answer is None and v2.insert_answer is not None
+    assert v2.insert_answer("A: $COT$ so", "  because  ") == "A: because so"

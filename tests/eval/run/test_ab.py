@@ -11,8 +11,8 @@ import pytest
 
 from eval.cli import main
 from eval.commands.ab import interrupted
+from eval.records.ab_pairs import last_pairs, read_pairs
 from eval.records.final import select_final
-from eval.records.pairing import last_pairs, read_pairs
 from eval.records.run_folder import PAIRS_NAME, RECORDS_NAME, read_manifest, scan_records
 from eval.records.types import RequestRecord
 from eval.run.ab import AbConfig, execute_ab, pair_orders, session_order

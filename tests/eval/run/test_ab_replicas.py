@@ -15,7 +15,7 @@ import pytest
 
 from eval.cli import main
 from eval.errors import ConfigError
-from eval.records.pairing import PairRecord, read_pairs
+from eval.records.ab_pairs import PairRecord, read_pairs
 from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
 from eval.records.types import RequestRecord
 from eval.run.ab import AbConfig, UnitId, execute_ab

@@ -20,8 +20,8 @@ import pytest
 from eval.analyze.score import score_run
 from eval.cli import main
 from eval.errors import ConfigError
+from eval.records.ab_pairs import PairRecord, PairSide, last_pairs, read_pairs
 from eval.records.final import select_final
-from eval.records.pairing import PairRecord, PairSide, last_pairs, read_pairs
 from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
 from eval.records.types import RequestRecord
 from eval.run.ab import AbConfig, execute_ab

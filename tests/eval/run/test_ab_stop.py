@@ -10,7 +10,7 @@ import pytest
 from eval.cli import main
 from eval.gate.policy import load_policy
 from eval.gate.settle import stop_check
-from eval.records.pairing import read_pairs
+from eval.records.ab_pairs import read_pairs
 from eval.records.run_folder import read_manifest
 from eval.records.stop import SETTLED_FAIL, read_stop, stop_path
 from eval.run.ab import AbConfig, execute_ab, session_order

@@ -14,8 +14,8 @@ import pytest
 from eval.analyze.compare import compare
 from eval.analyze.score import score_run
 from eval.cli import main
+from eval.records.ab_pairs import last_pairs, read_pairs
 from eval.records.final import select_final
-from eval.records.pairing import last_pairs, read_pairs
 from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
 from eval.report.tables import build_tables
 from eval.run.ab import AbConfig, execute_ab

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from eval.analyze.agreement import collect_pairs
 from eval.analyze.attribution import POINT_REPLICA, Attribution, attribution, pointed_cause
 from eval.analyze.compare import compare
-from eval.analyze.pairs import collect_pairs
 from eval.analyze.score import ScoredRun, score_run
 from eval.errors import ConfigError
 from eval.gate.policy import load_policy

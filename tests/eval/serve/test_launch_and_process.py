@@ -481,3 +481,30 @@ log = {str(tmp_path / "v.log")!r}
     assert server.describe()["env"] == {"PLAIN": "<redacted>", "HF_TOKEN": "<redacted>"}
     header = (tmp_path / "v.log").read_text()
     assert key not in header and "--api-key '<redacted>'" in header
+
+
+def test_two_sessions_in_one_process_do_not_share_remembered_secrets(tmp_path: Path) -> None:
+    """Session A's spec reads its key from the environment; session B, later in the same process, starts a
+    server whose arguments hold the same string as plain text (not read from the environment): B's provenance
+    and log header show it as given, A's stay redacted. A process-wide memory of secrets would blank B's too."""
+    value = "shared-looking-value-7c1e"
+    spec_text = """
+[variants.v]
+command = [{python!r}, "-c", "pass"]
+args = ["--api-key", "{key}", "--served-model-name", {name!r}, "--port", "{{port}}"]
+log = {log!r}
+"""
+    sides = {}
+    for side, key, environ in (("a", "${K}", {**ENV, "K": value}), ("b", "literal-key", ENV)):
+        folder = tmp_path / side
+        folder.mkdir()
+        text = spec_text.format(python=sys.executable, key=key, name=value, log=str(folder / "v.log"))
+        server = launch(load(folder, text, environ=environ)["v"])
+        server.process.wait(30)
+        server.stop()
+        sides[side] = (server.describe(), (folder / "v.log").read_text())
+    (info_a, header_a), (info_b, header_b) = sides["a"], sides["b"]
+    assert value not in json.dumps(info_a) and value not in header_a  # A read it from the environment
+    assert info_a["argv"][-6:-2] == ["--api-key", "<redacted>", "--served-model-name", "<redacted>"]
+    assert info_b["argv"][-6:-2] == ["--api-key", "<redacted>", "--served-model-name", value]
+    assert f"--served-model-name {value}" in header_b  # B never read it: ordinary text there

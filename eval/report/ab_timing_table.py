@@ -3,8 +3,8 @@ the sequential-style figure beside it, the pairs counted and left out, and the d
 
 from __future__ import annotations
 
+from eval.analyze.ab_timing import PairedMeasure
 from eval.analyze.compare import Comparison
-from eval.analyze.paired import PairedMeasure
 from eval.report.cells import Cell, Interval, Num, Row, Table, Text
 
 PAIRED_ROWS = [

@@ -1,4 +1,4 @@
-"""Paired-in-time timing of an `lbeval ab` session (eval/analyze/paired.py) in compare and the report, against
+"""Paired-in-time timing of an `lbeval ab` session (eval/analyze/ab_timing.py) in compare and the report, against
 values computed here from the records and the pairing, with fake servers whose speed drifts during the session."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from eval.analyze.compare import compare
 from eval.analyze.score import score_run
 from eval.gate.rules import NO_DATA, rule_warm_prefill_change
-from eval.records.pairing import last_pairs, read_pairs
+from eval.records.ab_pairs import last_pairs, read_pairs
 from eval.records.run_folder import PAIRS_NAME, RECORDS_NAME, scan_records
 from eval.report.tables import build_tables
 from eval.report.write import write_reports

@@ -1,4 +1,4 @@
-"""Paired-in-time timing of two runs written by one `lbeval ab` session (the pairing: eval/records/pairing.py).
+"""Paired-in-time timing of two runs written by one `lbeval ab` session (the pairing: eval/records/ab_pairs.py).
 
 For each timing measure (eval/analyze/timing.TIMING_MEASURES) and each timing pair that was adjacent in time
 (both sides complete in the same pair, not a resume's re-run of one side), the counted record of each side
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from eval.analyze.score import ScoredRun
 from eval.analyze.timing import TIMING_MEASURES, measure_ms
+from eval.records.ab_pairs import PairRecord, last_pairs, read_pairs
 from eval.records.final import ok_record
-from eval.records.pairing import PairRecord, last_pairs, read_pairs
 from eval.records.vocabulary import UNIT_TIMING
 from eval.run.adaptive import AdaptiveRecord, read_adaptive
 from scorers.paired_timing import (
