@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 
 from eval.analyze.aa_floor import AaFloor
-from eval.analyze.ab_timing import PairedTiming, interleaved_timing
+from eval.analyze.ab_timing import PairedTiming, interleaved_timing, session_pairs
 from eval.analyze.agreement import Divergence, Pair, PairStats, as_generation, collect_pairs, pair_stats
+from eval.analyze.replica_pairs import ReplicaPairs, replica_pairs
 from eval.analyze.score import ScoredRun
 from eval.analyze.timing import TIMING_MEASURES, timing_values
 from eval.errors import LbevalError
@@ -221,6 +222,9 @@ class Comparison:
     # `--aa-floor RUN_A RUN_B`: the A/A floor of an `lbeval ab X X` session (eval/analyze/aa_floor.py), set by
     # the command layer; the report shows it beside each timing change and the timing rule may use it
     aa_floor: AaFloor | None = None
+    # one lbeval ab session on N >= 2 replicas per side: A's replica i against B's replica i, per replica pair
+    # (eval/analyze/replica_pairs.py; in an A/A session the layout's replica-pair floor)
+    replica_pairs: ReplicaPairs | None = None
 
     @property
     def name(self) -> str:
@@ -316,7 +320,13 @@ def compare(
         cross_agreement=cross_agreement(base, variant),
         start_gap_s=start_gap_seconds(base, variant),
         paired=paired,
+        replica_pairs=_replica_pairs(base, variant) if paired is not None else None,
     )
+
+
+def _replica_pairs(base: ScoredRun, variant: ScoredRun) -> ReplicaPairs | None:
+    pairs = session_pairs(base, variant)
+    return replica_pairs(base, variant, pairs) if pairs is not None else None
 
 
 @dataclass(frozen=True)

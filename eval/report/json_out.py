@@ -103,4 +103,22 @@ def summary_json(c: Comparison, tables: Sequence[Table], verdict: Verdict | None
         "tables": {t.id: t.as_json() for t in tables},
         "divergences": [dp.as_json() for dp in divergence_list(c)],
         "cross_variant": {name: cross_json(s) for name, s in c.cross_agreement.items()},
+        "replica_pairs": _replica_pairs_json(c),
     }
+
+
+def _replica_pairs_json(c: Comparison) -> list[dict[str, Any]] | None:
+    """summary.json's `replica_pairs` (lbeval ab on replicas): per replica pair its raw figures and floors."""
+    if c.replica_pairs is None:
+        return None
+    return [
+        {
+            "replica": rp.replica,
+            "pairs": rp.pairs,
+            "inputs": rp.inputs,
+            "agreement": cross_json(rp.agreement),
+            "timing": to_jsonable(rp.timing),
+            "floor_pct": {m: rp.floor(m) for m in rp.timing},
+        }
+        for rp in c.replica_pairs.pairs
+    ]

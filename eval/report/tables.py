@@ -1,7 +1,7 @@
 """The comparison tables of a report, in their order: accuracy, LongBench v2, agreement, timing (with the paired
 and A/A tables beside it), cache and validity, attribution. Each table is built by a module of its own
 (accuracy_table.py, agreement_table.py, timing_table.py, cache_table.py, v2.py, ab_timing_table.py, aa_floor.py,
-attribution.py) as data (typed cells) with its one-line reading; every number a report shows is such a cell,
+replica_pairs.py, attribution.py) as data (typed cells) with its one-line reading; every number a report shows is such a cell,
 and the Markdown, HTML and summary.json writers only render them (eval/report/cells.py).
 """
 
@@ -15,6 +15,7 @@ from eval.report.agreement_table import agreement_table, cross_table
 from eval.report.attribution import attribution_table
 from eval.report.cache_table import cache_table
 from eval.report.cells import Table
+from eval.report.replica_pairs import replica_pairs_table
 from eval.report.timing_table import timing_table
 from eval.report.v2 import v2_compare_table
 
@@ -25,6 +26,9 @@ def build_tables(c: Comparison) -> list[Table]:
     paired = paired_timing_table(c)  # lbeval ab: the interleaved figures beside the sequential-style ones
     if paired is not None:
         tables.insert(tables.index(next(t for t in tables if t.id == "timing")) + 1, paired)
+    per_replica = replica_pairs_table(c)  # lbeval ab on replicas: A's replica i vs B's replica i
+    if per_replica is not None:
+        tables.insert(tables.index(next(t for t in tables if t.id == "timing")) + 1, per_replica)
     aa = aa_floor_table(c)  # --aa-floor: the A/A floor beside each timing change
     if aa is not None:
         tables.insert(tables.index(next(t for t in tables if t.id == "timing")) + 1, aa)

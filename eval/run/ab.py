@@ -76,6 +76,7 @@ from eval.run.replicas import (
     ReplicaContext,
     merged_context,
     refuse_ranks_in_ab,
+    replica_clients,
     replica_count,
     serving_replicas,
     start_replicas,
@@ -491,8 +492,7 @@ def _execute_replicas(
         replace(c, base_url=urls[0], base_urls=tuple(urls)) for c, (urls, _) in zip(cfgs, served, strict=True)
     ]
     clients = [
-        [stack.enter_context(open_client(replace(c, base_url=u), shared)) for u in c.base_urls]
-        for c in cfgs_now
+        [stack.enter_context(c) for c in replica_clients(cfg, cfg.base_urls, shared)] for cfg in cfgs_now
     ]
     sessions = [RunSession.prepare(c, cl[0], i) for c, cl, i in zip(cfgs_now, clients, ins, strict=True)]
     _same_plans(sessions[0].units, sessions[1].units, sessions[0].rows)

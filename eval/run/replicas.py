@@ -358,7 +358,7 @@ def run_replicated(
     with serving_replicas(config) as (urls, started):
         config = replace(config, base_url=urls[0], base_urls=tuple(urls))
         with ExitStack() as stack:
-            clients = [stack.enter_context(c) for c in _clients(config, urls, ledger)]
+            clients = [stack.enter_context(c) for c in replica_clients(config, urls, ledger)]
             session = RunSession.prepare(config, clients[0], inputs)
             session.on_record = on_record
             refuse_reset_on_ranks(session.config)  # --cold auto may have chosen it
@@ -600,8 +600,10 @@ class RankLedger(SendLedger):
         return self.shared.answered(f"{root} rank {self.rank}")
 
 
-def _clients(config: RunConfig, urls: list[str], ledger: SendLedger) -> list[Client]:
-    """One Client per replica; a routing endpoint's rank r: its pin header on every request, its own ledger view."""
+def replica_clients(config: RunConfig, urls: Sequence[str], ledger: SendLedger) -> list[Client]:
+    """One Client per replica URL on the session's send ledger (what `lbeval run` and `lbeval ab` both open;
+    the caller enters each); a routing endpoint's rank r: its pin header on every request, its own ledger
+    view."""
     if dp_ranks(config) <= 1:
         return [open_client(replace(config, base_url=u), ledger) for u in urls]
     key = api_key(config)
