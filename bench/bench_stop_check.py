@@ -1,11 +1,14 @@
 """The stop check's cost per look (`lbeval ab --stop-when-settled`, eval/gate/settle.stop_check) after 12, 48 and
 192 inputs of one session, from scratch (each look re-reads and re-scores both partial runs) and incremental
-(eval/gate/settle.IncrementalCheck: per-input results kept, only the new inputs' added).
+(eval/gate/settle.IncrementalCheck: the records read incrementally, each record's and pair's scoring results
+kept in an eval/analyze/memo.ScoreMemo, only the new records scored).
 
 One `lbeval ab` session of 192 inputs (cold, warm, 2 one-token timing repetitions) on two fake servers, run
 once without a stop check; then its looks are replayed in session order on copies of its run folders holding
 the records written by then (a prefix of records.jsonl). The incremental check sees every look (as in a
-session); both are timed on the looks after 12, 48 and 192 inputs.
+session); both are timed (wall clock, and this process's CPU time, which a shared machine's
+other load does not inflate) on the looks after 12, 48 and 192 inputs, and the incremental check's looks are summed
+over the whole session (the stop check's total cost in a session that runs to its end).
 
     python -m bench stop_check
 """
@@ -75,23 +78,31 @@ def main() -> None:
         data = [(run_dir / RECORDS_NAME).read_bytes() for run_dir in dirs]
         policy = load_policy(None)
         scratch, inc = scratch_check(policy), stop_check(policy)
+        total = total_cpu = 0.0
         for k in range(1, N + 1):  # the session's looks, replayed: the folders as they were after input k
             for side in (0, 1):
                 (live[side] / RECORDS_NAME).write_bytes(data[side][: ends[side][k - 1]])
             query = StopQuery((live[0], live[1]), tuple(order[:k]), N)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             inc(query)
-            t_inc = time.perf_counter() - t0
+            t_inc, c_inc = time.perf_counter() - t0, time.process_time() - c0
+            total, total_cpu = total + t_inc, total_cpu + c_inc
             if k not in LOOKS:
                 continue
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             scratch(query)
-            t_scratch = time.perf_counter() - t0
+            t_scratch, c_scratch = time.perf_counter() - t0, time.process_time() - c0
             print(
-                f"stop check after {k:3d} of {N} inputs: from scratch {1000 * t_scratch:7.1f} ms, "
-                f"incremental {1000 * t_inc:7.1f} ms per look (load {os.getloadavg()[0]:.1f})",
+                f"stop check after {k:3d} of {N} inputs: from scratch {1000 * t_scratch:7.1f} ms "
+                f"(CPU {1000 * c_scratch:7.1f} ms), incremental {1000 * t_inc:7.1f} ms (CPU {1000 * c_inc:7.1f} ms) "
+                f"per look (load {os.getloadavg()[0]:.1f})",
                 flush=True,
             )
+        print(
+            f"stop check over the whole session: {N} incremental looks {total:.1f} s in all "
+            f"(CPU {total_cpu:.1f} s; load {os.getloadavg()[0]:.1f})",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

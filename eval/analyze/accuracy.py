@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from eval.benchmarks.longbench.accuracy import dataset_figure, score_output
+from eval.analyze.memo import ScoreMemo, output_scores
+from eval.benchmarks.longbench.accuracy import dataset_figure
 from eval.benchmarks.longbench.spec import get_spec
 from eval.benchmarks.longbench_v2.accuracy import V2PassAccuracy, item_points, v2_item, v2_pass_accuracy
 from eval.benchmarks.longbench_v2.spec import V2_METRIC, is_v2
@@ -47,8 +48,10 @@ class DatasetAccuracy:
     v2: dict[str, V2PassAccuracy] = field(default_factory=dict)  # LongBench v2: pass -> both figures
 
 
-def example_scores(rows: Sequence[InputRow], sel: Selection, pass_name: str) -> dict[Key, ExampleScore]:
-    """The scores of each example with an ok sample in the pass."""
+def example_scores(
+    rows: Sequence[InputRow], sel: Selection, pass_name: str, memo: ScoreMemo | None = None
+) -> dict[Key, ExampleScore]:
+    """The scores of each example with an ok sample in the pass; `memo`: kept between scorings (memo.py)."""
     out: dict[Key, ExampleScore] = {}
     for row in rows:
         if is_v2(row.dataset):
@@ -59,7 +62,7 @@ def example_scores(rows: Sequence[InputRow], sel: Selection, pass_name: str) -> 
         rec = ok_record(sel, row.key, pass_name)
         if rec is None or rec.output_text is None:
             continue
-        got = score_output(row, rec.output_text)
+        got = output_scores(memo, row, rec, rec.output_text)
         out[row.key] = ExampleScore(got.official, got.rouge_l)
     return out
 

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from eval.analyze.memo import ScoreMemo, pair_result
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection, ok_record, slot
 from eval.records.types import RequestRecord
@@ -66,11 +67,6 @@ class Pair:
     result: determinism.PairResult
 
 
-def as_generation(rec: RequestRecord) -> determinism.Generation:
-    topk = rec.topk.as_dicts() if rec.topk is not None else None
-    return determinism.Generation(rec.output_token_ids or [], rec.output_text or "", topk)
-
-
 def pair_kind(a: RequestRecord | None, b: RequestRecord | None, same_replica: bool = False) -> str:
     """ok, error, invalid or missing: what a pair of two samples is. With `same_replica` (two records of one run
     compared as a pair, e.g. cold and warm), records of different replicas are no pair: invalid."""
@@ -93,8 +89,10 @@ def collect_pairs(
     pass_b: str,
     reps: int,
     sel_b: Selection | None = None,
+    memo: ScoreMemo | None = None,
 ) -> tuple[list[Pair], Counter[str]]:
-    """Pairs (pass_a rep r, pass_b rep r) per key: pass_b is read from `sel_b` when given (another run)."""
+    """Pairs (pass_a rep r, pass_b rep r) per key: pass_b is read from `sel_b` when given (another run);
+    `memo`: the pair results kept between scorings (eval/analyze/memo.py)."""
     pairs: list[Pair] = []
     counts: Counter[str] = Counter()
     other = sel if sel_b is None else sel_b
@@ -105,9 +103,7 @@ def collect_pairs(
             kind = pair_kind(a, b, same_replica=sel_b is None)
             counts[kind] += 1
             if kind == "ok" and a is not None and b is not None:
-                pairs.append(
-                    Pair(key, rep, a, b, determinism.compare_pair(as_generation(a), as_generation(b)))
-                )
+                pairs.append(Pair(key, rep, a, b, pair_result(memo, a, b)))
     return pairs, counts
 
 

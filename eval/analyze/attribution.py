@@ -37,7 +37,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from eval.analyze.agreement import Pair, PairStats, as_generation, pair_kind, pair_stats
+from eval.analyze.agreement import Pair, PairStats, pair_kind, pair_stats
+from eval.analyze.memo import ScoreMemo, pair_result
 from eval.records import scenarios as sc
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection
@@ -132,7 +133,8 @@ class Attribution:
 class _Finals:
     """The final records of a selection by (input, pass)."""
 
-    def __init__(self, sel: Selection) -> None:
+    def __init__(self, sel: Selection, memo: ScoreMemo | None = None) -> None:
+        self.memo = memo  # the pair results kept between scorings (eval/analyze/memo.py)
         self.by: dict[tuple[Key, str], list[RequestRecord]] = {}
         for slot, rec in sel.final.items():
             self.by.setdefault(((slot.dataset, slot.example_id), slot.pass_name), []).append(rec)
@@ -150,7 +152,8 @@ class _Finals:
 
 
 class _PairSet:
-    def __init__(self) -> None:
+    def __init__(self, memo: ScoreMemo | None) -> None:
+        self.memo = memo
         self.pairs: list[Pair] = []
         self.counts: Counter[str] = Counter()
 
@@ -160,7 +163,7 @@ class _PairSet:
         kind = pair_kind(a, b, same_replica=not across)  # the replica row compares across replicas
         self.counts[kind] += 1
         if kind == "ok" and a is not None and b is not None:
-            result = determinism.compare_pair(as_generation(a), as_generation(b))
+            result = pair_result(self.memo, a, b)
             self.pairs.append(Pair(key, rep, a, b, result))
 
     def missing(self, n: int = 1) -> None:
@@ -258,10 +261,10 @@ def _batch_rows(keys: Sequence[Key], f: _Finals, sizes: Sequence[int]) -> list[A
         ("batch", "batch_alone", "batch_member"),
         ("batch_warm", "batch_warm_alone", "batch_warm_member"),
     ):
-        total, subs = _PairSet(), []
+        total, subs = _PairSet(f.memo), []
         samples: dict[Key, list[RequestRecord]] = {k: list(f.all(k, alone)) for k in keys}
         for size in (b for b in sizes if b > 1):
-            ps = _PairSet()
+            ps = _PairSet(f.memo)
             for k in keys:
                 b = f.one(k, member, **{sc.BATCH_SIZE: size})
                 ps.add(k, size, f.one(k, alone), b)
@@ -339,10 +342,10 @@ def _partial(f: _Finals, keys: Sequence[Key], name: str) -> bool | None:
 
 def _hitlen_rows(keys: Sequence[Key], f: _Finals) -> list[AttributionRow]:
     order = _hit_class_order(f, keys)
-    total, all_hits, subs = _PairSet(), [], []
+    total, all_hits, subs = _PairSet(f.memo), [], []
     samples: dict[Key, list[RequestRecord]] = {k: list(f.all(k, "hitlen_cold")) for k in keys}
     for name in order:
-        ps, hits, lens = _PairSet(), [], []
+        ps, hits, lens = _PairSet(f.memo), [], []
         per: dict[Key, list[RequestRecord]] = {}
         for k in keys:
             cold = f.one(k, "hitlen_cold")
@@ -399,7 +402,7 @@ def _span(values: Sequence[int]) -> str:
 
 
 def _repeats_rows(keys: Sequence[Key], f: _Finals, n: int) -> list[AttributionRow]:
-    alone, batched, both = _PairSet(), _PairSet(), _PairSet()
+    alone, batched, both = _PairSet(f.memo), _PairSet(f.memo), _PairSet(f.memo)
     s_alone: dict[Key, list[RequestRecord]] = {}
     s_batched: dict[Key, list[RequestRecord]] = {}
     sizes: set[int] = set()
@@ -431,7 +434,7 @@ def _repeats_rows(keys: Sequence[Key], f: _Finals, n: int) -> list[AttributionRo
 
 
 def _traffic_rows(keys: Sequence[Key], f: _Finals) -> list[AttributionRow]:
-    ps, vs_cold = _PairSet(), _PairSet()
+    ps, vs_cold = _PairSet(f.memo), _PairSet(f.memo)
     stopped = total = 0
     for k in keys:
         ps.add(k, 0, f.one(k, "traffic_warm_idle"), f.one(k, "traffic_warm"))
@@ -465,10 +468,10 @@ def _on_replica(rec: RequestRecord | None, r: int) -> RequestRecord | None:
 
 def _replica_rows(keys: Sequence[Key], f: _Finals, n: int) -> list[AttributionRow]:
     """replica r vs replica 0, cold vs cold and warm vs warm, per input (n: the run's replicas)."""
-    total, subs = _PairSet(), []
+    total, subs = _PairSet(f.memo), []
     passes = ("replicas_cold", "replicas_warm")
     for r in range(1, n):
-        ps = _PairSet()
+        ps = _PairSet(f.memo)
         for k in keys:
             for p in passes:
                 a = _on_replica(f.one(k, p, **{sc.REPLICA: 0}), 0)
@@ -518,15 +521,16 @@ def attribution(
     sel: Selection,
     settings: Mapping[str, Any],
     agreement: Mapping[str, PairStats | None],
+    memo: ScoreMemo | None = None,
 ) -> Attribution:
     """The attribution rows of one run (see the module docstring). `agreement`: the run's cold_warm and
-    warm_repeat PairStats (eval/analyze/score.py)."""
+    warm_repeat PairStats (eval/analyze/score.py); `memo`: pair results kept between scorings."""
     raw = settings.get("scenarios")
     scenarios = [str(s) for s in raw] if isinstance(raw, list) else [CACHE_SCENARIO]
     concurrency = int(settings.get("concurrency") or 1)
     limit = settings.get("scenario_inputs")
     chosen = [keys[i] for i in sc.scenario_inputs(keys, limit if isinstance(limit, int) else None)]
-    f = _Finals(sel)
+    f = _Finals(sel, memo)
     sizes = [int(b) for b in settings.get("batch_sizes") or sc.DEFAULT_BATCH_SIZES]
     n_replicas = run_replicas(sel)
     rows = _cache_rows(keys, f, agreement, concurrency, CACHE_SCENARIO in scenarios)

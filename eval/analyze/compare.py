@@ -22,7 +22,8 @@ import numpy as np
 
 from eval.analyze.aa_floor import AaFloor
 from eval.analyze.ab_timing import PairedTiming, interleaved_timing, session_pairs
-from eval.analyze.agreement import Divergence, Pair, PairStats, as_generation, collect_pairs, pair_stats
+from eval.analyze.agreement import Divergence, Pair, PairStats, collect_pairs, pair_stats
+from eval.analyze.memo import ScoreMemo, pair_result
 from eval.analyze.replica_pairs import ReplicaPairs, replica_pairs
 from eval.analyze.score import ScoredRun
 from eval.analyze.timing import TIMING_MEASURES, timing_values
@@ -31,7 +32,7 @@ from eval.records.final import ExampleKey as Key
 from eval.records.final import ok_record
 from eval.records.run_folder import RunManifest
 from eval.records.types import RequestRecord
-from scorers import determinism, stats
+from scorers import stats
 
 BOOTSTRAP_SEED = 20260909
 BOOTSTRAP_RESAMPLES = 10_000
@@ -101,7 +102,7 @@ class CrossCold:
     pairs: list[Pair]
 
 
-def cross_cold(base: ScoredRun, variant: ScoredRun) -> list[CrossCold]:
+def cross_cold(base: ScoredRun, variant: ScoredRun, memo: ScoreMemo | None = None) -> list[CrossCold]:
     by_ds: dict[str, list[Key]] = {}
     for key in base.keys:
         by_ds.setdefault(key[0], []).append(key)
@@ -111,7 +112,7 @@ def cross_cold(base: ScoredRun, variant: ScoredRun) -> list[CrossCold]:
         for key in keys:
             a, b = ok_record(base.selection, key, "cold"), ok_record(variant.selection, key, "cold")
             if a is not None and b is not None:
-                pairs.append(Pair(key, 0, a, b, determinism.compare_pair(as_generation(a), as_generation(b))))
+                pairs.append(Pair(key, 0, a, b, pair_result(memo, a, b)))
         out.append(CrossCold(ds, len(keys), len(pairs), sum(p.result.text_equal for p in pairs), pairs))
     return out
 
@@ -124,7 +125,9 @@ CROSS_KINDS: dict[str, tuple[tuple[str, ...], bool]] = {
 }
 
 
-def cross_agreement(base: ScoredRun, variant: ScoredRun) -> dict[str, PairStats | None]:
+def cross_agreement(
+    base: ScoredRun, variant: ScoredRun, memo: ScoreMemo | None = None
+) -> dict[str, PairStats | None]:
     """Base pass p rep r vs variant pass p rep r, per input of the base, with `pair_stats` counting.
 
     N counts every expected pair (inputs x repetitions x passes; the repetitions are the larger of the two
@@ -140,7 +143,9 @@ def cross_agreement(base: ScoredRun, variant: ScoredRun) -> dict[str, PairStats 
         pairs: list[Pair] = []
         counts: Counter[str] = Counter()
         for p in passes:
-            found, found_counts = collect_pairs(base.keys, base.selection, p, p, reps, variant.selection)
+            found, found_counts = collect_pairs(
+                base.keys, base.selection, p, p, reps, variant.selection, memo
+            )
             pairs += found
             counts.update(found_counts)
         label = "+".join(passes)
@@ -290,9 +295,11 @@ def compare(
     allow_mismatch: bool = False,
     seed: int = BOOTSTRAP_SEED,
     resamples: int = BOOTSTRAP_RESAMPLES,
+    memo: ScoreMemo | None = None,
 ) -> Comparison:
     """Build the comparison; raises MismatchError when the runs asked different things. `resamples`: of every
-    bootstrap interval (the stop check, which reads none of them, asks for 1: eval/gate/settle.py)."""
+    bootstrap interval (the stop check, which reads none of them, asks for 1: eval/gate/settle.py); `memo`:
+    the cross-run pair results kept between looks (eval/analyze/memo.py)."""
     mismatches = find_mismatches(base.loaded.manifest, variant.loaded.manifest)
     if mismatches and not allow_mismatch:
         raise MismatchError(mismatches)
@@ -310,14 +317,14 @@ def compare(
         mismatches=mismatches,
         allow_mismatch=allow_mismatch,
         seed=seed,
-        cross=cross_cold(base, variant),
+        cross=cross_cold(base, variant, memo),
         warm_changes={
             ds: warm_score_change(base, variant, ds, seed, resamples) for ds in base.scores.datasets
         },
         timing_changes=timing_changes,
         execution=execution,
         warnings=warnings,
-        cross_agreement=cross_agreement(base, variant),
+        cross_agreement=cross_agreement(base, variant, memo),
         start_gap_s=start_gap_seconds(base, variant),
         paired=paired,
         replica_pairs=_replica_pairs(base, variant) if paired is not None else None,

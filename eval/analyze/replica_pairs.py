@@ -26,14 +26,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from eval.analyze.ab_timing import GATED_CONFIDENCE, GATED_TRIM, paired_values
-from eval.analyze.agreement import Pair, PairStats, as_generation, pair_kind, pair_stats
+from eval.analyze.agreement import Pair, PairStats, pair_kind, pair_stats
+from eval.analyze.memo import pair_result
 from eval.analyze.score import ScoredRun
 from eval.analyze.timing import TIMING_MEASURES
-from eval.records.final import slot
 from eval.records.ab_pairs import PairRecord
+from eval.records.final import slot
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import GENERATION_PASSES, UNIT_MAIN
-from scorers import determinism
 from scorers.paired_timing import TimingChange, trimmed_t_change
 
 
@@ -80,7 +80,7 @@ def _agreement(base: ScoredRun, variant: ScoredRun, lines: list[PairRecord], rep
             kind = pair_kind(ra, rb)
             counts[kind] += 1
             if kind == "ok" and ra is not None and rb is not None:
-                result = determinism.compare_pair(as_generation(ra), as_generation(rb))
+                result = pair_result(None, ra, rb)
                 pairs.append(Pair(key, 0, ra, rb, result))
     return pair_stats(f"A replica {replica}", f"B replica {replica}", pairs, counts)
 

@@ -27,6 +27,7 @@ from eval.analyze.accuracy import DatasetAccuracy, ExampleScore, accuracy, examp
 from eval.analyze.agreement import Pair, PairStats, UniqueOutputs, collect_pairs, pair_stats, unique_outputs
 from eval.analyze.attribution import Attribution, attribution
 from eval.analyze.cache import CacheCheck, InvalidCounts, cache_check, invalid_counts
+from eval.analyze.memo import ScoreMemo
 from eval.analyze.timing import Timing, timing
 from eval.analyze.verification import CacheVerification, cache_verification
 from eval.errors import DataError
@@ -160,7 +161,9 @@ def load_inputs(manifest: RunManifest, run_dir: Path, override: Path | None = No
     return read_inputs(path)[1]
 
 
-def score_loaded(loaded: LoadedRun, rows: list[InputRow]) -> ScoredRun:
+def score_loaded(loaded: LoadedRun, rows: list[InputRow], memo: ScoreMemo | None = None) -> ScoredRun:
+    """The run's scores; `memo`: the per-record results kept between scorings of a growing run (the stop
+    check: eval/analyze/memo.py), the same scores as without."""
     m = loaded.manifest
     sel = select_final(loaded.records)
     keys = [r.key for r in rows]
@@ -169,7 +172,7 @@ def score_loaded(loaded: LoadedRun, rows: list[InputRow]) -> ScoredRun:
     if cot_keys:  # CoT inputs: the answer call of every generation pass asked (also before any record of it)
         passes = [p for p in RECORD_PASSES if p in passes or REASONING_OF.get(p) in passes]
     reps = int(m.settings.get("timing_reps") or 0)
-    ex_scores = {p: example_scores(rows, sel, p) for p in GENERATION_PASSES if p in passes}
+    ex_scores = {p: example_scores(rows, sel, p, memo) for p in GENERATION_PASSES if p in passes}
     pairs: dict[str, list[Pair]] = {}
     agreement: dict[str, PairStats | None] = {}
     for name, (pa, pb, timed) in PAIR_KINDS.items():
@@ -177,7 +180,7 @@ def score_loaded(loaded: LoadedRun, rows: list[InputRow]) -> ScoredRun:
             agreement[name] = None
             continue
         found, counts = collect_pairs(
-            cot_keys if pa in REASONING_OF else keys, sel, pa, pb, reps if timed else 1
+            cot_keys if pa in REASONING_OF else keys, sel, pa, pb, reps if timed else 1, memo=memo
         )
         pairs[name] = found
         agreement[name] = pair_stats(pa, pb, found, counts)
@@ -197,7 +200,7 @@ def score_loaded(loaded: LoadedRun, rows: list[InputRow]) -> ScoredRun:
         cache=cache,
         errors=sum(r.status == "error" for r in finals),
         invalid=invalid_counts(sel),
-        attribution=attribution(keys, sel, m.settings, agreement),
+        attribution=attribution(keys, sel, m.settings, agreement, memo),
         cache_verification=cache_verification(m, sel),
     )
     return ScoredRun(loaded, rows, sel, ex_scores, pairs, scores)

@@ -53,6 +53,7 @@ from eval.analyze.aa_floor import AaFloor, check_against
 from eval.analyze.ab_timing import paired_values, session_pairs
 from eval.analyze.causes import CauseRow, cause_rows
 from eval.analyze.compare import BOOTSTRAP_RESAMPLES, Comparison, compare
+from eval.analyze.memo import ScoreMemo
 from eval.analyze.score import ScoredRun, load_inputs, score_loaded
 from eval.errors import DataError
 from eval.gate.policy import Policy
@@ -114,10 +115,10 @@ def restrict(run: ScoredRun, keys: Sequence[ExampleKey], expected: int | None) -
 
 def restrict_loaded(
     loaded: LoadedRun, rows: Sequence[InputRow], damaged: Sequence[str], keys: Sequence[ExampleKey],
-    expected: int | None,
+    expected: int | None, memo: ScoreMemo | None = None,
 ) -> ScoredRun:  # fmt: skip
     """`restrict` from the records as read: `damaged` is the whole run's damage (the partial run is incomplete
-    when there is any)."""
+    when there is any); `memo`: the per-record results kept between looks (eval/analyze/memo.py)."""
     wanted = set(keys)
     records = [r for r in loaded.records if (r.dataset, r.example_id) in wanted]
     mine = [row for row in rows if row.key in wanted]
@@ -129,7 +130,7 @@ def restrict_loaded(
         complete=not damaged,  # the whole run's damage: _view names it
         stats={k: v for k, v in m.stats.items() if k != "records"},  # counted over the whole run
     )
-    return score_loaded(replace(loaded, manifest=manifest, records=records), mine)
+    return score_loaded(replace(loaded, manifest=manifest, records=records), mine, memo)
 
 
 def _partial(query: StopQuery) -> tuple[ScoredRun, ScoredRun]:
@@ -176,35 +177,39 @@ class _RunTail:
 
 class IncrementalCheck:
     """The stop check of one session (`stop_check`), kept between its looks: each side's rows are read once and
-    its records incrementally (only the lines appended since the last look), the partial runs are scored
-    once, on the inputs run (not the whole run first, then the inputs run, as `_partial` does), and their
-    comparison draws STOP_CHECK_RESAMPLES bootstrap resamples: no settlement reads a bootstrap interval (the
-    timing rule settles on its confidence sequence; the gate's other results are read for their status, which
-    a bootstrap does not change). Its decisions
-    are those of `scratch_check` (tests/eval/gate/test_settle_incremental.py); bench/bench_stop_check.py times
-    a look of each."""
+    its records incrementally (only the lines appended since the last look), each record's and pair's scoring
+    results are kept in a ScoreMemo (eval/analyze/memo.py: a look scores only the records it has not seen, the
+    counts and figures are rebuilt from the kept parts), the partial runs are scored on the inputs run (not the
+    whole run first, then the inputs run, as `_partial` does), and their comparison draws
+    STOP_CHECK_RESAMPLES bootstrap resamples: no settlement reads a bootstrap interval (the timing rule
+    settles on its confidence sequence; the gate's other results are read for their status, which a bootstrap
+    does not change), and a bootstrap over all inputs run has no per-input part to keep. Its decisions are
+    those of `scratch_check` (tests/eval/gate/test_settle_incremental.py); bench/bench_stop_check.py times a
+    look of each."""
 
     def __init__(self, policy: Policy, floor: AaFloor | None = None) -> None:
         self.policy, self.floor = policy, floor
         self._tails: dict[Path, _RunTail] = {}
+        self.memo = ScoreMemo()
 
     def _side(self, run_dir: Path, keys: Sequence[ExampleKey]) -> ScoredRun:
         tail = self._tails.setdefault(run_dir, _RunTail(run_dir))
         loaded = tail.read()
         assert tail.rows is not None
-        return restrict_loaded(loaded, tail.rows, damage(loaded, select_final(loaded.records)), keys, None)
+        damaged = damage(loaded, select_final(loaded.records))
+        return restrict_loaded(loaded, tail.rows, damaged, keys, None, self.memo)
 
     def __call__(self, query: StopQuery) -> Settlement:
         keys = list(query.inputs_run)
         base, variant = (self._side(d, keys) for d in query.run_dirs)
-        return _settle_look(base, variant, self.policy, self.floor, query, STOP_CHECK_RESAMPLES)
+        return _settle_look(base, variant, self.policy, self.floor, query, STOP_CHECK_RESAMPLES, self.memo)
 
 
 def _settle_look(
     base: ScoredRun, variant: ScoredRun, policy: Policy, floor: AaFloor | None, query: StopQuery,
-    resamples: int = BOOTSTRAP_RESAMPLES,
+    resamples: int = BOOTSTRAP_RESAMPLES, memo: ScoreMemo | None = None,
 ) -> Settlement:  # fmt: skip
-    c = compare(base, variant, allow_mismatch=True, resamples=resamples)
+    c = compare(base, variant, allow_mismatch=True, resamples=resamples, memo=memo)
     if floor is not None:
         check_against(floor, base, variant)  # the A/A runs asked these inputs of this model
         c = replace(c, aa_floor=floor)

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main
-from eval.records.final import select_final
 from eval.records.ab_pairs import read_pairs
+from eval.records.final import select_final
 from eval.records.run_folder import load_run
 from eval.records.types import RequestRecord
 from eval.run.ab import session_order
