@@ -38,6 +38,7 @@ from eval.records.plan import completeness
 from eval.records.run_folder import LoadedRun, RunManifest, damage, load_run
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import GENERATION_PASSES, PASS_CHOICES, REASONING_OF, RECORD_PASSES
+from eval.run.adaptive import read_adaptive
 
 SCORES_SCHEMA_VERSION = 1
 
@@ -212,7 +213,9 @@ def run_info(
     """The run as read. Complete: the manifest says so, every planned slot has a final record and none is
     outside the plan (eval/records/plan.completeness), no damage."""
     m = loaded.manifest
-    filled = completeness(m.settings, m.expected_records, keys, cot_keys, sel)
+    adaptive = read_adaptive(loaded.run_dir)  # an ab session's added timing repetitions are in its plan
+    reps_done = adaptive.reps_done if adaptive is not None else 0
+    filled = completeness(m.settings, m.expected_records, keys, cot_keys, sel, reps_done)
     damaged = damage(loaded, sel)
     outside = filled.damage()
     damaged += [outside] if outside is not None else []

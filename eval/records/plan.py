@@ -11,6 +11,11 @@ plan does not name. The plan, read from the manifest's settings and the inputs m
                      records of that pass); how many (m) depends on the server's tokenizer (hitlen) and is not
                      known offline, so a repetition is in the plan when every lower one of its pass has a record
 
+Adaptive repetitions (`lbeval ab --timing-until`, eval/run/adaptive.py) extend the timing passes of the inputs
+that have them: repetitions timing_reps .. reps_done-1, reps_done read from the session's adaptive record. Their
+records are `added`, in the plan but not among its `expected_records` (the session decided them as it went);
+a timing record beyond reps_done is outside the plan.
+
 `expected_records` (the manifest) counts the plan's slots. `filled` counts the planned slots holding a final
 record, so a record edited to another repetition (7 where timing_reps is 2) leaves its own slot empty and is
 named in `outside`: damage, never a complete run.
@@ -41,6 +46,7 @@ class Completeness:
     filled: int  # planned slots holding a final record
     outside: tuple[str, ...]  # final records in slots the plan does not name, described (damage)
     scenario_filled: int = 0  # of `filled`, the slots of scenarios other than cache
+    added: int = 0  # final records of adaptive timing repetitions (module docstring), not among `filled`
 
     @property
     def all_filled(self) -> bool:
@@ -89,23 +95,38 @@ def _scenario_keys(settings: Mapping[str, Any], keys: Sequence[ExampleKey]) -> d
     return {name: chosen for name in names if name != CACHE_SCENARIO}
 
 
+def added_slots(settings: Mapping[str, Any], planned: set[Slot], reps_done: int) -> set[Slot]:
+    """The adaptive timing repetitions' slots: repetitions timing_reps .. reps_done-1 of each timing pass that the
+    plan has at repetition 0."""
+    reps = settings.get("timing_reps")
+    start = reps if isinstance(reps, int) and not isinstance(reps, bool) else 0
+    first = [s for s in planned if s.pass_name in TIMING_PASSES and s.repetition == 0]
+    return {s._replace(repetition=r) for s in first for r in range(start, reps_done)}
+
+
 def completeness(
     settings: Mapping[str, Any],
     expected: int,
     keys: Sequence[ExampleKey],
     cot: Sequence[ExampleKey],
     sel: Selection,
+    reps_done: int = 0,
 ) -> Completeness:
-    """Planned slots filled, and final records outside the plan (module docstring)."""
+    """Planned slots filled, and final records outside the plan (module docstring); `reps_done`: the timing
+    repetitions of the session's adaptive record (0: none)."""
     planned = cache_slots(settings, keys, cot)
+    added = added_slots(settings, planned, reps_done)
     by_scenario = _scenario_keys(settings, keys)
     reps: dict[tuple[str, str, str], set[int]] = {}
     for s in sel.final:
         if s.pass_name in SCENARIO_OF_PASS:
             reps.setdefault((s.dataset, s.example_id, s.pass_name), set()).add(s.repetition)
-    filled, scenario_filled, outside = 0, 0, []
+    filled, scenario_filled, n_added, outside = 0, 0, 0, []
     for s in sorted(sel.final, key=lambda x: (x.dataset, x.example_id, x.pass_name, x.repetition)):
         scenario = SCENARIO_OF_PASS.get(s.pass_name)
+        if s in added:
+            n_added += 1
+            continue
         if scenario is None:
             ok = s in planned
         else:
@@ -118,7 +139,7 @@ def completeness(
             scenario_filled += scenario is not None
         else:
             outside.append(f"{s.dataset}/{s.example_id} {s.pass_name} rep {s.repetition}")
-    return Completeness(expected, filled, tuple(outside), scenario_filled)
+    return Completeness(expected, filled, tuple(outside), scenario_filled, n_added)
 
 
 def planned_inputs(settings: Mapping[str, Any], keys: Sequence[ExampleKey]) -> list[ExampleKey]:

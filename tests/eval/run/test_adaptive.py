@@ -4,6 +4,7 @@ the pairing with the formula of scorers/sequential.py, is at most the target, or
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from dataclasses import replace
@@ -146,3 +147,34 @@ def test_bad_timing_options_are_one_line_config_errors(
     assert main(argv) == 78
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_the_added_repetitions_are_in_the_plan_and_a_record_beyond_them_is_damage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """make faults found it: a --timing-until session's added repetitions were read as records outside the
+    plan ("damaged"), so its gate said NO VERDICT whatever the timing."""
+    with FakeServer() as server:
+        _noisy(server, 0.15)
+        da, db = execute_ab(_config(server, tmp_path, TimingTarget(8.0)))
+    rec = read_adaptive(da)
+    assert rec is not None and rec.reps_done > REPS
+    for run_dir in (da, db):
+        info = score_run(run_dir).scores.run
+        assert info.complete and not any("damaged" in w for w in info.warnings)
+    capsys.readouterr()
+    main(["gate", str(da), str(db)])  # NO VERDICT here anyway: this plan has no cold/warm pairs
+    out = " ".join(capsys.readouterr().out.split())
+    assert "damaged" not in out and "plan does not name" not in out
+    # the timing rule reads the session, added repetitions included: a verdict, not no data for damage
+    assert "warm_prefill_change: measured" in out and f"over {N_INPUTS} inputs" in out
+    # a timing record edited to a repetition the session never added is still outside the plan
+    path = db / RECORDS_NAME
+    lines = path.read_text(encoding="utf-8").splitlines()
+    last = next(i for i in range(len(lines) - 1, -1, -1) if '"timing_warm"' in lines[i])
+    edited = json.loads(lines[last])
+    edited["repetition"] = rec.reps_done + 3
+    lines[last] = json.dumps(edited, separators=(",", ":"))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    info = score_run(db).scores.run
+    assert not info.complete and any("plan does not name" in w for w in info.warnings)
