@@ -13,12 +13,16 @@ memo equals one without (tests/eval/analyze/test_memo.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from eval.benchmarks.longbench.accuracy import OutputScores, score_output
 from eval.prepare.inputs import InputRow
 from eval.records.types import RequestRecord
 from scorers import determinism
+
+T = TypeVar("T")
 
 
 def as_generation(rec: RequestRecord) -> determinism.Generation:
@@ -41,25 +45,24 @@ class ScoreMemo:
     hits: int = 0
     misses: int = 0
 
-    def pair(self, a: RequestRecord, b: RequestRecord) -> determinism.PairResult:
-        kept = self.pairs.get((id(a), id(b)))
-        if kept is not None and kept[0] is a and kept[1] is b:
+    def _kept(
+        self, table: dict[tuple[int, int], tuple[Any, Any, T]], x: Any, y: Any, compute: Callable[[], T]
+    ) -> T:
+        """The result kept for the objects x and y (by identity, checked: an id may be reused), else computed."""
+        kept = table.get((id(x), id(y)))
+        if kept is not None and kept[0] is x and kept[1] is y:
             self.hits += 1
             return kept[2]
         self.misses += 1
-        result = compare_records(a, b)
-        self.pairs[(id(a), id(b))] = (a, b, result)
+        result = compute()
+        table[(id(x), id(y))] = (x, y, result)
         return result
 
+    def pair(self, a: RequestRecord, b: RequestRecord) -> determinism.PairResult:
+        return self._kept(self.pairs, a, b, lambda: compare_records(a, b))
+
     def output(self, row: InputRow, rec: RequestRecord, text: str) -> OutputScores:
-        kept = self.outputs.get((id(row), id(rec)))
-        if kept is not None and kept[0] is row and kept[1] is rec:
-            self.hits += 1
-            return kept[2]
-        self.misses += 1
-        result = score_output(row, text)
-        self.outputs[(id(row), id(rec))] = (row, rec, result)
-        return result
+        return self._kept(self.outputs, row, rec, lambda: score_output(row, text))
 
 
 def pair_result(memo: ScoreMemo | None, a: RequestRecord, b: RequestRecord) -> determinism.PairResult:
