@@ -21,6 +21,9 @@ with an error control that stays valid when looking after every input:
   first settled look keeps the error rate <= 5 % (asymptotically). The full run's gate reads the gated
   interval (trimmed mean, Yuen 97.5 %) three-way instead; a stopped session's gate reads the CS (the decision
   the session stopped on). A gated interval across the limit is undecided, not missing: the CS may settle it.
+  In an adaptive timing phase (`--timing-until`, every input run: how "adaptive cs") a timing rule settles
+  only when the gate's three-way result on the data so far and the confidence sequence on the rounds'
+  per-pair log ratios (eval/run/adaptive.py's, tuned for the planned pairs) agree; the phase then stops.
 - cause_rows (how "count"): FAIL as soon as a row both runs measured has more pairs with other tokens in the
   variant than the base could still reach, its count plus allowed_drop plus the pairs of that row the
   remaining inputs plan (bounded per input by the inputs run: `remaining_pairs`); its max |delta| part and a
@@ -79,8 +82,8 @@ from eval.gate.verdict import (
 )
 from eval.prepare.inputs import InputRow
 from eval.records.codec import record_from_dict
-from eval.records.final import ExampleKey, select_final
-from eval.records.plan import planned_count, planned_inputs
+from eval.records.final import ExampleKey, Slot, select_final
+from eval.records.plan import beyond_planned_reps, planned_count, planned_inputs
 from eval.records.run_folder import RECORDS_NAME, LoadedRun, damage, load_run, read_manifest
 from eval.records.stop import (
     NOT_CHECKED,
@@ -94,6 +97,7 @@ from eval.records.stop import (
 )  # fmt: skip
 from eval.records.types import RequestRecord
 from eval.run.ab import StopQuery
+from eval.run.adaptive import PairRatios
 from scorers.sequential import asymptotic_cs, asymptotic_rho2
 
 CS_ALPHA = 0.05
@@ -109,7 +113,7 @@ FULL_RUN_ONLY = ("cold_scores", "hitlen_cache_honoured", "batch_invariant", "hit
 
 def restrict(run: ScoredRun, keys: Sequence[ExampleKey], expected: int | None) -> ScoredRun:
     """The run scored on `keys` only (their records, their rows): the denominators are these inputs.
-    `expected`: the planned slots of these inputs (None: the slots recorded, during a session)."""
+    `expected`: the planned slots of these inputs (None: the planned slots recorded, during a session)."""
     return restrict_loaded(run.loaded, run.rows, run.scores.run.damage, keys, expected)
 
 
@@ -123,10 +127,11 @@ def restrict_loaded(
     records = [r for r in loaded.records if (r.dataset, r.example_id) in wanted]
     mine = [row for row in rows if row.key in wanted]
     m = loaded.manifest
-    slots = {(r.dataset, r.example_id, r.pass_name, r.repetition) for r in records}
+    slots = {Slot(r.dataset, r.example_id, r.pass_name, r.repetition) for r in records}
+    recorded = sum(1 for s in slots if not beyond_planned_reps(m.settings, s))  # adaptive ones are "added"
     manifest = replace(
         m,
-        expected_records=len(slots) if expected is None else expected,
+        expected_records=recorded if expected is None else expected,
         complete=not damaged,  # the whole run's damage: _view names it
         stats={k: v for k, v in m.stats.items() if k != "records"},  # counted over the whole run
     )
@@ -213,7 +218,7 @@ def _settle_look(
     if floor is not None:
         check_against(floor, base, variant)  # the A/A runs asked these inputs of this model
         c = replace(c, aa_floor=floor)
-    return settle(c, policy, len(query.inputs_run), query.inputs_planned)
+    return settle(c, policy, len(query.inputs_run), query.inputs_planned, query.adaptive)
 
 
 # ---------------------------------------------------------------- the rules
@@ -227,6 +232,7 @@ class Look:
     k: int
     n: int
     results: Mapping[str, RuleResult]
+    adaptive: PairRatios | None = None  # the adaptive timing phase's per-pair ratios (k == n)
 
 
 def _count_share(rule: str, equal: int, total: int, look: Look, fraction: float) -> RuleSettlement:
@@ -313,6 +319,8 @@ def _timing(look: Look, p: Mapping[str, Any], name: str) -> RuleSettlement:
     limit = lim.pct
     if limit is None:
         return RuleSettlement(name, OPEN, "no data", lim.missing)
+    if look.adaptive is not None and look.k == look.n:
+        return _adaptive_timing(look, name, measure, limit)
     ratios = input_log_ratios(look.c, measure)
     if len(ratios) < CS_MIN_N:
         return RuleSettlement(
@@ -324,6 +332,27 @@ def _timing(look: Look, p: Mapping[str, Any], name: str) -> RuleSettlement:
     detail = f"{mean:+.1f}% [95% CS {low:+.1f}%, {high:+.1f}%] over {len(ratios)} inputs"
     state = SETTLED_PASS if high <= limit else SETTLED_FAIL if low > limit else OPEN
     return RuleSettlement(name, state, "cs", detail, low, high)
+
+
+def _adaptive_timing(look: Look, name: str, measure: str, limit: float) -> RuleSettlement:
+    """Every input has run and the adaptive phase adds timing repetitions (eval/run/adaptive.py): settled only
+    when the gate's three-way result on the data so far and the always-valid confidence sequence on the rounds'
+    per-pair log ratios (tuned like the phase's own) decide the same way."""
+    assert look.adaptive is not None
+    ratios = list(look.adaptive.by_measure.get(measure, ()))
+    result = look.results.get(name)
+    gate = result.status if result is not None else OPEN
+    if len(ratios) < CS_MIN_N:
+        return RuleSettlement(
+            name, OPEN, "adaptive cs", f"{len(ratios)} timing pairs; the CS needs {CS_MIN_N}"
+        )
+    rho2 = asymptotic_rho2(max(look.adaptive.horizon, 1), alpha=CS_ALPHA)
+    cs = asymptotic_cs(ratios, rho2=rho2, alpha=CS_ALPHA, min_n=CS_MIN_N)
+    low, high = 100.0 * math.expm1(cs.lows[-1]), 100.0 * math.expm1(cs.highs[-1])
+    by_cs = SETTLED_PASS if high <= limit else SETTLED_FAIL if low > limit else OPEN
+    detail = (f"{100.0 * math.expm1(cs.means[-1]):+.1f}% [95% CS {low:+.1f}%, {high:+.1f}%] over "
+              f"{len(ratios)} pairs, limit {limit:+g}%; the gate's interval: {gate}")  # fmt: skip
+    return RuleSettlement(name, by_cs if by_cs == gate else OPEN, "adaptive cs", detail, low, high)
 
 
 def _warm_timing(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
@@ -413,10 +442,11 @@ def _one_rule(look: Look, name: str, params: Mapping[str, Any]) -> RuleSettlemen
     return settler(look, params)
 
 
-def settle(c: Comparison, policy: Policy, k: int, n: int) -> Settlement:
-    """Every enabled rule's state after k of N inputs, and whether the verdict is settled (module docstring)."""
+def settle(c: Comparison, policy: Policy, k: int, n: int, adaptive: PairRatios | None = None) -> Settlement:
+    """Every enabled rule's state after k of N inputs, and whether the verdict is settled (module docstring);
+    `adaptive`: asked in an adaptive timing phase (every input run), its per-pair ratios."""
     verdict = evaluate(c, policy)
-    look = Look(c, k, n, {r.rule: r for r in verdict.results})
+    look = Look(c, k, n, {r.rule: r for r in verdict.results}, adaptive)
     rules = tuple(_one_rule(look, name, p) for name, p in policy.rules.items() if p["enabled"])
     failed = [r.rule for r in rules if r.state == SETTLED_FAIL]
     open_ = [r.rule for r in rules if r.state == OPEN]

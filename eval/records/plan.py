@@ -95,11 +95,21 @@ def _scenario_keys(settings: Mapping[str, Any], keys: Sequence[ExampleKey]) -> d
     return {name: chosen for name in names if name != CACHE_SCENARIO}
 
 
+def _planned_timing_reps(settings: Mapping[str, Any]) -> int:
+    reps = settings.get("timing_reps")
+    return reps if isinstance(reps, int) and not isinstance(reps, bool) else 0
+
+
+def beyond_planned_reps(settings: Mapping[str, Any], slot: Slot) -> bool:
+    """A timing slot past the planned repetitions: an adaptive repetition (or, without one, outside the plan);
+    never among the plan's expected_records."""
+    return slot.pass_name in TIMING_PASSES and slot.repetition >= _planned_timing_reps(settings)
+
+
 def added_slots(settings: Mapping[str, Any], planned: set[Slot], reps_done: int) -> set[Slot]:
     """The adaptive timing repetitions' slots: repetitions timing_reps .. reps_done-1 of each timing pass that the
     plan has at repetition 0."""
-    reps = settings.get("timing_reps")
-    start = reps if isinstance(reps, int) and not isinstance(reps, bool) else 0
+    start = _planned_timing_reps(settings)
     first = [s for s in planned if s.pass_name in TIMING_PASSES and s.repetition == 0]
     return {s._replace(repetition=r) for s in first for r in range(start, reps_done)}
 

@@ -32,7 +32,9 @@ Time to verdict (`AbConfig.stop_check`, `lbeval ab --stop-when-settled`): after 
 been sent on both sides (complete or not: a failure counts), the check is asked (eval/gate/settle.py, passed in
 by the command layer); when it answers settled before the last input, the stop record (eval/records/stop.py)
 is written into both run folders and the session ends with the outcome "stopped early: ...". A session starts
-by removing an earlier stop record: re-running without the check continues to the full run.
+by removing an earlier stop record: re-running without the check continues to the full run. With
+`--timing-until` too, the check is also asked after each added timing round, every input run, with the
+rounds' per-pair ratios: a settled answer ends the adaptive phase ("settled", eval/run/adaptive.py).
 """
 
 from __future__ import annotations
@@ -57,13 +59,17 @@ from eval.records.run_folder import RECORDS_NAME, RecordWriter, run_lock
 from eval.records.stop import STOP_SCHEMA_VERSION, Settlement, StopRecord, remove_stop, write_stop
 from eval.records.types import RequestRecord
 from eval.run.adaptive import (
+    AdaptiveRecord,
+    Hooks,
     Look,
+    PairRatios,
     TimingTarget,
     extend_timing,
     extra_units,
+    pair_log_ratios,
+    pair_ratios,
     planned_reps,
     reps_recorded,
-    warm_log_ratios,
     write_adaptive,
 )
 from eval.run.client import Client
@@ -100,6 +106,7 @@ class StopQuery:
     run_dirs: tuple[Path, Path]
     inputs_run: tuple[tuple[str, str], ...]  # (dataset, example_id), in session order
     inputs_planned: int
+    adaptive: PairRatios | None = None  # the adaptive phase's per-pair ratios (every input has run)
 
 
 StopCheck = Callable[[StopQuery], Settlement]
@@ -363,12 +370,36 @@ def _adaptive(
 
     def look() -> Look:
         pairs = list(last_pairs(read_pairs(a.session.run_dir)).values())
-        return Look(warm_log_ratios(pairs, a.session.slim, b.session.slim), _busy_seconds(a.session.run_dir))
+        sa, sb = a.session.slim, b.session.slim
+        cold = pair_log_ratios(pairs, sa, sb, "timing_cold")
+        return Look(pair_log_ratios(pairs, sa, sb, "timing_warm"), _busy_seconds(a.session.run_dir), cold)
 
+    def progress(record: AdaptiveRecord) -> None:
+        for side in (a, b):
+            write_adaptive(side.session.run_dir, record)
+
+    hooks = Hooks(send, look, _settled_hook(config, a, b, units), progress)
     start = max(reps_recorded(s.session.slim) for s in (a, b))
-    record = extend_timing(target, units, max(planned_reps(units), start - 1), send, look)
-    for side in (a, b):
-        write_adaptive(side.session.run_dir, record)
+    record = extend_timing(target, units, max(planned_reps(units), start - 1), hooks)
+    progress(record)
+
+
+def _settled_hook(config: AbConfig, a: _Side, b: _Side, units: list[Unit]) -> Callable[[Look], str | None]:
+    """--stop-when-settled in the adaptive phase: the stop check asked with every input run and the rounds'
+    per-pair ratios (eval/run/adaptive.py); its reason when it says settled, else None."""
+    check = config.stop_check
+    if check is None:
+        return lambda _seen: None
+    rows = a.session.rows
+    order = list(dict.fromkeys(u.row_index for u in session_order(units, config.seed)))
+    run = tuple((rows[i].dataset, rows[i].id) for i in order)
+
+    def settled(seen: Look) -> str | None:
+        query = StopQuery((a.session.run_dir, b.session.run_dir), run, len(order), pair_ratios(seen, units))
+        settlement = check(query)
+        return settlement.reason if settlement.settled else None
+
+    return settled
 
 
 def _input_ends(order: list[Unit]) -> dict[UnitId, int]:

@@ -13,15 +13,23 @@ look whose half-width is small enough does not make the interval too narrow, as 
 recomputed after every pair would. The records of the added repetitions are ordinary timing records; the
 decision (target, budget, repetitions, why it stopped) is written to both run folders as `adaptive.json`
 (`AdaptiveRecord`), which the report reads. A resumed session re-plans the added repetitions that the records
-show and continues from there.
+show and continues from there. Before each added round the record is written as "running" with the round
+counted, so a session killed inside a round leaves its added records in the plan (resumable, not damage).
+
+With `--stop-when-settled` as well, the phase also stops when the gate's verdict has settled (stopped
+"settled"): after every round the session's stop check is asked with every input run and the rounds' per-pair
+log ratios (`PairRatios`, warm and cold); eval/gate/settle.py settles a timing rule there only when the gate's
+three-way result on the data so far and this confidence sequence decide it the same way. The sequence is
+always valid, so stopping at the first such look keeps its error rate; requiring the gate to agree only makes
+a stop rarer.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +67,7 @@ class AdaptiveRecord:
     pairs: int  # timing pairs the confidence sequence was computed on
     half_width_pct: float | None  # of the last look (None: fewer than CS_MIN_N pairs)
     spent_s: float
-    stopped: str  # "target", "budget", "max_reps", "interrupted"
+    stopped: str  # "target", "settled", "budget", "max_reps", "interrupted"; "running" while a round runs
     reason: str  # in words
 
     def headline(self) -> str:
@@ -96,22 +104,26 @@ def reps_recorded(records: list[RequestRecord]) -> int:
     return max(reps, default=0)
 
 
-def _warm_prefill(records: list[RequestRecord]) -> dict[tuple[str, str, int], tuple[int, float]]:
-    """(dataset, example_id, repetition) -> (seq, warm server prefill seconds) of each ok final timing_warm."""
+def _prefill(records: list[RequestRecord], pass_name: str) -> dict[tuple[str, str, int], tuple[int, float]]:
+    """(dataset, example_id, repetition) -> (seq, server prefill seconds) of each ok final record of the pass."""
     out: dict[tuple[str, str, int], tuple[int, float]] = {}
     for slot, rec in select_final(records).final.items():
         value = (rec.server_metrics or {}).get("prefill_time_s")
         ok = rec.status == "ok" and isinstance(value, float) and math.isfinite(value) and value > 0
-        if slot.pass_name == "timing_warm" and ok and isinstance(value, float):
+        if slot.pass_name == pass_name and ok and isinstance(value, float):
             out[(slot.dataset, slot.example_id, slot.repetition)] = (rec.seq, value)
     return out
 
 
-def warm_log_ratios(
-    pairs: list[PairRecord], records_a: list[RequestRecord], records_b: list[RequestRecord]
+def pair_log_ratios(
+    pairs: list[PairRecord],
+    records_a: list[RequestRecord],
+    records_b: list[RequestRecord],
+    pass_name: str = "timing_warm",
 ) -> list[float]:
-    """log(b / a) of the warm server prefill of every adjacent timing pair, in send order."""
-    wa, wb = _warm_prefill(records_a), _warm_prefill(records_b)
+    """log(b / a) of the server prefill of `pass_name` (timing_warm or timing_cold) of every adjacent timing
+    pair, in send order."""
+    wa, wb = _prefill(records_a, pass_name), _prefill(records_b, pass_name)
     out = []
     for p in pairs:
         key = (p.dataset, p.example_id, p.repetition)
@@ -135,45 +147,74 @@ def half_width_pct(ratios: list[float], horizon: int) -> float | None:
 
 @dataclass(frozen=True)
 class Look:
-    """What the loop is shown after a pair: the log ratios so far and the server-seconds spent."""
+    """What the loop is shown after a pair: the warm log ratios so far, the server-seconds spent and the cold
+    log ratios (read by the settled check only)."""
 
     ratios: list[float]
     spent_s: float
+    cold: list[float] = field(default_factory=list)
 
 
-def extend_timing(
-    target: TimingTarget,
-    units: list[Unit],
-    start_reps: int,
-    send: Callable[[Unit], bool],
-    look: Callable[[], Look],
-) -> AdaptiveRecord:
-    """Add repetitions (module docstring) from repetition `start_reps` on; `send(unit)` runs one unit's pair
-    (False: the session was stopped), `look()` reads the pairs so far."""
+@dataclass(frozen=True)
+class PairRatios:
+    """What the stop check is shown in the adaptive phase: per-pair log ratios (variant / base server prefill)
+    of the adjacent timing pairs in send order, by the comparison's measure name (warm_prefill_ms,
+    cold_prefill_ms), and the horizon the confidence sequence is tuned for (the planned timing pairs)."""
+
+    by_measure: Mapping[str, tuple[float, ...]]
+    horizon: int
+
+
+def pair_ratios(seen: Look, units: list[Unit]) -> PairRatios:
+    """The look's ratios for the stop check, tuned like the adaptive phase's own sequence."""
+    horizon = planned_reps(units) * len(extra_units(units, 0))
+    return PairRatios({"warm_prefill_ms": tuple(seen.ratios), "cold_prefill_ms": tuple(seen.cold)}, horizon)
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """extend_timing's callbacks: `send(unit)` runs one unit's pair (False: the session was stopped), `look()`
+    reads the pairs so far, `settled(look)` a reason to stop when the gate's verdict has settled (None: not,
+    or no --stop-when-settled), `progress(record)` writes the record before each round."""
+
+    send: Callable[[Unit], bool]
+    look: Callable[[], Look]
+    settled: Callable[[Look], str | None] = lambda _seen: None
+    progress: Callable[[AdaptiveRecord], None] = lambda _record: None
+
+
+def extend_timing(target: TimingTarget, units: list[Unit], start_reps: int, hooks: Hooks) -> AdaptiveRecord:
+    """Add repetitions (module docstring) from repetition `start_reps` on."""
     planned = planned_reps(units)
     horizon = planned * len(extra_units(units, 0))
     reps, last_round_s = max(start_reps, planned), 0.0
 
-    def record(stopped: str, reason: str, seen: Look) -> AdaptiveRecord:
+    def record(stopped: str, reason: str, seen: Look, done: int | None = None) -> AdaptiveRecord:
         hw = half_width_pct(seen.ratios, horizon)
-        return AdaptiveRecord(ADAPTIVE_SCHEMA_VERSION, target.until_pct, target.budget_s, planned, reps,
-                              len(seen.ratios), hw, seen.spent_s, stopped, reason)  # fmt: skip
+        return AdaptiveRecord(ADAPTIVE_SCHEMA_VERSION, target.until_pct, target.budget_s, planned,
+                              reps if done is None else done, len(seen.ratios), hw, seen.spent_s, stopped,
+                              reason)  # fmt: skip
 
-    seen = look()
+    seen = hooks.look()
     while True:
         hw = half_width_pct(seen.ratios, horizon)
         if hw is not None and hw <= target.until_pct:
             return record("target", f"half-width {hw:.1f}% <= {target.until_pct:g}% (95% CS)", seen)
+        why_settled = hooks.settled(seen)
+        if why_settled is not None:
+            return record("settled", f"the gate's verdict settled ({why_settled})", seen)
         if reps >= target.max_reps:
             return record("max_reps", f"{reps} repetitions, the most added (half-width {_hw(hw)})", seen)
         if target.budget_s is not None and seen.spent_s + last_round_s > target.budget_s:
             why = f"the budget of {target.budget_s:g} server-seconds would be overrun (spent {seen.spent_s:.1f} s"
             return record("budget", f"{why}, half-width {_hw(hw)})", seen)
         before = seen.spent_s
+        hooks.progress(record("running", f"adding repetition {reps + 1} (if no session runs: interrupted)",
+                              seen, reps + 1))  # fmt: skip
         for unit in extra_units(units, reps):
-            if not send(unit):
-                return record("interrupted", "the session was stopped", look())
-            seen = look()
+            if not hooks.send(unit):
+                return record("interrupted", "the session was stopped", hooks.look(), reps + 1)
+            seen = hooks.look()
             hw = half_width_pct(seen.ratios, horizon)
             if hw is not None and hw <= target.until_pct:
                 break

@@ -15,6 +15,8 @@ import pytest
 from eval.analyze.compare import compare
 from eval.analyze.score import score_run
 from eval.cli import main
+from eval.gate.policy import load_policy
+from eval.gate.settle import stop_check
 from eval.records.ab_pairs import last_pairs, read_pairs
 from eval.records.final import select_final
 from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
@@ -121,6 +123,13 @@ def test_resume_continues_the_added_repetitions(tmp_path: Path) -> None:
         config = _config(server, tmp_path, TimingTarget(8.0))
         with pytest.raises(KeyboardInterrupt):
             execute_ab(config, between=interrupt)
+        # killed inside the second added round: the record written before the round counts it, so the
+        # round's records are in the plan (no damage), and it says the round was running
+        first_dir = next((tmp_path / "runs" / "aa").iterdir())
+        running = read_adaptive(first_dir)
+        assert running is not None and running.stopped == "running" and running.reps_done == REPS + 2
+        info = score_run(first_dir).scores.run
+        assert not any("plan does not name" in w or "damaged" in w for w in info.warnings)
         da, db = execute_ab(config)
     rec = read_adaptive(da)
     assert rec is not None and rec.stopped == "target"
@@ -178,3 +187,74 @@ def test_the_added_repetitions_are_in_the_plan_and_a_record_beyond_them_is_damag
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     info = score_run(db).scores.run
     assert not info.complete and any("plan does not name" in w for w in info.warnings)
+
+
+SETTLE_PASSES = ("cold", "warm", "repeat", "timing")
+
+
+def _settle_config(
+    a: FakeServer, b: FakeServer, tmp_path: Path, target: TimingTarget, check: bool
+) -> AbConfig:
+    rows = [make_row(i, words=60 + 20 * i) for i in range(N_INPUTS)]
+    inputs = write_rows(tmp_path / "inputs.jsonl", rows)
+    ca = config_for(a, inputs, tmp_path / "runs", variant="base", passes=SETTLE_PASSES, timing_reps=REPS)
+    cb = replace(ca, variant="var", base_url=b.base_url)
+    policy_check = stop_check(load_policy(None)) if check else None
+    return AbConfig(ca, cb, seed=5, quiet=True, stop_check=policy_check, timing_target=target)
+
+
+def _cs_low_pct(x: list[float], horizon: int) -> float:
+    """The lower end (percent) of the asymptotic CS at t = len(x): mean - r of _half_width's formula."""
+    t = len(x)
+    mean = sum(x) / t
+    sd = math.sqrt(sum((v - mean) ** 2 for v in x) / (t - 1))
+    c = -2 * math.log(0.05)
+    rho2 = (c + math.log(1 + c)) / horizon
+    r = sd * math.sqrt(2 * (t * rho2 + 1) / (t * t * rho2) * math.log(math.sqrt(t * rho2 + 1) / 0.05))
+    return 100 * math.expm1(mean - r)
+
+
+def test_with_stop_when_settled_a_settled_fail_adds_no_repetition(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """make faults found it: the +50% slowdown FAILed at its planned repetitions, yet the session added
+    repetitions until its budget (29 repetitions, 25 min), because the phase stopped on its half-width only."""
+    target = TimingTarget(0.5, max_reps=6)
+    with FakeServer() as a, FakeServer() as b:
+        for server, seed in ((a, 1), (b, 2)):
+            rng = random.Random(seed)
+            server.prefill_noise = lambda rng=rng: rng.gauss(0.0, 0.1)
+        b.warm_slowdown = 3.0
+        da, db = execute_ab(_settle_config(a, b, tmp_path / "s", target, check=True))
+        plain = execute_ab(_settle_config(a, b, tmp_path / "p", target, check=False))
+    rec = read_adaptive(da)
+    assert rec is not None and rec == read_adaptive(db)
+    assert rec.stopped == "settled" and rec.reps_done == REPS
+    assert "settled FAIL" in rec.reason and "warm_prefill_change" in rec.reason
+    # the planned pairs alone already exclude the +10% limit (the CS recomputed here from the records)
+    ratios = _ratios_by_hand(da, db)
+    assert len(ratios) == N_INPUTS * REPS and _cs_low_pct(ratios, N_INPUTS * REPS) > 10.0
+    # without --stop-when-settled the phase adds repetitions to its maximum, as before
+    rec_plain = read_adaptive(plain[0])
+    assert rec_plain is not None and rec_plain.stopped == "max_reps" and rec_plain.reps_done == 6
+    capsys.readouterr()
+    assert main(["gate", str(da), str(db)]) == 1
+    assert "FAIL     warm_prefill_change" in capsys.readouterr().out
+
+
+def test_an_aa_session_stops_adding_once_both_timing_rules_settle_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A/A: the phase adds rounds until the gate's intervals and the per-pair CS both say PASS (the target is
+    out of reach), then stops, well before its maximum; the gate on the runs agrees."""
+    with FakeServer() as server:
+        _noisy(server, 0.15)
+        da, db = execute_ab(
+            _settle_config(server, server, tmp_path, TimingTarget(0.1, max_reps=40), check=True)
+        )
+    rec = read_adaptive(da)
+    assert rec is not None and rec.stopped == "settled" and "settled PASS" in rec.reason
+    assert REPS < rec.reps_done < 40
+    assert "warm_prefill_change" in rec.reason and "cold_prefill_change" in rec.reason
+    capsys.readouterr()
+    assert main(["gate", str(da), str(db)]) == 0
