@@ -49,7 +49,7 @@ def benchmark_of(dataset: str) -> Benchmark:
 
 class NoStageEntry(LookupError):
     """A dataset's benchmark has no entry in a stage's mapping: an lbeval bug (the benchmark was registered but
-    its stage part was not added), caught by tests/eval/benchmarks/test_stage_entries.py."""
+    its stage part was not added), caught by each stage mapping's test (entry_problems)."""
 
 
 def stage_entry(entries: Mapping[str, T], dataset: str, where: str) -> T:
@@ -66,7 +66,7 @@ def stage_entry(entries: Mapping[str, T], dataset: str, where: str) -> T:
 
 def entry_problems(entries: Mapping[str, object], where: str) -> list[str]:
     """What a stage's mapping lacks or has too many: a registered benchmark without an entry, an unregistered
-    name with one (tests/eval/benchmarks/test_stage_entries.py checks every stage's mapping with this)."""
+    name with one (tests/eval/prepare/test_build.py and tests/eval/analyze/test_accuracy.py check theirs)."""
     names = [b.name for b in BENCHMARKS]
     missing = [f"{where}: no entry for benchmark {n!r}" for n in names if n not in entries]
     return missing + [f"{where}: entry {n!r} is no registered benchmark" for n in entries if n not in names]
