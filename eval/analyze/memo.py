@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from eval.benchmarks.longbench.accuracy import OutputScores, score_output
+from eval.analyze.accuracy_types import ExampleScore
 from eval.prepare.inputs import InputRow
 from eval.records.types import RequestRecord
 from scorers import determinism
@@ -41,7 +41,7 @@ class ScoreMemo:
     pairs: dict[tuple[int, int], tuple[RequestRecord, RequestRecord, determinism.PairResult]] = field(
         default_factory=dict
     )
-    outputs: dict[tuple[int, int], tuple[InputRow, RequestRecord, OutputScores]] = field(default_factory=dict)
+    outputs: dict[tuple[int, int], tuple[InputRow, RequestRecord, ExampleScore]] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0
 
@@ -61,15 +61,11 @@ class ScoreMemo:
     def pair(self, a: RequestRecord, b: RequestRecord) -> determinism.PairResult:
         return self._kept(self.pairs, a, b, lambda: compare_records(a, b))
 
-    def output(self, row: InputRow, rec: RequestRecord, text: str) -> OutputScores:
-        return self._kept(self.outputs, row, rec, lambda: score_output(row, text))
+    def output(self, row: InputRow, rec: RequestRecord, compute: Callable[[], ExampleScore]) -> ExampleScore:
+        """The scores of a record's output for its input: kept, else `compute()` (the benchmark's scoring)."""
+        return self._kept(self.outputs, row, rec, compute)
 
 
 def pair_result(memo: ScoreMemo | None, a: RequestRecord, b: RequestRecord) -> determinism.PairResult:
     """The pair metrics of two records, kept in `memo` when given."""
     return compare_records(a, b) if memo is None else memo.pair(a, b)
-
-
-def output_scores(memo: ScoreMemo | None, row: InputRow, rec: RequestRecord, text: str) -> OutputScores:
-    """The official metric (and ROUGE-L) of a record's output, kept in `memo` when given."""
-    return score_output(row, text) if memo is None else memo.output(row, rec, text)

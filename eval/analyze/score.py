@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.analyze.accuracy import DatasetAccuracy, ExampleScore, accuracy, example_scores
+from eval.analyze.accuracy import accuracy, example_scores
+from eval.analyze.accuracy_types import DatasetAccuracy, ExampleScore
 from eval.analyze.agreement import Pair, PairStats, UniqueOutputs, collect_pairs, pair_stats, unique_outputs
 from eval.analyze.attribution import Attribution, attribution
 from eval.analyze.cache import CacheCheck, InvalidCounts, cache_check, invalid_counts

@@ -5,5 +5,6 @@ A package (`longbench/`, `longbench_v2/`) holds what is the benchmark's and no o
 validation (`sources.py`), the build of its input rows (`build.py`) and the adapter from records to its pure
 metrics in scorers/ (`accuracy.py`). `spec` and `prompting` sit below every stage (prepare, run and analyze read
 them); `sources` and `build` are prepare's part, `accuracy` analyze's (docs/architecture.md); rendering stays in
-report/. `registry.py` says which benchmark a dataset belongs to.
+report/. `registry.py` says which benchmark a dataset belongs to; prepare and analyze map a benchmark's name
+to its part (`prepare/build.PREPARE_PARTS`, `analyze/accuracy.SCORING`) and find it with `registry.stage_entry`.
 """

@@ -1,27 +1,33 @@
-"""`lbeval prepare`: rows -> seeded subset -> official prompt -> middle truncation -> inputs manifest."""
+"""`lbeval prepare`: rows -> seeded subset -> official prompt -> middle truncation -> inputs manifest.
+
+Each dataset's benchmark (eval/benchmarks/registry.py) builds its rows: PREPARE_PARTS maps the benchmark's name to
+its part (eval/benchmarks/<name>/build.py, the contract in benchmark_part.py); prepare checks the names, measures
+the input budget (Budgeter), warns when --n asks more rows than a dataset has and writes the manifest."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
 
-from eval.benchmarks.longbench.build import build_row, output_limit, template_provenance
-from eval.benchmarks.longbench.sources import hub_download, open_source
-from eval.benchmarks.longbench.spec import get_spec
-from eval.benchmarks.longbench_v2.build import prepare_v2
-from eval.benchmarks.longbench_v2.sources import V2Downloader, hub_download_v2
-from eval.benchmarks.longbench_v2.spec import DEFAULT_V2_MODE, V2_DATASET, get_v2_mode, is_v2
-from eval.benchmarks.registry import benchmark_of
+from eval.benchmarks.longbench.build import LongBenchPart
+from eval.benchmarks.longbench_v2.build import LongBenchV2Part
+from eval.benchmarks.longbench_v2.spec import DEFAULT_V2_MODE
+from eval.benchmarks.registry import BENCHMARKS, benchmark_of, stage_entry
 from eval.errors import ConfigError
+from eval.prepare.benchmark_part import BenchmarkPart, DatasetPart, HeaderPart, PartFactory, PrepareJob
 from eval.prepare.data_source import DataSource, Downloader
 from eval.prepare.inputs import InputRow, InputsHeader, write_inputs
-from eval.prepare.select import select_ids
 from eval.prepare.tokenizers import Tokenizer, chat_overhead, input_budget
 from eval.provenance import git_state, lbeval_version
 from eval.terminal import echo_err
+
+# each benchmark's part of prepare (its build.py), by the registry's name: one line per benchmark
+PREPARE_PARTS: Mapping[str, PartFactory] = MappingProxyType(
+    {"longbench": LongBenchPart, "longbench_v2": LongBenchV2Part}
+)
+WHERE = "eval/prepare/build.PREPARE_PARTS"
 
 
 @dataclass
@@ -89,75 +95,71 @@ def short_of_n(dataset: str, available: int, n: int | None) -> str | None:
     return f"{dataset}: --n {n} asked but the data has only {available} rows; taking all {available}"
 
 
+def benchmark_parts(job: PrepareJob, datasets: Sequence[str]) -> dict[str, BenchmarkPart]:
+    """One part per registered benchmark with an entry, in registry order, each made with its datasets (in
+    --datasets order; none: it still checks its options and adds its header fields)."""
+    owner = {ds: benchmark_of(ds).name for ds in datasets}  # every name known before any part is made
+    for ds in datasets:
+        stage_entry(PREPARE_PARTS, ds, WHERE)
+    return {
+        b.name: PREPARE_PARTS[b.name](job, [ds for ds in datasets if owner[ds] == b.name])
+        for b in BENCHMARKS
+        if b.name in PREPARE_PARTS
+    }
+
+
 def prepare(
     cfg: PrepareConfig,
-    download: Downloader = hub_download,
+    downloads: Mapping[str, Downloader] | None = None,
     warn: Callable[[str], None] = warn_stderr,
-    download_v2: V2Downloader = hub_download_v2,
 ) -> tuple[InputsHeader, list[InputRow]]:
+    """`downloads`: benchmark name -> its Hub download (absent: the benchmark's own)."""
     if not cfg.datasets:
         raise ConfigError("--datasets is empty")
     twice = next((ds for ds in cfg.datasets if cfg.datasets.count(ds) > 1), None)
     if twice is not None:
         raise ConfigError(f"--datasets: {twice} is listed twice")
-    specs = {ds: get_spec(ds) for ds in cfg.datasets if not is_v2(ds)}  # validate every name before any I/O
-    v2_mode = get_v2_mode(cfg.v2_mode)
-    files, source = open_source(cfg.source, download) if specs else (None, {})
-    source["files"] = {}
-    extra: dict[str, Any] = {}
     budgeter = Budgeter(cfg)
-    rows_out: list[InputRow] = []
-    selected: dict[str, list[str]] = {}
-    available: dict[str, int] = {}
-    limits: dict[str, int] = {}
-    budgets: dict[str, int] = {}
+    job = PrepareJob(
+        cfg.source, cfg.n, cfg.seed, cfg.tokenizer, cfg.max_tokens, cfg.v2_mode, budgeter.budget,
+        MappingProxyType(dict(downloads or {})),
+    )  # fmt: skip
+    parts = benchmark_parts(job, cfg.datasets)
+    for part in parts.values():
+        part.open()
+    done: dict[str, DatasetPart] = {}
     for ds in cfg.datasets:
-        if is_v2(ds):  # LongBench v2: eval/benchmarks/longbench_v2/build.py
-            limits[ds] = cfg.max_tokens.get(ds, v2_mode.max_tokens)
-            v2 = prepare_v2(
-                cfg.source, v2_mode, n=cfg.n, seed=cfg.seed, max_tokens=limits[ds], tokenizer=cfg.tokenizer,
-                budget=lambda limit: budgeter.budget("chat", limit), download=download_v2,
-            )  # fmt: skip
-            source = source if specs else {**v2.source, "files": {}}
-            source["files"][ds], extra[V2_DATASET] = v2.file, v2.extra
-            available[ds], selected[ds] = v2.available, v2.ids
-            if (short := short_of_n(ds, v2.available, cfg.n)) is not None:
-                warn(short)
-            if cfg.tokenizer is not None:
-                budgets[ds] = budgeter.budget("chat", limits[ds])
-            rows_out.extend(v2.rows)
-            continue
-        assert files is not None
-        rows, sha = files.read(ds)
-        source["files"][ds] = {"file": files.describe(ds), "sha256": sha, "rows": len(rows)}
-        by_id = {r.id: r for r in rows}
-        available[ds] = len(by_id)
-        if (short := short_of_n(ds, available[ds], cfg.n)) is not None:
+        done[ds] = parts[benchmark_of(ds).name].dataset(ds)
+        if (short := short_of_n(ds, done[ds].available, cfg.n)) is not None:
             warn(short)
-        ids = select_ids(list(by_id), seed=cfg.seed, dataset=ds, n=cfg.n)
-        selected[ds] = ids
-        limits[ds] = output_limit(specs[ds], ds, cfg.max_tokens)
-        if cfg.tokenizer is not None:
-            budgets[ds] = budgeter.budget(specs[ds].mode, limits[ds])
-        budget = partial(budgeter.budget, specs[ds].mode)
-        rows_out.extend(build_row(by_id[i], ds, specs[ds], limits[ds], cfg.tokenizer, budget) for i in ids)
+    header = inputs_header(cfg, done, [part.header() for part in parts.values()])
+    rows_out = [row for ds in cfg.datasets for row in done[ds].rows]
+    write_inputs(cfg.out, header, rows_out)
+    return header, rows_out
+
+
+def inputs_header(
+    cfg: PrepareConfig, done: Mapping[str, DatasetPart], parts: Sequence[HeaderPart]
+) -> InputsHeader:
+    """The header: the source of the first benchmark (registry order) that read data, with every dataset's file;
+    the benchmarks' templates and extra fields merged; the per-dataset figures in --datasets order."""
+    provenance = next(p.source for p in parts if p.source is not None)
+    budgets = {ds: d.max_input_tokens for ds, d in done.items() if d.max_input_tokens is not None}
     commit, dirty = git_state()
-    header = InputsHeader(
-        source=source,
+    return InputsHeader(
+        source={**provenance, "files": {ds: d.file for ds, d in done.items()}},
         seed=cfg.seed,
         n=cfg.n,
         datasets=list(cfg.datasets),
-        selected_ids=selected,
-        templates=template_provenance(list(specs)),
+        selected_ids={ds: d.ids for ds, d in done.items()},
+        templates={k: v for p in parts for k, v in p.templates.items()},
         tokenizer=cfg.tokenizer.describe() if cfg.tokenizer else {"kind": "none"},
         max_input_tokens=budgets or None,
-        max_tokens=limits,
+        max_tokens={ds: d.max_tokens for ds, d in done.items()},
         lbeval_version=lbeval_version(),
         git_commit=commit,
         git_dirty=dirty,
-        n_taken={ds: len(ids) for ds, ids in selected.items()},
-        n_available=available,
-        extra=extra,
+        n_taken={ds: len(d.ids) for ds, d in done.items()},
+        n_available={ds: d.available for ds, d in done.items()},
+        extra={k: v for p in parts for k, v in p.extra.items()},
     )
-    write_inputs(cfg.out, header, rows_out)
-    return header, rows_out

@@ -3,7 +3,7 @@ identical, and the warm change with its interval; with its reading."""
 
 from __future__ import annotations
 
-from eval.analyze.accuracy import DatasetAccuracy
+from eval.analyze.accuracy_types import DatasetAccuracy
 from eval.analyze.compare import Comparison
 from eval.benchmarks.longbench.accuracy import SECONDARY_ROUGE_METRICS
 from eval.report.cells import Cell, Frac, Num, Row, Table, Text

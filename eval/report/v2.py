@@ -9,10 +9,10 @@ eval/benchmarks/longbench_v2/accuracy.py.
 
 from __future__ import annotations
 
-from eval.analyze.accuracy import DatasetAccuracy
+from eval.analyze.accuracy_types import DatasetAccuracy
 from eval.analyze.compare import Comparison
 from eval.analyze.score import RunScores
-from eval.benchmarks.longbench_v2.accuracy import V2_BUCKETS, V2PassAccuracy
+from eval.benchmarks.longbench_v2.figures import V2_BUCKETS, V2PassAccuracy
 from eval.report.cells import Blank, Cell, Frac, Num, Row, Table, Text
 
 TITLE = "LongBench v2 accuracy (%, official answer extraction)"

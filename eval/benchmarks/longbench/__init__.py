@@ -4,7 +4,9 @@ metric, output limit and chat/raw mode.
 - `spec`: the dataset specs (`load_specs`, `get_spec`, `base_name`, `is_v1`) from prompts/ (`PROMPT_FILES`).
 - `prompting`: pred.py's middle truncation of the formatted prompt (`middle_truncate`).
 - `sources` (prepare): rows validated (file:line:field) from the Hub pin, a data dir or zip, or the mini sample.
-- `build` (prepare): a row -> an input row (`build_row`), the output limit, the templates' provenance.
-- `accuracy` (analyze): an output -> its dataset's official metric and the secondary ROUGE-L (`score_output`);
-  the metrics themselves are scorers.longbench's.
+- `build` (prepare): a row -> an input row (`build_row`), the output limit, the templates' provenance;
+  `LongBenchPart`, what prepare calls (eval/prepare/build.PREPARE_PARTS).
+- `accuracy` (analyze): an output -> its dataset's official metric and the secondary ROUGE-L (`score_output`),
+  and what analyze calls (`example_score`, `dataset_accuracy`: eval/analyze/accuracy.SCORING); the metrics
+  themselves are scorers.longbench's.
 """

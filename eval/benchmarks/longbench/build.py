@@ -2,16 +2,18 @@
 
 The input budget is the prepare stage's (`budget(output_limit)`, eval/prepare/build.py's Budgeter); a dataset that
 stops at a newline (`stop_at_newline` in prompts/datasets.toml) sends the tokenizer's newline id as a stop token.
+`LongBenchPart` is what prepare calls (eval/prepare/benchmark_part.py): every v1 dataset read from one source.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from eval.benchmarks.longbench.prompting import middle_truncate
-from eval.benchmarks.longbench.sources import Row
+from eval.benchmarks.longbench.sources import DatasetFiles, Row, hub_download, open_source
 from eval.benchmarks.longbench.spec import (
     PROMPT_FILES,
     TEMPLATE_ORIGIN,
@@ -20,11 +22,15 @@ from eval.benchmarks.longbench.spec import (
     get_spec,
     read_prompt_file,
 )
+from eval.prepare.benchmark_part import DatasetPart, HeaderPart, PrepareJob
 from eval.prepare.inputs import InputRow, sha256_text
+from eval.prepare.select import select_ids
 from eval.prepare.tokenizers import Tokenizer
 
+NAME = "longbench"  # the registry's name of this benchmark (eval/benchmarks/registry.py)
 
-def output_limit(spec: DatasetSpec, dataset: str, overrides: dict[str, int]) -> int:
+
+def output_limit(spec: DatasetSpec, dataset: str, overrides: Mapping[str, int]) -> int:
     return overrides.get(dataset, overrides.get(base_name(dataset), spec.max_tokens))
 
 
@@ -71,3 +77,34 @@ def build_row(
         length=row.length,
         stop_token_ids=stop_ids,
     )
+
+
+class LongBenchPart:
+    """prepare's part of LongBench v1 (eval/prepare/benchmark_part.py): its datasets' files from one source."""
+
+    def __init__(self, job: PrepareJob, datasets: Sequence[str]) -> None:
+        self.job = job
+        self.specs = {ds: get_spec(ds) for ds in datasets}
+        self.files: DatasetFiles | None = None
+        self.source: dict[str, Any] | None = None
+
+    def open(self) -> None:
+        if self.specs:
+            self.files, self.source = open_source(self.job.source, self.job.downloads.get(NAME, hub_download))
+
+    def dataset(self, dataset: str) -> DatasetPart:
+        job, spec = self.job, self.specs[dataset]
+        assert self.files is not None
+        rows, sha = self.files.read(dataset)
+        file = {"file": self.files.describe(dataset), "sha256": sha, "rows": len(rows)}
+        by_id = {r.id: r for r in rows}
+        ids = select_ids(list(by_id), seed=job.seed, dataset=dataset, n=job.n)
+        limit = output_limit(spec, dataset, job.max_tokens)
+        budget = job.budget(spec.mode, limit) if job.tokenizer is not None else None
+        call_budget = partial(job.budget, spec.mode)
+        built = [build_row(by_id[i], dataset, spec, limit, job.tokenizer, call_budget) for i in ids]
+        return DatasetPart(built, ids, len(by_id), limit, budget, file)
+
+    def header(self) -> HeaderPart:
+        """The provenance of the source read; the prompt files' SHA-256 always (also with no v1 dataset)."""
+        return HeaderPart(self.source, template_provenance(list(self.specs)), {})

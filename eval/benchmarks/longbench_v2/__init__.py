@@ -3,7 +3,11 @@
 - `spec`: the modes (`V2_MODES`, `get_v2_mode`), the dataset name and metric, the prompt files it names.
 - `prompting`: the official templates filled as pred.py does, pred.py's middle truncation of token ids.
 - `sources` (prepare): `data.json` rows validated (file:line:field), the Hub pin, hub | data dir | mini.
-- `build` (prepare): rows -> input rows (`prepare_v2`): template, truncation, the CoT answer call's template.
-- `accuracy` (analyze): records -> the official and lbeval figures (`v2_item`, `v2_pass_accuracy`); the
-  extraction and the figures themselves are scorers.longbench_v2's.
+- `build` (prepare): rows -> input rows (`prepare_v2`): template, truncation, the CoT answer call's template;
+  `LongBenchV2Part`, what prepare calls (eval/prepare/build.PREPARE_PARTS).
+- `accuracy` (analyze): records -> the official and lbeval figures (`v2_item`, `v2_pass_accuracy`), and what
+  analyze calls (`example_score`, `dataset_accuracy`: eval/analyze/accuracy.SCORING); the extraction and the
+  figures themselves are scorers.longbench_v2's.
+- `figures`: one pass's figures (`V2PassAccuracy`, `V2_BUCKETS`), the type analyze returns and report/v2.py
+  renders (below every stage).
 """

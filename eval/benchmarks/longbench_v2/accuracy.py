@@ -16,50 +16,17 @@ The two agree exactly when nothing is left out; otherwise both are shown, with t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from eval.analyze.accuracy_types import DatasetAccuracy, ExampleScore, PassScore
+from eval.analyze.memo import ScoreMemo
+from eval.benchmarks.longbench_v2.figures import V2_BUCKETS, V2PassAccuracy
+from eval.benchmarks.longbench_v2.spec import V2_METRIC
 from eval.prepare.inputs import InputRow
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection, ok_record
 from eval.records.vocabulary import ANSWER_PASSES
 from scorers.longbench_v2 import Accuracy, ItemResult, item_result, score_items
-from scorers.longbench_v2.score import BUCKETS, ExpectedItem, dropped_item
-
-V2_BUCKETS = BUCKETS  # overall, easy, hard, short, medium, long (result.py's column order)
-
-
-@dataclass(frozen=True)
-class V2PassAccuracy:
-    """One pass's v2 figures, percent 0-100 per bucket (None for an empty bucket)."""
-
-    n: dict[str, int]  # inputs per bucket
-    lbeval: dict[str, float | None]  # every input in the denominator
-    official: dict[str, float | None]  # result.py: the left-out items are in no denominator
-    lbeval_compensated: dict[str, float | None]  # an unextractable answer scores 0.25
-    official_compensated: dict[str, float | None]
-    dropped: dict[str, int]  # per bucket: items the official figures leave out
-    empty_outputs: int  # left out: an output was '' (pred.py writes no line)
-    not_counted: int  # left out: no ok sample (request failed, invalid cache state, no record)
-    unextractable: int  # answered without "The correct answer is (X)": 0 points, 0.25 compensated
-    correct: int
-
-    @property
-    def differ(self) -> bool:
-        return self.dropped["overall"] > 0
-
-    def why(self) -> str | None:
-        """Why the official figures differ from lbeval's (None when they do not)."""
-        if not self.differ:
-            return None
-        parts = []
-        if self.empty_outputs:
-            parts.append(f"{self.empty_outputs} with an empty output (pred.py writes no line)")
-        if self.not_counted:
-            parts.append(f"{self.not_counted} without a valid sample (failed, invalid or missing)")
-        return (
-            f"the official figures leave out {self.dropped['overall']} of {self.n['overall']} inputs "
-            f"({'; '.join(parts)}); lbeval counts them as wrong"
-        )
+from scorers.longbench_v2.score import ExpectedItem, dropped_item
 
 
 def _percents(acc: Accuracy) -> dict[str, float | None]:
@@ -101,3 +68,28 @@ def v2_pass_accuracy(rows: Sequence[InputRow], items: Mapping[Key, ItemResult]) 
 def item_points(item: ItemResult) -> float:
     """An item's score (0..1) as lbeval counts it: 1 right, else 0 (a dropped item too)."""
     return 1.0 if item.judge else 0.0
+
+
+def example_score(
+    row: InputRow, sel: Selection, pass_name: str, memo: ScoreMemo | None
+) -> ExampleScore | None:
+    """analyze's scoring of one input in one pass (eval/analyze/accuracy.py): its outcome (v2_item) and its
+    points, None without an ok sample of every call; `memo` is not used (v2 outcomes are cheap)."""
+    item = v2_item(row, sel, pass_name)
+    return None if item is None else ExampleScore(item_points(item), None, item)
+
+
+def dataset_accuracy(
+    dataset: str, rows: Sequence[InputRow], per_pass: Mapping[str, Mapping[Key, ExampleScore]]
+) -> DatasetAccuracy:
+    """The dataset's accuracy per pass: PassScore.score is lbeval's overall figure (every input in the
+    denominator, 2 decimals), DatasetAccuracy.v2 holds both figures of every pass."""
+    passes: dict[str, PassScore] = {}
+    v2: dict[str, V2PassAccuracy] = {}
+    for pass_name, scores in per_pass.items():
+        items = {k: s.v2_item for k, s in scores.items() if s.v2_item is not None}
+        v2[pass_name] = figures = v2_pass_accuracy(rows, items)
+        overall = figures.lbeval["overall"]
+        score = None if overall is None else round(overall, 2)
+        passes[pass_name] = PassScore(score, sum(1 for r in rows if r.key in items), len(rows))
+    return DatasetAccuracy(dataset, V2_METRIC, passes, v2)

@@ -16,12 +16,16 @@ answer call's prompt (0shot_cot_ans.txt filled like the official script: its `$D
 template has none, "The text is too long and omitted here."), with `$COT$` left where the run stage puts the
 reasoning call's stripped output. Prepare checks that this prompt, with as many tokens as the reasoning call may
 generate, fits the window with the answer call's own limit, so the run never needs to truncate it.
+
+`LongBenchV2Part` is what prepare calls (eval/prepare/benchmark_part.py); the header's extra["longbench_v2"]
+records the mode, the templates and the answer call's limits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from eval.benchmarks.longbench_v2.prompting import (
@@ -45,15 +49,18 @@ from eval.benchmarks.longbench_v2.spec import (
     V2_CHAT_MODE,
     V2_DATASET,
     V2Mode,
+    get_v2_mode,
     template_sha256,
 )
 from eval.errors import ConfigError
+from eval.prepare.benchmark_part import DatasetPart, HeaderPart, PrepareJob
 from eval.prepare.data_source import DataSource
 from eval.prepare.inputs import COT_PLACEHOLDER, InputRow, sha256_text
 from eval.prepare.select import select_ids
 from eval.prepare.tokenizers import Tokenizer
 
 MAX_RECUTS = 4
+NAME = "longbench_v2"  # the registry's name of this benchmark (eval/benchmarks/registry.py)
 
 
 @dataclass(frozen=True)
@@ -191,3 +198,30 @@ def prepare_v2(
         "pinned_sha256": HUB_DATA_SHA256,
     }
     return V2Prepared(rows, ids, len(by_id), file, prov, extra)
+
+
+class LongBenchV2Part:
+    """prepare's part of LongBench v2 (eval/prepare/benchmark_part.py): --v2-mode checked when made (also without
+    the v2 dataset), the dataset read, selected and built by prepare_v2."""
+
+    def __init__(self, job: PrepareJob, datasets: Sequence[str]) -> None:
+        self.job = job
+        self.mode = get_v2_mode(job.v2_mode)
+        self.prepared: V2Prepared | None = None
+
+    def open(self) -> None:
+        """Nothing shared: prepare_v2 reads the source."""
+
+    def dataset(self, dataset: str) -> DatasetPart:
+        job = self.job
+        limit = job.max_tokens.get(dataset, self.mode.max_tokens)
+        self.prepared = v2 = prepare_v2(
+            job.source, self.mode, n=job.n, seed=job.seed, max_tokens=limit, tokenizer=job.tokenizer,
+            budget=partial(job.budget, V2_CHAT_MODE), download=job.downloads.get(NAME, hub_download_v2),
+        )  # fmt: skip
+        budget = job.budget(V2_CHAT_MODE, limit) if job.tokenizer is not None else None
+        return DatasetPart(v2.rows, v2.ids, v2.available, limit, budget, v2.file)
+
+    def header(self) -> HeaderPart:
+        v2 = self.prepared
+        return HeaderPart(None, {}, {}) if v2 is None else HeaderPart(v2.source, {}, {V2_DATASET: v2.extra})

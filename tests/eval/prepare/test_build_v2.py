@@ -287,3 +287,26 @@ def test_v2_fields_on_a_v1_row_and_v2_rows_in_an_old_schema_are_refused(tmp_path
     write_inputs(path, replace(header, schema_version=2), rows)
     with pytest.raises(DataError, match=":2:dataset: longbench_v2 rows need inputs schema 3"):
         read_inputs(path)
+
+
+def test_v2_before_v1_keeps_the_datasets_order_and_v1_s_source(tmp_path: Path) -> None:
+    """Each benchmark builds its own datasets; the manifest keeps --datasets order (rows and every per-dataset
+    field), the header's source is LongBench v1's (registry order) with both files, extra only v2's."""
+    out = tmp_path / "mixed.jsonl"
+    cfg = PrepareConfig(DataSource("mini"), ["longbench_v2", "qasper"], n=2, seed=3, out=out, v2_mode="cot")
+    header, rows = prepare(cfg)
+    assert [r.dataset for r in rows] == ["longbench_v2", "longbench_v2", "qasper", "qasper"]
+    for per_dataset in (header.selected_ids, header.max_tokens, header.n_taken, header.n_available):
+        assert list(per_dataset) == ["longbench_v2", "qasper"]
+    assert header.max_tokens == {"longbench_v2": 1024, "qasper": 128}  # cot's reasoning call; qasper's spec
+    assert header.source["name"] == "longbench-mini" and list(header.source["files"]) == [
+        "longbench_v2",
+        "qasper",
+    ]
+    assert list(header.extra) == ["longbench_v2"] and header.extra["longbench_v2"]["mode"] == "cot"
+    alone, _ = prepare(replace(cfg, datasets=["longbench_v2"], out=tmp_path / "v2.jsonl"))
+    assert alone.source["name"] == "longbench-v2-mini" and list(alone.source["files"]) == ["longbench_v2"]
+    # v1's prompt files are recorded in every header, also without a v1 dataset (as before the dispatch)
+    assert alone.templates["files"].keys() == header.templates["files"].keys() == {
+        "dataset2prompt.json", "dataset2maxlen.json", "datasets.toml"
+    }  # fmt: skip
