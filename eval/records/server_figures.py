@@ -52,23 +52,33 @@ def _moved(deltas: Mapping[str, float], key: str, expected: float, what: str) ->
     return f"{what} moved by {value:g}, this request accounts for {expected:g}"
 
 
-def figure_check(deltas: Mapping[str, float] | None, usage: Usage) -> FigureCheck:
-    """Whether `deltas` are this request's own (module docstring)."""
-    if deltas is None:
-        return FigureCheck(None, None)
+def window_reasons(deltas: Mapping[str, float], prompt_tokens: int | None) -> list[str]:
+    """Why a window's `deltas` are not one request's of `prompt_tokens` prompt tokens, the hits left aside
+    (empty: they are): finished, requests and queries as in the module docstring, and no
+    `observations_differ`. A delta the window lacks, or prompt tokens not known, is not checked. The one rule of
+    a clean window: figure_check's for a record, and the probe's for its own requests (eval/run/probe_counts.py),
+    which requires the finished and queries deltas."""
     reasons = [
         r
         for r in (
             _moved(deltas, FINISHED_KEY, 1, "finished requests"),
             _moved(deltas, REQUESTS_KEY, 1, "request histogram observations"),
             None
-            if usage.prompt_tokens is None
-            else _moved(deltas, QUERIES_KEY, usage.prompt_tokens, "prefix-cache queries"),
+            if prompt_tokens is None
+            else _moved(deltas, QUERIES_KEY, prompt_tokens, "prefix-cache queries"),
         )  # fmt: skip
         if r is not None
     ]
     if deltas.get(OBSERVATIONS_DIFFER_KEY):
         reasons.append("the request histograms moved by different counts")
+    return reasons
+
+
+def figure_check(deltas: Mapping[str, float] | None, usage: Usage) -> FigureCheck:
+    """Whether `deltas` are this request's own (module docstring)."""
+    if deltas is None:
+        return FigureCheck(None, None)
+    reasons = window_reasons(deltas, usage.prompt_tokens)
     hits = deltas.get(HITS_KEY)
     finding = None
     if hits is not None and usage.cached_tokens is not None and hits != usage.cached_tokens:

@@ -4,10 +4,10 @@ The probe decides from usage's cached tokens whether a fresh cache_salt isolated
 over-reports cached tokens (it claims a hit it recomputed) would look like one whose salt leaks; its
 prefix-cache counters on /metrics (`vllm:prefix_cache_hits`) tell the two apart. `counted` sends one request
 between two /metrics scrapes (the after-scrape repeated until the finished-requests counter moved, since vLLM
-counts a request a moment after answering it) and returns the hit count only from a clean window: exactly one
-request finished in it and the prefix-cache queries moved by this request's prompt tokens (another client's
-request in the window would make the count not this one's; eval/records/server_figures.py checks the passes'
-records the same way).
+counts a request a moment after answering it: ServerWatch's `settle`, eval/run/server_watch.py) and returns the
+hit count only from a clean window: exactly one request finished in it and the prefix-cache queries moved by
+this request's prompt tokens (another client's request in the window would make the count not this one's; the
+rule is eval/records/server_figures.window_reasons, by which the passes' records are checked too).
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from eval.records.server_figures import FINISHED_KEY, HITS_KEY, QUERIES_KEY, window_reasons
 from eval.records.types import Usage
 from eval.run.client import Client
 from eval.run.metrics_text import FINISHED_COUNTER, REQUEST_COUNTERS, Snapshot, counter_delta, parse_metrics
 from eval.run.reply import RequestFailed
 from eval.run.retry import RetryPolicy, with_retries
+from eval.run.server_watch import settle
 
 SETTLE_POLLS_S = (
     0.02,
@@ -30,8 +32,12 @@ SETTLE_POLLS_S = (
     0.4,
     0.8,
 )  # waits for the finished counter to move (about 1.6 s in all)
-HITS = REQUEST_COUNTERS["prefix_cache_hits"]
-QUERIES = REQUEST_COUNTERS["prefix_cache_queries"]
+# the counters the probe reads, by the keys of a record's server_metrics (the request histograms are not read)
+WINDOW_COUNTERS = {
+    FINISHED_KEY: FINISHED_COUNTER,
+    QUERIES_KEY: REQUEST_COUNTERS[QUERIES_KEY],
+    HITS_KEY: REQUEST_COUNTERS[HITS_KEY],
+}
 
 
 @dataclass(frozen=True)
@@ -54,21 +60,14 @@ def _scrape(client: Client, policy: RetryPolicy) -> Snapshot | None:
         return None
 
 
-def _settled_after(
-    client: Client,
-    policy: RetryPolicy,
-    before: Snapshot,
-    polls: Sequence[float],
-    sleep: Callable[[float], None],
-) -> Snapshot | None:
-    after = _scrape(client, policy)
-    for wait in polls:
-        moved = None if after is None else counter_delta(before, after, FINISHED_COUNTER)
-        if moved is None or moved >= 1:
-            break
-        sleep(wait)
-        after = _scrape(client, policy)
-    return after
+def _one_more(before: Snapshot) -> float | None:
+    seen = before.counter(FINISHED_COUNTER)
+    return None if seen is None else seen + 1
+
+
+def _window(before: Snapshot, after: Snapshot) -> dict[str, float]:
+    deltas = {key: counter_delta(before, after, name) for key, name in WINDOW_COUNTERS.items()}
+    return {key: d for key, d in deltas.items() if d is not None}
 
 
 def counted(
@@ -84,10 +83,11 @@ def counted(
     cached = None if usage is None else usage.cached_tokens
     if before is None or usage is None:
         return Counted(cached, None)
-    after = _settled_after(client, policy, before, polls, sleep)
-    if after is None or counter_delta(before, after, FINISHED_COUNTER) != 1:
+    after = settle(lambda: _scrape(client, policy), _one_more(before), polls, None, sleep)
+    if not after.counted or after.snap is None or usage.prompt_tokens is None:
         return Counted(cached, None)
-    if counter_delta(before, after, QUERIES) != usage.prompt_tokens:
+    window = _window(before, after.snap)
+    if QUERIES_KEY not in window or window_reasons(window, usage.prompt_tokens):
         return Counted(cached, None)
-    hits = counter_delta(before, after, HITS)
+    hits = window.get(HITS_KEY)
     return Counted(cached, None if hits is None else round(hits))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from eval.run.client import Client
@@ -27,8 +28,35 @@ SETTLE_POLLS_S = (0.002, 0.005, 0.01)
 
 @dataclass(frozen=True)
 class Settled:
-    snap: Snapshot | None
-    counted: bool  # the finished-requests counter reached the target (not: no counter, or wait_s ran out)
+    snap: Snapshot | None  # the last snapshot (a failed scrape keeps the one before it)
+    counted: bool  # the finished-requests counter reached the target
+    ran_out: bool  # not counted: the waits ran out while there were a snapshot and a target
+
+
+def settle(
+    scrape: Callable[[], Snapshot | None],
+    target: float | None,
+    polls_s: Sequence[float],
+    deadline_s: float | None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Settled:
+    """Scrape until the finished-requests counter reaches `target` (vLLM counts a request just after answering
+    it; a snapshot without the counter counts 0). Between scrapes it waits `polls_s` in turn: with `deadline_s`
+    the last wait repeats until `deadline_s` seconds have passed since the first scrape, without one the waits
+    end with `polls_s`. A failed scrape (None) keeps the snapshot before it; a first scrape that fails, or no
+    target, ends the wait at once. ServerWatch's settle and the probe's (eval/run/probe_counts.py)."""
+    snap = scrape()
+    deadline = None if deadline_s is None else time.monotonic() + deadline_s
+    waits = iter(polls_s)
+    while snap is not None and target is not None:
+        if (snap.counter(FINISHED_COUNTER) or 0.0) >= target:
+            return Settled(snap, True, False)
+        wait = next(waits, None if deadline is None else polls_s[-1])
+        if wait is None or (deadline is not None and time.monotonic() >= deadline):
+            return Settled(snap, False, True)
+        sleep(wait)
+        snap = scrape() or snap
+    return Settled(snap, False, False)
 
 
 @dataclass(frozen=True)
@@ -97,19 +125,11 @@ class ServerWatch:
         return full.shape() == part.shape()
 
     def _settle(self, target: float | None) -> Settled:
-        snap = self.scrape()
-        deadline = time.monotonic() + self.wait_s
-        polls = iter(self.polls_s)
-        while snap is not None and target is not None:
-            seen = snap.counter(FINISHED_COUNTER) or 0.0
-            if seen >= target:
-                return Settled(snap, True)
-            if time.monotonic() >= deadline:
-                self.finished = seen  # never counted (aborted?): stop waiting for it on every request
-                break
-            time.sleep(next(polls, self.polls_s[-1]))
-            snap = self.scrape() or snap
-        return Settled(snap, False)
+        got = settle(self.scrape, target, self.polls_s, self.wait_s)
+        if got.ran_out and got.snap is not None:
+            # never counted (aborted?): stop waiting for it on every request
+            self.finished = got.snap.counter(FINISHED_COUNTER) or 0.0
+        return got
 
     def before(self) -> Snapshot | None:
         """The snapshot a request's deltas start from: the kept after-snapshot of the request just before it

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from eval.records.types import Usage
 from eval.run.client import Client
+from eval.run.ledger import SendLedger
 from eval.run.probe import USAGE_FAULT, ProbeResult, probe_server
 from eval.run.probe_counts import Counted, counted
 from eval.run.request import RequestSettings
@@ -29,13 +30,16 @@ def _metrics(finished: float, hits: float, queries: float | None = None) -> str:
 
 
 class Scripted:
-    """A client whose /metrics answers from a script (one text per scrape, the last repeated)."""
+    """A client whose /metrics answers from a script (one text per scrape, the last repeated); also the
+    ServerWatch client of tests/eval/run/test_shared_rules.py (a ledger, a root, filtered scrapes unasked)."""
 
     def __init__(self, texts: list[str]) -> None:
         self.texts: Iterator[str] = iter(texts)
         self.last = texts[-1]
+        self.ledger = SendLedger()
+        self.root = "http://scripted"
 
-    def metrics_text(self) -> str:
+    def metrics_text(self, names: object = None) -> str:
         self.last = next(self.texts, self.last)
         return self.last
 
