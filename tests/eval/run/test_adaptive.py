@@ -54,14 +54,20 @@ def _ratios_by_hand(da: Path, db: Path) -> list[float]:
     return out
 
 
-def _half_width(x: list[float], horizon: int) -> float:
-    """Waudby-Smith et al.'s asymptotic CS at t = len(x), alpha 0.05, rho2 for t* = horizon, in percent."""
+def _cs_by_hand(x: list[float], horizon: int) -> tuple[float, float]:
+    """Waudby-Smith et al.'s asymptotic CS at t = len(x), alpha 0.05, rho2 for t* = horizon: (mean, radius)."""
     t = len(x)
     mean = sum(x) / t
     sd = math.sqrt(sum((v - mean) ** 2 for v in x) / (t - 1))
     c = -2 * math.log(0.05)
     rho2 = (c + math.log(1 + c)) / horizon
     r = sd * math.sqrt(2 * (t * rho2 + 1) / (t * t * rho2) * math.log(math.sqrt(t * rho2 + 1) / 0.05))
+    return mean, r
+
+
+def _half_width(x: list[float], horizon: int) -> float:
+    """The CS's half-width at t = len(x), in percent."""
+    mean, r = _cs_by_hand(x, horizon)
     return 50 * (math.expm1(mean + r) - math.expm1(mean - r))
 
 
@@ -204,13 +210,8 @@ def _settle_config(
 
 
 def _cs_low_pct(x: list[float], horizon: int) -> float:
-    """The lower end (percent) of the asymptotic CS at t = len(x): mean - r of _half_width's formula."""
-    t = len(x)
-    mean = sum(x) / t
-    sd = math.sqrt(sum((v - mean) ** 2 for v in x) / (t - 1))
-    c = -2 * math.log(0.05)
-    rho2 = (c + math.log(1 + c)) / horizon
-    r = sd * math.sqrt(2 * (t * rho2 + 1) / (t * t * rho2) * math.log(math.sqrt(t * rho2 + 1) / 0.05))
+    """The lower end (percent) of the asymptotic CS at t = len(x)."""
+    mean, r = _cs_by_hand(x, horizon)
     return 100 * math.expm1(mean - r)
 
 
