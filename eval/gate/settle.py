@@ -33,10 +33,12 @@ with an error control that stays valid when looking after every input:
   that skips itself on this plan (no such scenario in either run) is "skipped", as the full run's gate would.
 
 The session stops when one rule settled FAIL (a FAIL verdict cannot turn into a PASS; the rules still open are
-shown as not settled), or when every enabled rule settled PASS (or skips itself). It never stops while the
-partial data gives the gate a no-verdict reason (a rule with no data, no cold/warm passes, too few valid
-pairs, an incomplete input): the full run would then most likely give no verdict either, and a stop must not
-turn that into a verdict.
+shown as not settled), or when every enabled rule settled PASS (or skips itself). The data reasons follow the
+gate's own order (rules.evaluate): a blocking reason (runs that differ, damage, an incomplete input) stops
+every stop; a thin one (no cold/warm passes, too few valid pairs) or a rule with no data stops a PASS only,
+since the gate FAILs a rule measured on whole runs whatever the thin data says (a timing-only plan's
++50% warm slowdown stops at its planned repetitions). The full run would otherwise most likely give no
+verdict either, and a stop must not turn that into a verdict.
 
 The gate on a stopped session (`compare_and_gate`) scores both runs on the inputs run only (the denominators
 are k, stated), recomputes these decisions from the records and gives no verdict when they do not reproduce
@@ -62,11 +64,12 @@ from eval.errors import DataError
 from eval.gate.policy import Policy
 from eval.gate.rules import (
     TIMING_RULES,
-    data_reasons,
+    blocking_reasons,
     evaluate,
     no_data_reason,
     prefill_limit,
     runs_named,
+    thin_reasons,
     undecided,
 )
 from eval.gate.verdict import (
@@ -450,15 +453,17 @@ def settle(c: Comparison, policy: Policy, k: int, n: int, adaptive: PairRatios |
     rules = tuple(_one_rule(look, name, p) for name, p in policy.rules.items() if p["enabled"])
     failed = [r.rule for r in rules if r.state == SETTLED_FAIL]
     open_ = [r.rule for r in rules if r.state == OPEN]
-    blocked = data_reasons(c, policy)
-    if blocked:
-        why = f"not settled: the data gives no verdict yet ({blocked[0]})"
-        return Settlement(False, OPEN, why, rules, k, n, policy.source)
-    if failed:
+    # as the gate (rules.evaluate): blocking data gives no verdict at all; thin data stops a PASS, not a FAIL
+    blocked = blocking_reasons(c, policy)
+    if not blocked and failed:
         why = (
             f"settled FAIL: {', '.join(failed)} ({next(r.detail for r in rules if r.state == SETTLED_FAIL)})"
         )
         return Settlement(True, SETTLED_FAIL, why, rules, k, n, policy.source)
+    blocked += thin_reasons(c, policy)
+    if blocked:
+        why = f"not settled: the data gives no verdict yet ({blocked[0]})"
+        return Settlement(False, OPEN, why, rules, k, n, policy.source)
     if not open_ and any(r.state == SETTLED_PASS for r in rules):
         passed = "; ".join(f"{r.rule} {r.detail}" for r in rules if r.state == SETTLED_PASS)
         return Settlement(True, SETTLED_PASS, f"settled PASS: {passed}", rules, k, n, policy.source)
@@ -633,7 +638,9 @@ def compare_and_gate(
     c = fix(compare(vb, vv, allow_mismatch=allow_mismatch, seed=seed))
     again = settle(c, policy, stop.inputs_run, stop.inputs_planned)
     results = _stopped_results(evaluate(c, policy), again)
-    reasons = [*pb, *pv, *_reproduces(stop, again), *data_reasons(c, policy)]
-    reasons += [no_data_reason(r) for r in results if r.status == NO_DATA]
+    reasons = [*pb, *pv, *_reproduces(stop, again), *blocking_reasons(c, policy)]
+    if reasons or not any(r.status == FAIL for r in results):  # thin data stops a PASS, not a FAIL (evaluate)
+        reasons += thin_reasons(c, policy)
+        reasons += [no_data_reason(r) for r in results if r.status == NO_DATA]
     code = EXIT_NO_VERDICT if reasons else EXIT_FAIL if any(r.status == FAIL for r in results) else EXIT_PASS
     return GateResult(c, Verdict(code, results, reasons, policy.source, stopped=stop.headline()))

@@ -90,3 +90,22 @@ def test_policy_without_stop_when_settled_is_refused(tmp_path: Path) -> None:
     code = main(["ab", "x", "y", "--inputs", str(tmp_path / "i.jsonl"), "--base-url-a", "http://127.0.0.1:9/v1",
                  "--base-url-b", "http://127.0.0.1:9/v1", "--policy", str(tmp_path / "p.toml")])  # fmt: skip
     assert code == 78
+
+
+def test_short_hits_stop_the_session_with_the_fail_the_gate_gives_on_thin_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every warm hit one block short makes every warm request invalid, so no cold/warm pair is valid: the data
+    are thin. The gate FAILs no_invalid_warm on such runs (tests/eval/gate/test_fail_over_thin_data.py), so the
+    stop check must settle that FAIL too (it ran all 8 inputs, thin data blocking the stop) and the gate on the
+    stopped session must give the FAIL, not a no verdict over the thin data."""
+    with FakeServer() as a, FakeServer() as b:
+        b.faults.append(Fault("short_hit", times=-1))
+        da, db = execute_ab(_config(a, b, tmp_path, 8))
+    stop = read_stop(da)
+    assert stop is not None and stop.decision == SETTLED_FAIL and stop.inputs_run < 8
+    assert "no_invalid_warm" in stop.reason
+    capsys.readouterr()
+    assert main(["gate", str(da), str(db)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL     no_invalid_warm" in out and f"stopped after {stop.inputs_run} of 8 inputs" in out

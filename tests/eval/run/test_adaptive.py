@@ -259,3 +259,27 @@ def test_an_aa_session_stops_adding_once_both_timing_rules_settle_pass(
     assert "warm_prefill_change" in rec.reason and "cold_prefill_change" in rec.reason
     capsys.readouterr()
     assert main(["gate", str(da), str(db)]) == 0
+
+
+def test_a_timing_only_session_stops_on_the_fail_the_gate_gives(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """make faults found it: the warm_slowdown case's plan has timing passes only, so the stop check saw the data
+    reason "no cold/warm passes" and never settled, although the gate on the same runs FAILs
+    warm_prefill_change (too few cold/warm pairs stop a PASS, not a FAIL): 38 repetitions where 2 decided it."""
+    target = TimingTarget(0.5, max_reps=6)
+    with FakeServer() as a, FakeServer() as b:
+        for server, seed in ((a, 3), (b, 4)):
+            rng = random.Random(seed)
+            server.prefill_noise = lambda rng=rng: rng.gauss(0.0, 0.1)
+        b.warm_slowdown = 3.0
+        cfg = _settle_config(a, b, tmp_path, target, check=True)
+        cfg = replace(cfg, a=replace(cfg.a, passes=("timing",)), b=replace(cfg.b, passes=("timing",)))
+        da, db = execute_ab(cfg)
+    rec = read_adaptive(da)
+    assert rec is not None and rec.stopped == "settled" and rec.reps_done == REPS
+    assert "settled FAIL" in rec.reason and "warm_prefill_change" in rec.reason
+    assert _cs_low_pct(_ratios_by_hand(da, db), N_INPUTS * REPS) > 10.0
+    capsys.readouterr()
+    assert main(["gate", str(da), str(db)]) == 1
+    assert "FAIL     warm_prefill_change" in capsys.readouterr().out
