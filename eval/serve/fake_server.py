@@ -279,6 +279,9 @@ class FakeServer:
         self.words: dict[int, str] = {}  # token id -> word, from /tokenize (token-ID prompts' text)
         self._in_flight: list[dict[str, int]] = []
         self.requests: list[tuple[str, dict[str, Any]]] = []  # (path, body) of every generation request
+        # called with each generation request's body as it arrives, before it is answered (tests/eval/run/
+        # test_foreign.py: a second client that sends alongside chosen requests, whatever the machine's load)
+        self.on_request: Callable[[dict[str, Any]], None] | None = None
         self.reset_calls = 0
         self.restarts = 0
         self.metrics_gets = 0  # GET /metrics answered (bench_gap, test_gap: scrapes per request)
@@ -817,6 +820,8 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.fake
         with fake.lock:
             fake.requests.append((self.path, body))
+        if fake.on_request is not None:
+            fake.on_request(body)
         err = self._validate(body, chat)
         if err is not None:
             self._error(400, err)
