@@ -10,11 +10,11 @@ For each session and measure (warm and cold server prefill) it reads the figure 
 trimmed mean of the per-input log ratios with Yuen's interval, `PairedMeasure.gated`) and the paired mean, and
 checks the goal: the interval contains 0 (nothing changed) and its ends lie within +-10 %. `--timing-until PCT`
 passes lbeval's adaptive repetitions on (the session then stops when the gated half-width is at most PCT or the
-budget is spent). Writes <runs>/aa-sessions/table.md and table.json; every session's run folders are kept under
+budget is spent; `--timing-budget S` caps the server-seconds of that phase). Writes <runs>/aa-sessions/table.md and table.json; every session's run folders are kept under
 <runs>/aa-sessions/runs. Prints the 1-minute load average before and after each session: other jobs on the
 machine add load this bench does not control.
 
-    python -m bench aa-sessions [--sessions 5] [--reps 3] [--timing-until 10] [--runs runs]
+    python -m bench aa-sessions [--sessions 5] [--reps 3] [--timing-until 10 [--timing-budget 900]] [--runs runs]
 """
 
 from __future__ import annotations
@@ -89,6 +89,8 @@ def run_session(url: str, inputs: Path, runs: Path, run_id: str, args: argparse.
             "--out", str(runs), "--passes", "timing", "--timing-reps", str(args.reps), "--quiet"]  # fmt: skip
     if args.timing_until:
         argv += ["--timing-until", str(args.timing_until)]
+    if args.timing_budget:
+        argv += ["--timing-budget", str(args.timing_budget)]
     pairs_file = runs / "aa" / f"{run_id}-a" / "ab_pairs.jsonl"
     on_at = round(LOAD_FROM * 2 * PER_DATASET * args.reps)
     t0 = time.monotonic()
@@ -166,6 +168,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--timing-until", type=float, default=None, help="lbeval ab --timing-until PCT (default off)"
     )
+    p.add_argument(
+        "--timing-budget", type=float, default=None, help="lbeval ab --timing-budget S (default: none)"
+    )
     p.add_argument("--runs", type=Path, default=Path("runs"), help="runs folder (default runs/)")
     return p.parse_args(argv)
 
@@ -198,7 +203,8 @@ def main(argv: list[str]) -> int:
                 say(f"  {f.measure} {f.figure}: {pct(f.change)} [{pct(f.low)}, {pct(f.high)}]")
     header = (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {args.sessions} A/A sessions of `lbeval ab aa aa` "
               f"on one {SPEC} server, {2 * PER_DATASET} mini inputs, --passes timing --timing-reps {args.reps}"
-              f"{f' --timing-until {args.timing_until:g}' if args.timing_until else ''}; a one-core spinner from "
+              f"{f' --timing-until {args.timing_until:g}' if args.timing_until else ''}"
+              f"{f' --timing-budget {args.timing_budget:g}' if args.timing_budget else ''}; a one-core spinner from "
               f"{LOAD_FROM:.0%} of each session's planned pairs to its end; {time.monotonic() - t0:.0f} s in all on "
               f"{os.cpu_count()} cores")  # fmt: skip
     text = markdown(figures, sessions, header)
