@@ -10,6 +10,10 @@ the two replicas give the same tokens is the servers' business, not asserted.
 
 This module does not use the session's one-server fixture (real_server): lbeval starts and stops its own two
 servers. Run it alone under `flock /tmp/real-server.lock` (one real-server job at a time on this machine).
+
+`LBEVAL_REPLICAS_RUN=RUN_DIR` points the same checks at a run folder made by hand with `--spec cpu-smollm2-x2
+--scenarios cache,replicas` (docs/servers/replicas.md: the 12 mini inputs) instead of making the 2-input one;
+the number of inputs then comes from that run's inputs file.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from eval.analyze.attribution import Attribution
-from eval.analyze.score import score_run
+from eval.analyze.score import load_inputs, score_run
 from eval.cli import main
 from eval.records import scenarios as sc
 from eval.records.final import select_final, unit_of
@@ -34,7 +38,7 @@ SPEC = "cpu-smollm2-x2"
 N_REPLICAS = 2
 BLOCK = 128
 OUT_TOKENS = 16
-N_INPUTS = 2  # one per dataset
+RUN_ENV = "LBEVAL_REPLICAS_RUN"
 
 
 def model_dir() -> Path:
@@ -48,6 +52,9 @@ def full_blocks(prompt_tokens: int) -> int:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> LoadedRun:
+    given = os.environ.get(RUN_ENV)
+    if given:
+        return load_run(Path(given))
     build_server()
     work = tmp_path_factory.mktemp("replicas")
     inputs = work / "inputs.jsonl"
@@ -61,6 +68,10 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> LoadedRun:
     argv += ["--run-id", "x2", "--quiet", "--timing-reps", "1", "--scenarios", "cache,replicas"]
     assert main(argv) == 0
     return load_run(work / "runs" / SPEC / "x2")
+
+
+def n_inputs(run: LoadedRun) -> int:
+    return len(load_inputs(run.manifest, run.run_dir))
 
 
 def finals(run: LoadedRun) -> list[RequestRecord]:
@@ -79,7 +90,7 @@ def test_the_run_is_complete_on_two_replicas_and_every_record_names_one(run: Loa
         (r.pass_name, r.replica, r.error) for r in recs if r.status != "ok"
     ]
     assert {r.replica for r in run.records} == set(range(N_REPLICAS))
-    assert len({r.example_id for r in recs}) == N_INPUTS
+    assert len({r.example_id for r in recs}) == n_inputs(run)
 
 
 def test_every_units_cache_relations_are_on_one_replica(run: LoadedRun) -> None:
@@ -101,7 +112,7 @@ def test_every_units_cache_relations_are_on_one_replica(run: LoadedRun) -> None:
 
 def test_each_replica_ran_the_cold_request_and_its_warm_twin(run: LoadedRun) -> None:
     mine = [r for r in finals(run) if r.scenario == "replicas"]
-    assert len(mine) == N_INPUTS * N_REPLICAS * 2
+    assert len(mine) == n_inputs(run) * N_REPLICAS * 2
     for r in mine:
         assert r.replica == r.variation[sc.REPLICA] and r.variation[sc.REPLICAS] == N_REPLICAS
         assert r.usage.prompt_tokens is not None
