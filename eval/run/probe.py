@@ -319,7 +319,9 @@ def _hits(pr: _Probing, res: ProbeResult, row: InputRow, salt: str) -> int:
     such request), not a salt or reset that failed."""
     if not res.metrics:
         return _send_probe(pr, res, row, salt) or 0
-    got = counted(pr.client, pr.policy, lambda: _probe_usage(pr, res, row, salt))
+    got = counted(
+        pr.client, pr.policy, lambda: _probe_usage(pr, res, row, salt), expect=res.finished_requests
+    )
     if got.usage_overreports:
         finding = (
             f"{USAGE_FAULT} (a response claimed {got.usage_cached} cached tokens, the server counted 0 hits)"

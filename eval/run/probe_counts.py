@@ -7,7 +7,8 @@ between two /metrics scrapes (the after-scrape repeated until the finished-reque
 counts a request a moment after answering it: ServerWatch's `settle`, eval/run/server_watch.py) and returns the
 hit count only from a clean window: exactly one request finished in it and the prefix-cache queries moved by
 this request's prompt tokens (another client's request in the window would make the count not this one's; the
-rule is eval/records/server_figures.window_reasons, by which the passes' records are checked too).
+rule is eval/records/server_figures.window_reasons, by which the passes' records are checked too). The
+before-scrape, too, waits until the server counts every request answered before this one.
 """
 
 from __future__ import annotations
@@ -76,9 +77,14 @@ def counted(
     send: Callable[[], Usage | None],
     polls: Sequence[float] = SETTLE_POLLS_S,
     sleep: Callable[[float], None] = time.sleep,
+    expect: float | None = None,
 ) -> Counted:
-    """`send()` (returns the response's usage) between two scrapes of the server's /metrics."""
-    before = _scrape(client, policy)
+    """`send()` (returns the response's usage) between two scrapes of the server's /metrics. `expect`: the
+    finished-requests count once every request answered before this one is counted; the before-scrape waits
+    for it (else a request before this one, counted late, lands in this window: with the same prompt its hits
+    pass for this one's), and no server count is given when it never comes."""
+    first = settle(lambda: _scrape(client, policy), expect, polls, None, sleep)
+    before = first.snap if expect is None or first.counted else None
     usage = send()
     cached = None if usage is None else usage.cached_tokens
     if before is None or usage is None:

@@ -111,3 +111,25 @@ def test_a_salt_that_really_leaks_is_still_the_isolation_fault() -> None:
         assert res.salt_honored is False
         assert not any(f.startswith(USAGE_FAULT) for f in res.findings)
         assert any("not honoured" in f for f in res.findings)
+
+
+def test_a_request_before_it_counted_late_does_not_pass_for_its_hits() -> None:
+    """The server counts each request 0.3 s after answering it (vLLM, on a loaded machine): the probe's repeat
+    of the first prompt (288 hits) is still uncounted when the salted request's window opens. Its hits must
+    not be taken for the salted request's (that read as a salt that leaks); the before-scrape waits for it."""
+    with FakeServer(block_size=16, metrics_lag_s=0.3) as server:
+        server.add_fault(Fault("overreport", times=-1))
+        res = _probe(server, "salt")
+        res.require()
+        assert res.salt_honored is True
+        (finding,) = res.findings
+        assert finding.startswith(USAGE_FAULT) and "the server counted 0 hits" in finding
+
+
+def test_a_before_count_that_never_comes_gives_no_server_count() -> None:
+    """Every earlier request is expected counted (finished 5) but the counter stays at 3: no clean window."""
+    slept: list[float] = []
+    usage = Usage(prompt_tokens=300, completion_tokens=1, cached_tokens=256)
+    texts = [_metrics(3, 100)] * 7 + [_metrics(4, 100)]
+    got = counted(Scripted(texts), FAST, lambda: usage, polls=(0.1, 0.2), sleep=slept.append, expect=5)  # type: ignore[arg-type]
+    assert got == Counted(256, None) and not got.usage_overreports and slept == [0.1, 0.2]
