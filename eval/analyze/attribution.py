@@ -42,6 +42,7 @@ from eval.analyze.memo import ScoreMemo, pair_result
 from eval.records import scenarios as sc
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection
+from eval.records.server_figures import checked_cached
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import CACHE_SCENARIO, GENERATION_PASSES, SCENARIO_NAMES
 from scorers import determinism
@@ -317,7 +318,7 @@ def _hits(recs: Sequence[tuple[Key, RequestRecord | None, int]]) -> Hits:
     misses: list[HitMiss] = []
     for key, rec, length in recs:
         expected = rec.expected_cached_tokens if rec is not None else None
-        cached = rec.usage.cached_tokens if rec is not None else None
+        cached = checked_cached(rec) if rec is not None else None
         if rec is not None and rec.status == "ok" and expected is not None and cached == expected:
             honoured += 1
         else:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection, slot
+from eval.records.server_figures import checked_cached
 from eval.records.types import CACHE_UNVERIFIED, RequestRecord
 from eval.records.vocabulary import COLD_CONDITION, MISS_EXPECTED, WARM_CONDITION
 
@@ -47,7 +48,7 @@ CACHE_EXPECTATIONS = {
 
 
 def meets_expectation(rec: RequestRecord) -> bool:
-    cached = rec.usage.cached_tokens
+    cached = checked_cached(rec)
     if cached is None or rec.status == "error" or rec.cache_check == CACHE_UNVERIFIED:
         return False
     expected = rec.expected_cached_tokens
@@ -61,7 +62,7 @@ def meets_expectation(rec: RequestRecord) -> bool:
 def cache_check(keys: Sequence[Key], sel: Selection, pass_name: str, reps: int) -> CacheCheck:
     recs = [sel.final.get(slot(k, pass_name, r)) for k in keys for r in range(reps)]
     present = [r for r in recs if r is not None]
-    cached = [r.usage.cached_tokens for r in present if r.usage.cached_tokens is not None]
+    cached = [c for c in map(checked_cached, present) if c is not None]
     return CacheCheck(
         pass_name=pass_name,
         expectation=CACHE_EXPECTATIONS[pass_name],

@@ -29,6 +29,7 @@ from eval.analyze.compare import Comparison
 from eval.analyze.score import ScoredRun
 from eval.gate.verdict import FAIL, NO_DATA, PASS, SKIPPED, RowRef, RuleResult
 from eval.records.scenarios import REPLICA_ROW
+from eval.records.server_figures import checked_cached
 from eval.records.types import RequestRecord
 
 ATTRIBUTION, CACHE = "attribution", "cache"
@@ -133,8 +134,8 @@ def fresh_salt_check(run: ScoredRun) -> SaltCheck:
     for rec in sorted(run.loaded.records, key=lambda r: r.seq):
         if rec.cache_salt is not None and rec.cache_salt not in first:
             first[rec.cache_salt] = rec
-    counted = [r for r in first.values() if r.status != "error" and r.usage.cached_tokens is not None]
-    return SaltCheck(len(counted), [r for r in counted if (r.usage.cached_tokens or 0) > 0])
+    counted = [r for r in first.values() if r.status != "error" and checked_cached(r) is not None]
+    return SaltCheck(len(counted), [r for r in counted if (checked_cached(r) or 0) > 0])
 
 
 def _sides(c: Comparison, names: Sequence[str]) -> list[tuple[str, ScoredRun]]:
@@ -159,7 +160,7 @@ def rule_cache_isolation(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     if not leaks:
         return RuleResult(name, PASS, measured, threshold, rows=rows)
     shown = ", ".join(
-        f"{side} {r.dataset}/{r.example_id} {r.pass_name} rep {r.repetition}: {r.usage.cached_tokens} cached"
+        f"{side} {r.dataset}/{r.example_id} {r.pass_name} rep {r.repetition}: {checked_cached(r)} cached"
         for side, r in leaks[:4]
     )
     more = f" and {len(leaks) - 4} more" if len(leaks) > 4 else ""

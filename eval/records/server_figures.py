@@ -18,7 +18,10 @@ When the window is otherwise clean (finished, requests and queries as above) but
 response's usage said was cached, the server's two reports of one request disagree: that is also a
 cache-verification finding ("usage reports N cached tokens, the server counted M hits"), `cache_finding`, which
 the gate's cache_reports_consistent rule counts. The figures are foreign too: which report is wrong cannot be
-told, so neither is used for timing.
+told, so neither is used for timing. The cache checks (a cold request's miss, a warm one's hit, a fresh salt's
+isolation, a hit length) then read the server's own count (`checked_usage`, `checked_cached`): its
+prefix-cache counters are what the scheduler computed, usage a report of it, so a usage that lies fails
+cache_reports_consistent alone, not the cache checks whose requests were served as asked.
 
 Limit: counters cannot tell two requests of the same shape apart (the same prompt tokens and hits). When another
 client's request of this shape is counted in the window and this one's observation lags behind it, the window
@@ -30,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from eval.records.types import Usage
+from eval.records.types import RequestRecord, Usage
 
 FINISHED_KEY = "finished"  # the finished-requests counter's delta (vllm:request_success)
 REQUESTS_KEY = "requests"  # observations added to the request histograms
@@ -88,3 +91,18 @@ def figure_check(deltas: Mapping[str, float] | None, usage: Usage) -> FigureChec
             f"prefix-cache hits moved by {hits:g}, usage reports {usage.cached_tokens} cached tokens"
         )
     return FigureCheck("; ".join(reasons) or None, finding)
+
+
+def checked_usage(usage: Usage, deltas: Mapping[str, float] | None, finding: str | None) -> Usage:
+    """The usage a response's cache checks read: its own, but with the server's hit count as the cached
+    tokens when the two disagree on a clean window (`finding`, figure_check's; module docstring)."""
+    hits = None if finding is None or deltas is None else deltas.get(HITS_KEY)
+    if hits is None:
+        return usage
+    return Usage(usage.prompt_tokens, usage.completion_tokens, round(hits))
+
+
+def checked_cached(rec: RequestRecord) -> int | None:
+    """A record's cached tokens as its cache checks read them (`checked_usage`): every reader of a record's
+    cache state (analyze, gate) asks here, never `usage.cached_tokens` itself."""
+    return checked_usage(rec.usage, rec.server_metrics, rec.cache_finding).cached_tokens

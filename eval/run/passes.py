@@ -25,7 +25,7 @@ from typing import Any
 from eval.errors import LbevalError
 from eval.prepare.inputs import InputRow, sha256_text
 from eval.records.final import select_final
-from eval.records.server_figures import FINISHED_KEY, FigureCheck, figure_check
+from eval.records.server_figures import FINISHED_KEY, FigureCheck, checked_usage, figure_check
 from eval.records.types import CACHE_UNVERIFIED, CACHE_VERIFIED, RequestRecord
 from eval.records.vocabulary import ANSWER_PASSES
 from eval.run.client import Client
@@ -209,14 +209,18 @@ def send_observed(ctx: Context, row: InputRow, req: dict[str, Any], what: str) -
 
 def _own_figures(ctx: Context, server: dict[str, float] | None, response: Reply | None) -> FigureCheck:
     """Whose figures are these (eval/records/server_figures.py): every watched counter moved by this request?
-    A usage finding needs the request before to have been counted in its own window too: else its lagging
-    count (the same prompt, other hits: a timing_cold before its timing_warm) may be what this window saw."""
+    A usage finding needs the request before to have been counted in its own window too (its figures its own,
+    or a finding of its own): else its lagging count (the same prompt, other hits: a timing_cold before its
+    timing_warm) may be what this window saw."""
     if response is None or server is None:
         return FigureCheck(None, None)
     check = figure_check(server, response.usage)
     if check.finding is not None and ctx.watch.last_foreign:
         check = FigureCheck(f"{check.foreign}; the request before had foreign figures too", None)
-    ctx.watch.window_checked(check.foreign is not None, server.get(FINISHED_KEY) == 1)
+    # a finding's window was clean but for the hits: this request was counted in it, nothing lags from it
+    ctx.watch.window_checked(
+        check.foreign is not None and check.finding is None, server.get(FINISHED_KEY) == 1
+    )
     if check.foreign is not None:
         ctx.count("foreign_figures")
     if check.finding is not None:
@@ -248,7 +252,9 @@ def _send_attempt(ctx: Context, row: InputRow, unit: Unit, gs: GroupState, at: A
     if at.reference is not None and at.prompt is not None and at.reference != at.prompt:
         # a CoT answer call whose reasoning differs from its reference's: only the common prefix is cached
         expect, shared = "sibling", _shared_tokens(ctx, row, at.prompt, base=at.reference)
-    status, reason, expected = verify(expect, resp.usage, ctx.facts, shared)
+    status, reason, expected = verify(
+        expect, checked_usage(resp.usage, obs.server, obs.finding), ctx.facts, shared
+    )
     if step.salt != "fresh" and gs.epoch is not None and obs.epoch != gs.epoch:
         status, reason = "invalid", "server restart detected during the group; the group is re-run from cold"
     elif step.salt == "fresh":

@@ -44,6 +44,7 @@ from eval.records.run_folder import (
     write_latest,
     write_manifest,
 )
+from eval.records.server_figures import checked_cached
 from eval.records.types import RECORD_SCHEMA_VERSION, RequestRecord
 from eval.records.vocabulary import choice_of
 from eval.redact import Secrets, safe_url
@@ -384,7 +385,7 @@ def _warnings(session: RunSession, probe: ProbeResult, stats: dict[str, Any], co
         first = short[0]
         out.append(
             f"{len(short)} warm/repeat request(s) found fewer cached tokens than the prompt's full blocks (first: "
-            f"{first.dataset}/{first.example_id} {first.pass_name} found {first.usage.cached_tokens} of "
+            f"{first.dataset}/{first.example_id} {first.pass_name} found {checked_cached(first)} of "
             f"{first.expected_cached_tokens}): short hits, kept invalid, not retried"
         )
     duplicated = describe_duplicates(select_final(session.slim))
@@ -397,7 +398,7 @@ def _warnings(session: RunSession, probe: ProbeResult, stats: dict[str, Any], co
     if stats.get("cached_tokens_mismatch"):
         out.append(
             f"{stats['cached_tokens_mismatch']} request(s): usage's cached tokens differ from the server's "
-            "prefix-cache hits (cache_finding in records.jsonl)"
+            "prefix-cache hits (cache_finding in records.jsonl); their cache checks read the server's count"
         )
     if stats.get("foreign_figures"):
         out.append(

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from eval.benchmarks.registry import benchmark_of
 from eval.errors import ConfigError
 from eval.prepare.inputs import InputRow
+from eval.records.server_figures import checked_cached
 from eval.records.types import RequestRecord, Usage
 from eval.records.vocabulary import ANSWER_PASSES, PASS_CHOICES, UNIT_MAIN, UNIT_TIMING
 
@@ -183,7 +184,7 @@ def verify(
 def short_hit(rec: RequestRecord) -> bool:
     """An invalid hit-condition record that found some but fewer cached tokens than expected: what the server
     does, not a transient miss, so it is never retried (`verify` names it "found N of M cached tokens")."""
-    cached, expected = rec.usage.cached_tokens, rec.expected_cached_tokens
+    cached, expected = checked_cached(rec), rec.expected_cached_tokens
     return rec.status == "invalid" and cached is not None and expected is not None and 0 < cached < expected
 
 

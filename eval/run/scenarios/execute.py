@@ -26,6 +26,7 @@ from eval.errors import LbevalError
 from eval.prepare.inputs import InputRow, sha256_text
 from eval.records import scenarios as sc
 from eval.records.final import select_final
+from eval.records.server_figures import checked_cached, checked_usage
 from eval.records.types import RequestRecord, Usage
 from eval.records.vocabulary import scenario_of
 from eval.run.passes import (
@@ -252,7 +253,9 @@ def _record(
     resp = obs.out.response
     if resp is None:
         return replace(base, error=obs.out.failure.message if obs.out.failure else "no response")
-    status, reason, expected = check_cache(step, resp.usage, ctx.facts)
+    status, reason, expected = check_cache(
+        step, checked_usage(resp.usage, obs.server, obs.finding), ctx.facts
+    )
     if restart:
         status, reason = "invalid", RESTART_REASON
     return replace(
@@ -270,7 +273,7 @@ def hit_findings(records: Sequence[RequestRecord]) -> tuple[int, int]:
         for r in select_final(records).final.values()
         if r.pass_name == "hitlen_full" and r.status == "ok" and r.expected_cached_tokens is not None
     ]
-    return sum(r.usage.cached_tokens != r.expected_cached_tokens for r in full), len(full)
+    return sum(checked_cached(r) != r.expected_cached_tokens for r in full), len(full)
 
 
 def scenario_warnings(records: Sequence[RequestRecord]) -> list[str]:

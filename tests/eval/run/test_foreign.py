@@ -252,11 +252,18 @@ def test_usage_overreporting_a_hit_the_server_recomputed_fails_cache_reports_con
         ca = config_for(a, inputs, tmp_path / "runs", variant="base", passes=("cold", "warm", "repeat"))
         da = execute_run(ca)
         db = execute_run(replace(ca, variant="over", base_url=b.base_url))
-    (warm,) = [r for r in _records(db) if r.example_id == "ex1" and r.pass_name == "warm"]
+    warm, again = [r for r in _records(db) if r.example_id == "ex1" and r.pass_name == "warm"]
     n = warm.usage.prompt_tokens  # the fake's block size is 16: usage claims the prompt's full blocks
-    assert n is not None and warm.status == "ok"  # usage says it hit: verification cannot see the fault
+    assert n is not None
     claimed = (n - 1) // 16 * 16
+    assert warm.usage.cached_tokens == claimed
     assert warm.cache_finding == f"usage reports {claimed} cached tokens, the server counted 0 hits"
+    # usage says it hit; the cache check reads the server's count: a miss, retried like one (and then a hit)
+    assert (
+        warm.status == "invalid"
+        and warm.error == f"expected {claimed} cached tokens (hit), the server reported 0"
+    )
+    assert again.status == "ok" and again.cache_finding is None
     assert sum(r.cache_finding is not None for r in _records(db)) == 1
     assert all(r.cache_finding is None for r in _records(da))
     capsys.readouterr()
@@ -267,3 +274,31 @@ def test_usage_overreporting_a_hit_the_server_recomputed_fails_cache_reports_con
         f"threshold <= 0 per run (first: variant qasper/ex1 warm: usage reports {claimed} cached tokens, the "
         "server counted 0 hits)"
     ) in out
+
+
+def _failing_rules(out: str) -> set[str]:
+    return {line.split()[1].rstrip(":") for line in out.splitlines() if line.split()[:1] == ["FAIL"]}
+
+
+def test_usage_that_claims_a_hit_for_every_miss_fails_cache_reports_consistent_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The engine fault usage_overreport (docs/faults.md) on the fake: every response claims its prompt's full
+    blocks cached, the server's counters say what it computed. Its cold and fresh-salt requests were misses as
+    asked, so they stay valid (the cache checks read the server's count), no request is retried, and the gate
+    FAILs cache_reports_consistent and nothing else (before: every cold record invalid and retried in vain,
+    cache_isolation and cold/warm equality failing too)."""
+    inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(3)])
+    passes = ("cold", "warm", "repeat", "controls")
+    with FakeServer() as a, FakeServer() as b:
+        b.add_fault(Fault("overreport", times=-1))
+        ca = config_for(a, inputs, tmp_path / "runs", variant="base", passes=passes)
+        da = execute_run(ca)
+        db = execute_run(replace(ca, variant="over", base_url=b.base_url))
+    records = _records(db)
+    assert [r.status for r in records] == ["ok"] * 15  # 3 inputs x (cold, warm, repeat, 2 controls)
+    misses = [r for r in records if r.pass_name in ("cold", "control_salt")]
+    assert len(misses) == 6 and all(r.usage.cached_tokens and r.cache_finding for r in misses)
+    capsys.readouterr()
+    assert main(["gate", str(da), str(db)]) == 1
+    assert _failing_rules(capsys.readouterr().out) == {"cache_reports_consistent"}
