@@ -2,17 +2,20 @@
 
 One `cpu-smollm2` server (started here) is both sides of K `lbeval ab aa aa` sessions (default 5) on the 12
 longbench-mini inputs (6 Qasper + 6 GovReport, the server's tokenizer), one-token timing only (`--passes timing
---timing-reps R`, default 3). In each session a one-core CPU spinner (`python -c "while True: pass"`) runs during
-its last quarter: from the pair at 3/4 of the planned pairs to the session's end (switched by watching
-ab_pairs.jsonl grow), so the load hits only the end of the session, the case a paired interval must survive.
+--scenarios cache --timing-reps R`, default 3: no scenario units, whose requests are not timing pairs). Session i
+runs with `--seed i`, so every session draws its own AB/BA order and input order. In each session a one-core CPU
+spinner (`python -c "while True: pass"`) runs from the pair at 3/4 of the planned pairs to the session's end
+(switched by watching ab_pairs.jsonl grow): with fixed repetitions that is the session's last quarter, the case a
+paired interval must survive. With `--timing-until PCT` (lbeval's adaptive repetitions; `--timing-budget S` caps
+the server-seconds) the session stops when the always-valid confidence sequence's half-width is at most PCT or
+the budget is spent, and the spinner stays on through the whole added phase, so more than a quarter is loaded.
 
 For each session and measure (warm and cold server prefill) it reads the figure the gate reads (the gated 20%
 trimmed mean of the per-input log ratios with Yuen's interval, `PairedMeasure.gated`) and the paired mean, and
-checks the goal: the interval contains 0 (nothing changed) and its ends lie within +-10 %. `--timing-until PCT`
-passes lbeval's adaptive repetitions on (the session then stops when the gated half-width is at most PCT or the
-budget is spent; `--timing-budget S` caps the server-seconds of that phase). Writes <runs>/aa-sessions/table.md and table.json; every session's run folders are kept under
-<runs>/aa-sessions/runs. Prints the 1-minute load average before and after each session: other jobs on the
-machine add load this bench does not control.
+checks the goal: the interval contains 0 (nothing changed) and its ends lie within +-10 %. Writes
+<runs>/aa-sessions/table.md and table.json; every session's run folders are kept under <runs>/aa-sessions/runs.
+Prints the 1-minute load average before and after each session: other jobs on the machine add load this bench
+does not control.
 
     python -m bench aa-sessions [--sessions 5] [--reps 3] [--timing-until 10 [--timing-budget 900]] [--runs runs]
 """
@@ -83,10 +86,14 @@ def prepare(url: str, out: Path) -> Path:
     return inputs
 
 
-def run_session(url: str, inputs: Path, runs: Path, run_id: str, args: argparse.Namespace) -> float:
-    """One `lbeval ab aa aa` with the spinner on from LOAD_FROM of the planned pairs; its wall seconds."""
+def run_session(
+    url: str, inputs: Path, runs: Path, run_id: str, seed: int, args: argparse.Namespace
+) -> float:
+    """One `lbeval ab aa aa` (its AB/BA order seeded with `seed`) with the spinner on from LOAD_FROM of the
+    planned pairs; its wall seconds."""
     argv = ["ab", "aa", "aa", "--base-url-a", url, "--base-url-b", url, "--run-id", run_id, "--inputs", str(inputs),
-            "--out", str(runs), "--passes", "timing", "--timing-reps", str(args.reps), "--quiet"]  # fmt: skip
+            "--out", str(runs), "--passes", "timing", "--scenarios", "cache", "--timing-reps", str(args.reps),
+            "--seed", str(seed), "--quiet"]  # fmt: skip
     if args.timing_until:
         argv += ["--timing-until", str(args.timing_until)]
     if args.timing_budget:
@@ -195,7 +202,7 @@ def main(argv: list[str]) -> int:
             before = os.getloadavg()[0]
             say(f"session {i} of {args.sessions} (load average {before:.1f})")
             run_id = f"aa-{stamp}-{i}"
-            seconds = run_session(server.base_url, inputs, out / "runs", run_id, args)
+            seconds = run_session(server.base_url, inputs, out / "runs", run_id, i, args)
             found, pairs, stopped = read_session(out / "runs", run_id, i)
             figures += found
             sessions.append(Session(i, seconds, before, os.getloadavg()[0], pairs, stopped))
