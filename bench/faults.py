@@ -88,6 +88,7 @@ class Outcome:
     caught: bool = False  # FAIL for a fault, PASS for the clean control
     as_expected: bool = False  # ... and by the expected rule on the expected row
     note: str = ""
+    run_dirs: list[str] = field(default_factory=list)  # an ab case's two run folders (base, variant)
 
 
 def lbeval_argv() -> list[str]:
@@ -249,6 +250,7 @@ def ab_case(case: Case, inputs: Path, runs: Path, out: Path, plan: list[str]) ->
             note=last_line(proc.stderr, proc.returncode),
         )
     outcome = gate_pair(case, dirs[0], dirs[1], out)
+    outcome.run_dirs = [str(d) for d in dirs]
     stop = dirs[1] / "ab_stop.json"
     busy = json.loads(stop.read_text(encoding="utf-8"))["server_seconds"] if stop.exists() else None
     outcome.inputs = count_inputs(dirs[1])

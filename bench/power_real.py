@@ -1,0 +1,162 @@
+"""Power of the timing rule in the real engine (issue 19 item 5, real part): `python -m bench power-real`.
+
+For each effect E in `--effects` (default 10,20 %): one interleaved session `lbeval ab cpu-smollm2
+cpu-smollm2-warm-slowdown-E --stop-when-settled`. The variant is the engine-fault plugin's warm_slowdown (a sleep
+of E % of an engine step's time after every step that has a prefix-hit request scheduled; outputs identical,
+docs/faults.md), written as a launch spec into <runs>/power-real/specs.toml on top of
+cpu-smollm2-fault-warm-slowdown. The plan: the 12 longbench-mini inputs of `make faults` (`--n 6`), `--passes
+timing --scenarios cache --timing-reps R` (default 8); the session stops after the first input at which the
+gate's verdict has settled (eval/gate/settle.py), else runs every input. Both servers are started by lbeval; only
+one request runs at a time.
+
+Per effect: the default gate's verdict and exit code, the rows that failed, the inputs run to the verdict
+(ab_stop.json), the variant's server-seconds, and the gated warm prefill change (20 % trimmed mean, Yuen 97.5 %)
+the rule read. With the shipped limit (+10 %) a +10 % slowdown cannot FAIL the three-way rule (its interval can
+at best straddle the limit), by design; a +20 % one FAILs once the interval's lower end is above +10 %.
+Writes <runs>/power-real/table.md and table.json.
+
+    python -m bench power-real [--effects 10,20] [--reps 8] [--runs runs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bench.faults import Case, Outcome, ab_case, prepare
+from eval.analyze.compare import compare
+from eval.analyze.score import score_run
+from eval.atomic import atomic_write
+from eval.errors import ConfigError
+from eval.serve.launch_specs import get_launch_spec
+from eval.serve.process import check_requirements
+
+BASE = "cpu-smollm2-fault-warm-slowdown"
+PER_DATASET = 6
+
+
+@dataclass(frozen=True)
+class Row:
+    effect_pct: int
+    verdict: str
+    exit_code: int | None
+    caught_by: list[str]
+    inputs: int | None
+    server_s: float | None
+    wall_s: float
+    warm_change: float | None
+    warm_low: float | None
+    warm_high: float | None
+    note: str
+
+
+def say(line: str) -> None:
+    print(f"power-real: {line} (load {os.getloadavg()[0]:.1f})", flush=True)
+
+
+def spec_name(effect: int) -> str:
+    return f"cpu-smollm2-warm-slowdown-{effect}"
+
+
+def write_specs(effects: list[int], path: Path) -> None:
+    blocks = [
+        f'[variants.{spec_name(e)}]\nextends = "{BASE}"\n'
+        f'description = "FAULT: +{e}% engine-step time while a prefix-hit request is scheduled (bench power-real)"\n'
+        f'env = {{ LBEVAL_FAULT = "warm_slowdown", LBEVAL_FAULT_SLOWDOWN = "{e / 100:g}" }}\n'
+        for e in effects
+    ]
+    atomic_write(path, "\n".join(blocks))
+
+
+def warm_interval(outcome: Outcome) -> tuple[float | None, float | None, float | None]:
+    """The gated warm prefill change the rule read, from the session's two run folders."""
+    if len(outcome.run_dirs) != 2:
+        return None, None, None
+    base, variant = (Path(d) for d in outcome.run_dirs)
+    c = compare(score_run(base), score_run(variant))
+    pm = c.paired.measures.get("warm_prefill_ms") if c.paired is not None else None
+    if pm is None or pm.gated is None:
+        return None, None, None
+    return pm.gated.estimate, pm.gated.ci_low, pm.gated.ci_high
+
+
+def run_effect(effect: int, inputs: Path, out: Path, specs: Path, reps: int) -> Row:
+    case = Case(f"warm_slowdown_{effect}", spec_name(effect), "warm_prefill_change", "warm", "ab", ())
+    plan = ["--specs", str(specs), "--passes", "timing", "--scenarios", "cache", "--timing-reps", str(reps)]
+    t0 = time.monotonic()
+    outcome = ab_case(case, inputs, out / "runs", out, plan)
+    wall = time.monotonic() - t0
+    change, low, high = warm_interval(outcome)
+    return Row(effect, outcome.verdict, outcome.exit_code, outcome.caught_by, outcome.inputs, outcome.server_s,
+               round(wall, 1), change, low, high, outcome.note)  # fmt: skip
+
+
+def pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.1f}%"
+
+
+def markdown(rows: list[Row], header: str) -> str:
+    lines = [header, "", "| warm slowdown | gate | failed rows | inputs to verdict | variant server-s | wall s | "
+             "warm prefill, gated [97.5% CI] |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        ci = f"{pct(r.warm_change)} [{pct(r.warm_low)}, {pct(r.warm_high)}]"
+        failed = ", ".join(r.caught_by) or "-"
+        lines.append(f"| +{r.effect_pct}% | {r.verdict} (exit {r.exit_code}) | {failed} | {r.inputs} | "
+                     f"{r.server_s} | {r.wall_s:.0f} | {ci} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench power-real", description=__doc__.split("\n\n")[0])
+    p.add_argument("--effects", default="10,20", help="warm slowdowns in %% (default 10,20)")
+    p.add_argument("--reps", type=int, default=8, help="timing repetitions per input (default 8)")
+    p.add_argument("--runs", type=Path, default=Path("runs"), help="runs folder (default runs/)")
+    args = p.parse_args(argv)
+    try:
+        args.effect_list = [int(e) for e in args.effects.split(",") if e.strip()]
+    except ValueError:
+        p.error(f"--effects: a comma list of whole percentages, not {args.effects!r}")
+    if not args.effect_list or any(e <= 0 for e in args.effect_list) or args.reps < 1:
+        p.error("--effects needs positive percentages and --reps at least 1")
+    return args
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    try:
+        check_requirements(get_launch_spec(BASE))
+    except ConfigError as exc:
+        say(f"skipped ({exc})")
+        return 0
+    out = args.runs / "power-real"
+    out.mkdir(parents=True, exist_ok=True)
+    specs = out / "specs.toml"
+    write_specs(args.effect_list, specs)
+    inputs = prepare(args.runs, PER_DATASET)
+    t0, rows = time.monotonic(), []
+    for effect in args.effect_list:
+        say(f"+{effect}% warm slowdown, {2 * PER_DATASET} inputs x {args.reps} timing repetitions")
+        rows.append(run_effect(effect, inputs, out, specs, args.reps))
+        r = rows[-1]
+        say(f"  {r.verdict} after {r.inputs} inputs, {r.server_s} server-s: warm {pct(r.warm_change)} "
+            f"[{pct(r.warm_low)}, {pct(r.warm_high)}]")  # fmt: skip
+    header = (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; `lbeval ab cpu-smollm2 "
+              f"cpu-smollm2-warm-slowdown-E --stop-when-settled`, {2 * PER_DATASET} mini inputs, --passes timing "
+              f"--scenarios cache --timing-reps {args.reps}; {time.monotonic() - t0:.0f} s in all, load average "
+              f"{os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} cores")  # fmt: skip
+    text = markdown(rows, header)
+    atomic_write(out / "table.md", text)
+    atomic_write(
+        out / "table.json", json.dumps({"header": header, "rows": [asdict(r) for r in rows]}, indent=1)
+    )
+    print(text)
+    return 0 if all(r.verdict != "ERROR" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
