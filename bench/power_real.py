@@ -28,6 +28,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench.aa_sessions import pct
 from bench.faults import Case, Outcome, ab_case, prepare
 from eval.analyze.compare import compare
 from eval.analyze.score import score_run
@@ -43,16 +44,11 @@ PER_DATASET = 6
 @dataclass(frozen=True)
 class Row:
     effect_pct: int
-    verdict: str
-    exit_code: int | None
-    caught_by: list[str]
-    inputs: int | None
-    server_s: float | None
+    outcome: Outcome  # bench faults' reading of the session: verdict, failed rows, inputs, server-seconds
     wall_s: float
     warm_change: float | None
     warm_low: float | None
     warm_high: float | None
-    note: str
 
 
 def say(line: str) -> None:
@@ -92,12 +88,7 @@ def run_effect(effect: int, inputs: Path, out: Path, specs: Path, reps: int) -> 
     outcome = ab_case(case, inputs, out / "runs", out, plan)
     wall = time.monotonic() - t0
     change, low, high = warm_interval(outcome)
-    return Row(effect, outcome.verdict, outcome.exit_code, outcome.caught_by, outcome.inputs, outcome.server_s,
-               round(wall, 1), change, low, high, outcome.note)  # fmt: skip
-
-
-def pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:+.1f}%"
+    return Row(effect, outcome, round(wall, 1), change, low, high)
 
 
 def markdown(rows: list[Row], header: str) -> str:
@@ -105,9 +96,10 @@ def markdown(rows: list[Row], header: str) -> str:
              "warm prefill, gated [97.5% CI] |", "|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         ci = f"{pct(r.warm_change)} [{pct(r.warm_low)}, {pct(r.warm_high)}]"
-        failed = ", ".join(r.caught_by) or "-"
-        lines.append(f"| +{r.effect_pct}% | {r.verdict} (exit {r.exit_code}) | {failed} | {r.inputs} | "
-                     f"{r.server_s} | {r.wall_s:.0f} | {ci} |")  # fmt: skip
+        o = r.outcome
+        failed = ", ".join(o.caught_by) or "-"
+        lines.append(f"| +{r.effect_pct}% | {o.verdict} (exit {o.exit_code}) | {failed} | {o.inputs} | "
+                     f"{o.server_s} | {r.wall_s:.0f} | {ci} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -143,7 +135,7 @@ def main(argv: list[str]) -> int:
         say(f"+{effect}% warm slowdown, {2 * PER_DATASET} inputs x {args.reps} timing repetitions")
         rows.append(run_effect(effect, inputs, out, specs, args.reps))
         r = rows[-1]
-        say(f"  {r.verdict} after {r.inputs} inputs, {r.server_s} server-s: warm {pct(r.warm_change)} "
+        say(f"  {r.outcome.verdict} after {r.outcome.inputs} inputs, {r.outcome.server_s} server-s: warm {pct(r.warm_change)} "
             f"[{pct(r.warm_low)}, {pct(r.warm_high)}]")  # fmt: skip
     header = (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; `lbeval ab cpu-smollm2 "
               f"cpu-smollm2-warm-slowdown-E --stop-when-settled`, {2 * PER_DATASET} mini inputs, --passes timing "
@@ -155,7 +147,7 @@ def main(argv: list[str]) -> int:
         out / "table.json", json.dumps({"header": header, "rows": [asdict(r) for r in rows]}, indent=1)
     )
     print(text)
-    return 0 if all(r.verdict != "ERROR" for r in rows) else 1
+    return 0 if all(r.outcome.verdict != "ERROR" for r in rows) else 1
 
 
 if __name__ == "__main__":
