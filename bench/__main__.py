@@ -18,6 +18,9 @@ def main(argv: list[str]) -> int:
     # the repeated real A/A sessions under load (bench/aa_sessions.py): likewise its own options and server
     if argv[:1] == ["aa-sessions"]:
         return importlib.import_module("bench.aa_sessions").main(argv[1:])
+    # every candidate interval on real A/A sessions' pairs (bench/aa_methods.py): reads run folders
+    if argv[:1] == ["aa-methods"]:
+        return importlib.import_module("bench.aa_methods").main(argv[1:])
     # the timing rule's power in the real engine (bench/power_real.py): two real servers per session
     if argv[:1] == ["power-real"]:
         return importlib.import_module("bench.power_real").main(argv[1:])

@@ -14,7 +14,8 @@ For each session and measure (warm and cold server prefill) it reads the figure 
 trimmed mean of the per-input log ratios with Yuen's interval, `PairedMeasure.gated`) and the paired mean, and
 checks the goal: the interval contains 0 (nothing changed) and its ends lie within +-10 %. Writes
 <runs>/aa-sessions/table.md and table.json; every session's run folders are kept under <runs>/aa-sessions/runs.
-Prints the 1-minute load average before and after each session: other jobs on the machine add load this bench
+The table also holds every candidate interval of bench/aa_methods.py on this invocation's sessions (their false-alarm
+counts). Prints the 1-minute load average before and after each session: other jobs on the machine add load this bench
 does not control.
 
     python -m bench aa-sessions [--sessions 5] [--reps 3] [--timing-until 10 [--timing-budget 900]] [--runs runs]
@@ -31,6 +32,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench import aa_methods
+from bench.aa_methods import MEASURES
 from bench.bench_aa import Load
 from bench.faults import lbeval_argv
 from eval.analyze.compare import compare
@@ -43,7 +46,6 @@ from scorers.paired_timing import TimingChange
 
 SPEC = "cpu-smollm2"
 PER_DATASET = 6
-MEASURES = {"warm_prefill_ms": "warm prefill", "cold_prefill_ms": "cold prefill"}
 LOAD_FROM = 0.75  # the spinner starts at this fraction of the session's planned pairs and runs to its end
 GOAL_PCT = 10.0
 
@@ -215,6 +217,12 @@ def main(argv: list[str]) -> int:
               f"{LOAD_FROM:.0%} of each session's planned pairs to its end; {time.monotonic() - t0:.0f} s in all on "
               f"{os.cpu_count()} cores")  # fmt: skip
     text = markdown(figures, sessions, header)
+    readings, unbalanced = [], {}
+    for run_id, a, b in aa_methods.sessions_in([out / "runs"]):
+        if run_id.startswith(f"aa-{stamp}-"):  # this invocation's sessions only
+            got, unbalanced[run_id] = aa_methods.read_session(run_id, a, b)
+            readings += got
+    text += "\n" + aa_methods.markdown(readings, unbalanced)
     atomic_write(out / "table.md", text)
     data = {
         "header": header,

@@ -296,9 +296,7 @@ def end_to_end(sessions: int, n_inputs: int = 6, reps: int = 2) -> list[str]:
             v = paired_values(ra, rb, pairs, "warm_prefill_ms")
             reps_of = {(p.dataset, p.example_id, p.repetition) for p in pairs}
             assert len(v.a) == n_inputs * reps, f"session {k}: {len(v.a)} pairs of {len(reps_of)}"
-            timing = [p for p in pairs if p.kind == UNIT_TIMING]
-            blocks = [(f"{p.dataset}/{p.example_id}", (p.repetition + 1) // 2) for p in timing]
-            s = Session(v.input_ids, blocks, np.array(v.a), np.array(v.b))  # type: ignore[arg-type]
+            s = Session(v.input_ids, v.blocks, np.array(v.a), np.array(v.b))  # type: ignore[arg-type]
             seed = 1_000_003 * n_inputs + 10_007 * reps + k
             t = simulate(
                 schedule(n_inputs, reps, k), "load", 0.0, np.random.default_rng([seed, 99]), position=0.0

@@ -49,6 +49,7 @@ class PairedValues:
     b: list[float]
     times_s: list[float]
     left_out: int  # timing pairs of the session not counted for this measure
+    blocks: list[str] = field(default_factory=list)  # each pair's AB/BA block (randomization_blocks)
 
 
 @dataclass(frozen=True)
@@ -100,9 +101,28 @@ def session_pairs(base: ScoredRun, variant: ScoredRun) -> list[PairRecord] | Non
     return pairs
 
 
+def randomization_blocks(pairs: list[PairRecord]) -> dict[tuple[str, str, str, int], str]:
+    """Each pair's AB/BA randomization block, "<dataset>/<example_id>#k": eval/run/ab.pair_orders draws an
+    input's pairs 2k and 2k + 1 as one block (AB/BA at random, then the opposite), counting the input's units in
+    plan order, which is their first appearance in the pairing file (an input's units are sent in plan order;
+    a re-run keeps its unit's place). Randomization inference flips whole blocks."""
+    seen: dict[str, int] = {}
+    out: dict[tuple[str, str, str, int], str] = {}
+    for p in pairs:
+        if p.unit in out:
+            continue
+        key = f"{p.dataset}/{p.example_id}"
+        j = seen.get(key, 0)
+        seen[key] = j + 1
+        out[p.unit] = f"{key}#{j // 2}"
+    return out
+
+
 def paired_values(base: ScoredRun, variant: ScoredRun, pairs: list[PairRecord], measure: str) -> PairedValues:
     pass_name = TIMING_MEASURES[measure]
     timing = [p for p in pairs if p.kind == UNIT_TIMING]
+    block_of = randomization_blocks(pairs)
+    blocks: list[str] = []
     t0 = min((s for p in timing for s in (p.a.start, p.b.start) if s is not None), default=0.0)
     ids: list[str] = []
     a: list[float] = []
@@ -122,7 +142,8 @@ def paired_values(base: ScoredRun, variant: ScoredRun, pairs: list[PairRecord], 
         a.append(va)
         b.append(vb)
         times.append(min(starts) - t0 if starts else 0.0)
-    return PairedValues(ids, a, b, times, len(timing) - len(ids))
+        blocks.append(block_of[p.unit])
+    return PairedValues(ids, a, b, times, len(timing) - len(ids), blocks)
 
 
 def _trend_words(who: str, t: Trend) -> str:

@@ -8,6 +8,7 @@ import statistics
 from dataclasses import replace
 from pathlib import Path
 
+from eval.analyze.ab_timing import paired_values, randomization_blocks, session_pairs
 from eval.analyze.compare import compare
 from eval.analyze.score import score_run
 from eval.gate.rules import NO_DATA, rule_warm_prefill_change
@@ -172,3 +173,30 @@ def test_paired_drift_flags_the_session_and_the_timing_rule_gives_no_verdict(tmp
     assert any("timing drift in warm_prefill_ms" in w for w in c.warnings)
     result = rule_warm_prefill_change(c, {"max_change_pct": 5.0})
     assert result.status == NO_DATA and "drifted during the interleaved session" in result.measured
+
+
+def test_randomization_blocks_follow_the_drawn_abba_order(tmp_path: Path) -> None:
+    """Each timing pair's block is its input's pairs 2k and 2k + 1 in plan order: with the main unit first, timing
+    repetition r is the input's pair r + 1 (block (r + 1) // 2); timing alone, block r // 2. Checked against that
+    arithmetic and against the recorded orders: the two pairs of a block are AB and BA."""
+    for passes, shift in ((("cold", "warm", "timing"), 1), (("timing",), 0)):
+        out = tmp_path / "+".join(passes)
+        with FakeServer() as a, FakeServer() as b:
+            rows = [make_row(i, words=60 + 20 * i) for i in range(3)]
+            inputs = write_rows(out / "inputs.jsonl", rows)
+            ca = config_for(a, inputs, out / "runs", variant="base", passes=passes, timing_reps=5)
+            da, db = execute_ab(AbConfig(ca, replace(ca, variant="var", base_url=b.base_url), seed=3))
+        ra, rb = score_run(da), score_run(db)
+        pairs = session_pairs(ra, rb)
+        assert pairs is not None
+        v = paired_values(ra, rb, pairs, "warm_prefill_ms")
+        timing = [p for p in pairs if p.kind == "timing"]
+        assert len(v.blocks) == len(v.a) == len(timing) == 15
+        expected = [f"{p.dataset}/{p.example_id}#{(p.repetition + shift) // 2}" for p in timing]
+        assert v.blocks == expected
+        orders: dict[str, list[str]] = {}
+        for p in pairs:
+            orders.setdefault(randomization_blocks(pairs)[p.unit], []).append(p.order)
+        assert all(sorted(o) == ["AB", "BA"] for o in orders.values() if len(o) == 2)
+        # main + 5 timing: 6 pairs per input, 3 full blocks; timing alone: 5, the last block of one pair
+        assert sum(len(o) == 1 for o in orders.values()) == (0 if shift else 3)
