@@ -2,11 +2,11 @@
 
 One `cpu-smollm2` server (started here) is both sides of K `lbeval ab aa aa` sessions (default 5) on the 12
 longbench-mini inputs (6 Qasper + 6 GovReport, the server's tokenizer), one-token timing only (`--passes timing
---scenarios cache --timing-reps R`, default 3: no scenario units, whose requests are not timing pairs). Session i
-runs with `--seed i`, so every session draws its own AB/BA order and input order. In each session a one-core CPU
-spinner (`python -c "while True: pass"`) runs from the pair at 3/4 of the planned pairs to the session's end
-(switched by watching ab_pairs.jsonl grow): with fixed repetitions that is the session's last quarter, the case a
-paired interval must survive. With `--timing-until PCT` (lbeval's adaptive repetitions; `--timing-budget S` caps
+--scenarios cache --timing-reps R`, default 8, the first count that met +-10 % at 12 inputs; no scenario units,
+whose requests are not timing pairs). Session i runs with `--seed i`, so every session draws its own AB/BA order
+and input order. In each session a one-core CPU spinner (`python -c "while True: pass"`) runs from the pair at
+3/4 of the planned pairs to the session's end (switched by watching ab_pairs.jsonl grow): with fixed repetitions
+that is the session's last quarter, the case a paired interval must survive. With `--timing-until PCT` (lbeval's adaptive repetitions; `--timing-budget S` caps
 the server-seconds) the session stops when the always-valid confidence sequence's half-width is at most PCT or
 the budget is spent, and the spinner stays on through the whole added phase, so more than a quarter is loaded.
 
@@ -18,7 +18,7 @@ The table also holds every candidate interval of bench/aa_methods.py on this inv
 counts). Prints the 1-minute load average before and after each session: other jobs on the machine add load this bench
 does not control.
 
-    python -m bench aa-sessions [--sessions 5] [--reps 3] [--timing-until 10 [--timing-budget 900]] [--runs runs]
+    python -m bench aa-sessions [--sessions 5] [--reps 8] [--timing-until 10 [--timing-budget 900]] [--runs runs]
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def markdown(figures: list[Figure], sessions: list[Session], header: str) -> str
 def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench aa-sessions", description=__doc__.split("\n\n")[0])
     p.add_argument("--sessions", type=int, default=5, help="A/A sessions (default 5)")
-    p.add_argument("--reps", type=int, default=3, help="timing repetitions per session (default 3)")
+    p.add_argument("--reps", type=int, default=8, help="timing repetitions per session (default 8)")
     p.add_argument(
         "--timing-until", type=float, default=None, help="lbeval ab --timing-until PCT (default off)"
     )
