@@ -81,9 +81,11 @@ def warm_interval(outcome: Outcome) -> tuple[float | None, float | None, float |
     return pm.gated.estimate, pm.gated.ci_low, pm.gated.ci_high
 
 
-def run_effect(effect: int, inputs: Path, out: Path, specs: Path, reps: int) -> Row:
+def run_effect(effect: int, inputs: Path, out: Path, specs: Path, reps: int, stamp: str) -> Row:
     case = Case(f"warm_slowdown_{effect}", spec_name(effect), "warm_prefill_change", "warm", "ab", ())
-    plan = ["--specs", str(specs), "--passes", "timing", "--scenarios", "cache", "--timing-reps", str(reps)]
+    # a run id per effect and invocation: the base side's default one would hold the previous effect's pairing
+    plan = ["--specs", str(specs), "--passes", "timing", "--scenarios", "cache", "--timing-reps", str(reps),
+            "--run-id", f"power-{effect}-{stamp}"]  # fmt: skip
     t0 = time.monotonic()
     outcome = ab_case(case, inputs, out / "runs", out, plan)
     wall = time.monotonic() - t0
@@ -130,10 +132,10 @@ def main(argv: list[str]) -> int:
     specs = out / "specs.toml"
     write_specs(args.effect_list, specs)
     inputs = prepare(args.runs, PER_DATASET)
-    t0, rows = time.monotonic(), []
+    t0, rows, stamp = time.monotonic(), [], time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     for effect in args.effect_list:
         say(f"+{effect}% warm slowdown, {2 * PER_DATASET} inputs x {args.reps} timing repetitions")
-        rows.append(run_effect(effect, inputs, out, specs, args.reps))
+        rows.append(run_effect(effect, inputs, out, specs, args.reps, stamp))
         r = rows[-1]
         say(f"  {r.outcome.verdict} after {r.outcome.inputs} inputs, {r.outcome.server_s} server-s: warm {pct(r.warm_change)} "
             f"[{pct(r.warm_low)}, {pct(r.warm_high)}]")  # fmt: skip

@@ -224,6 +224,9 @@ def execute_ab(
                 raise ConfigError(f"both sides would write {in_a.run_dir}: give different run ids")
             stack.enter_context(run_lock(in_a.run_dir))
             stack.enter_context(run_lock(in_b.run_dir))
+            _same_partners(
+                (in_a.run_dir, in_b.run_dir), (f"{cfg_a.variant}/{id_a}", f"{cfg_b.variant}/{id_b}")
+            )
             if replica_count(cfg_a) > 1:
                 _execute_replicas(config, (cfg_a, cfg_b), (in_a, in_b), shared, stack, between)
                 return in_a.run_dir, in_b.run_dir
@@ -260,6 +263,20 @@ def _side(name: str, session: RunSession, client: Client, stack: ExitStack) -> _
 
 def _run_name(session: RunSession) -> str:
     return f"{session.manifest.variant}/{session.manifest.run_id}"
+
+
+def _same_partners(dirs: tuple[Path, Path], names: tuple[str, str]) -> None:
+    """A run folder that already holds a pairing resumes only the session that wrote it, the same runs as side a
+    and side b: resumed with another partner (say the default run id of the base side, against a new variant),
+    every unit complete on the old side would be re-run alone on the new one, leaving no adjacent pair and one
+    pairing file holding two sessions."""
+    for d in dirs:
+        pairs = read_pairs(d)
+        if pairs and pairs[0].runs != names:
+            raise ConfigError(
+                f"{d}: holds the pairing of the session of {pairs[0].runs[0]} (side a) with {pairs[0].runs[1]} "
+                f"(side b), not {names[0]} with {names[1]}: give --run-id for a new session"
+            )
 
 
 def _repair_pairing(a: Path, b: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from eval.cli import main
 from eval.commands.ab import interrupted
+from eval.errors import EXIT_CONFIG
 from eval.records.ab_pairs import last_pairs, read_pairs
 from eval.records.final import select_final
 from eval.records.run_folder import PAIRS_NAME, RECORDS_NAME, read_manifest, scan_records
@@ -152,3 +153,31 @@ def test_aa_one_server_both_sides_via_cli(tmp_path: Path, capsys: pytest.Capture
 def test_interrupt_lines_say_how_to_resume() -> None:
     lines = interrupted(argparse.Namespace(out=Path("runs")))
     assert len(lines) == 1 and "re-run the same lbeval ab command to resume both runs under runs/" in lines[0]
+
+
+def test_a_run_folder_paired_with_another_partner_is_refused_not_resumed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """base vs var1, then base vs var2 under the same default run ids: base's folder holds var1's pairing. Resumed,
+    every base unit would be complete and var2 would run alone (no adjacent pair, two sessions in one file): the
+    second session is refused with one line naming the folder and both partners, and nothing is appended."""
+    inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(2)])
+    with FakeServer() as s:
+        common = ["--inputs", str(inputs), "--base-url-a", s.base_url, "--base-url-b", s.base_url, "--out",
+                  str(tmp_path / "runs"), "--timing-reps", "2", "--scenarios", "cache", "--passes", "timing"]  # fmt: skip
+        assert main(["ab", "base", "var1", *common]) == 0
+        da = Path(capsys.readouterr().out.split()[0])
+        before = (da / PAIRS_NAME).read_bytes()
+        assert main(["ab", "base", "var2", *common]) == EXIT_CONFIG
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(da) in err[0] and "var1/" in err[0] and "var2/" in err[0], err
+        assert "--run-id" in err[0] and "Traceback" not in err[0]
+        assert (da / PAIRS_NAME).read_bytes() == before
+        assert not (tmp_path / "runs" / "var2").exists() or not any(
+            (tmp_path / "runs" / "var2").rglob(PAIRS_NAME)
+        )
+        # the same session again resumes (nothing left to send); a new run id is a new session
+        assert main(["ab", "base", "var1", *common]) == 0
+        assert main(["ab", "base", "var2", *common, "--run-id", "second"]) == 0
+    pairs = read_pairs(tmp_path / "runs" / "base" / "second")
+    assert len(pairs) == 4 and all(p.adjacent for p in pairs)
