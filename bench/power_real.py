@@ -15,7 +15,10 @@ the rule read. With the shipped limit (+10 %) a +10 % slowdown cannot FAIL the t
 at best straddle the limit), by design; a +20 % one FAILs once the interval's lower end is above +10 %.
 Writes <runs>/power-real/table.md and table.json.
 
-    python -m bench power-real [--effects 10,20] [--reps 8] [--runs runs]
+With `--load`, a one-core CPU spinner (bench/bench_aa.Load, the A/A sessions' load) runs through each whole
+session, the servers' start included: the "under load" cell of issue 19 item 5.
+
+    python -m bench power-real [--effects 10,20] [--reps 8] [--load] [--runs runs]
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench.aa_sessions import pct
+from bench.bench_aa import Load
 from bench.faults import Case, Outcome, ab_case, prepare
 from eval.analyze.compare import compare
 from eval.analyze.score import score_run
@@ -44,6 +48,7 @@ PER_DATASET = 6
 @dataclass(frozen=True)
 class Row:
     effect_pct: int
+    loaded: bool  # the one-core spinner ran through the session
     outcome: Outcome  # bench faults' reading of the session: verdict, failed rows, inputs, server-seconds
     wall_s: float
     warm_change: float | None
@@ -81,26 +86,31 @@ def warm_interval(outcome: Outcome) -> tuple[float | None, float | None, float |
     return pm.gated.estimate, pm.gated.ci_low, pm.gated.ci_high
 
 
-def run_effect(effect: int, inputs: Path, out: Path, specs: Path, reps: int, stamp: str) -> Row:
+def run_effect(
+    effect: int, inputs: Path, out: Path, specs: Path, args: argparse.Namespace, stamp: str
+) -> Row:
     case = Case(f"warm_slowdown_{effect}", spec_name(effect), "warm_prefill_change", "warm", "ab", ())
     # a run id per effect and invocation: the base side's default one would hold the previous effect's pairing
-    plan = ["--specs", str(specs), "--passes", "timing", "--scenarios", "cache", "--timing-reps", str(reps),
+    plan = ["--specs", str(specs), "--passes", "timing", "--scenarios", "cache", "--timing-reps", str(args.reps),
             "--run-id", f"power-{effect}-{stamp}"]  # fmt: skip
     t0 = time.monotonic()
-    outcome = ab_case(case, inputs, out / "runs", out, plan)
+    with Load() as load:
+        if args.load:
+            load.on()
+        outcome = ab_case(case, inputs, out / "runs", out, plan)
     wall = time.monotonic() - t0
     change, low, high = warm_interval(outcome)
-    return Row(effect, outcome, round(wall, 1), change, low, high)
+    return Row(effect, args.load, outcome, round(wall, 1), change, low, high)
 
 
 def markdown(rows: list[Row], header: str) -> str:
-    lines = [header, "", "| warm slowdown | gate | failed rows | inputs to verdict | variant server-s | wall s | "
-             "warm prefill, gated [97.5% CI] |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [header, "", "| warm slowdown | one-core load | gate | failed rows | inputs to verdict | variant server-s | wall s | "
+             "warm prefill, gated [97.5% CI] |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         ci = f"{pct(r.warm_change)} [{pct(r.warm_low)}, {pct(r.warm_high)}]"
         o = r.outcome
         failed = ", ".join(o.caught_by) or "-"
-        lines.append(f"| +{r.effect_pct}% | {o.verdict} (exit {o.exit_code}) | {failed} | {o.inputs} | "
+        lines.append(f"| +{r.effect_pct}% | {'yes' if r.loaded else 'no'} | {o.verdict} (exit {o.exit_code}) | {failed} | {o.inputs} | "
                      f"{o.server_s} | {r.wall_s:.0f} | {ci} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
@@ -109,6 +119,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench power-real", description=__doc__.split("\n\n")[0])
     p.add_argument("--effects", default="10,20", help="warm slowdowns in %% (default 10,20)")
     p.add_argument("--reps", type=int, default=8, help="timing repetitions per input (default 8)")
+    p.add_argument("--load", action="store_true", help="a one-core spinner through each session")
     p.add_argument("--runs", type=Path, default=Path("runs"), help="runs folder (default runs/)")
     args = p.parse_args(argv)
     try:
@@ -135,13 +146,14 @@ def main(argv: list[str]) -> int:
     t0, rows, stamp = time.monotonic(), [], time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     for effect in args.effect_list:
         say(f"+{effect}% warm slowdown, {2 * PER_DATASET} inputs x {args.reps} timing repetitions")
-        rows.append(run_effect(effect, inputs, out, specs, args.reps, stamp))
+        rows.append(run_effect(effect, inputs, out, specs, args, stamp))
         r = rows[-1]
         say(f"  {r.outcome.verdict} after {r.outcome.inputs} inputs, {r.outcome.server_s} server-s: warm {pct(r.warm_change)} "
             f"[{pct(r.warm_low)}, {pct(r.warm_high)}]")  # fmt: skip
     header = (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; `lbeval ab cpu-smollm2 "
               f"cpu-smollm2-warm-slowdown-E --stop-when-settled`, {2 * PER_DATASET} mini inputs, --passes timing "
-              f"--scenarios cache --timing-reps {args.reps}; {time.monotonic() - t0:.0f} s in all, load average "
+              f"--scenarios cache --timing-reps {args.reps}{', a one-core spinner throughout' if args.load else ''}; "
+              f"{time.monotonic() - t0:.0f} s in all, load average "
               f"{os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} cores")  # fmt: skip
     text = markdown(rows, header)
     atomic_write(out / "table.md", text)
