@@ -56,9 +56,10 @@ def sessions_in(dirs: list[Path]) -> list[tuple[str, Path, Path]]:
 
 def unbalanced_blocks(pairs: list[PairRecord]) -> int:
     """Blocks of two pairs whose orders are not one AB and one BA (0 in a session of eval/run/ab.pair_orders)."""
+    block_of = randomization_blocks(pairs)
     orders: dict[str, list[str]] = {}
     for p in pairs:
-        orders.setdefault(randomization_blocks(pairs)[p.unit], []).append(p.order)
+        orders.setdefault(block_of[p.unit], []).append(p.order)
     return sum(len(o) == 2 and sorted(o) != ["AB", "BA"] for o in orders.values())
 
 
