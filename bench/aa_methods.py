@@ -30,6 +30,7 @@ from eval.analyze.ab_timing import paired_values, randomization_blocks, session_
 from eval.analyze.score import score_run
 from eval.atomic import atomic_write
 from eval.records.ab_pairs import PairRecord
+from eval.records.run_folder import read_manifest
 from scorers.paired_timing import TimingChange
 
 MEASURES = {"warm_prefill_ms": "warm prefill", "cold_prefill_ms": "cold prefill"}  # the two the gate reads
@@ -44,14 +45,19 @@ class Reading:
     change: TimingChange | None  # None: the method has no interval here (too few inputs)
 
 
-def sessions_in(dirs: list[Path]) -> list[tuple[str, Path, Path]]:
-    out = []
+def sessions_in(dirs: list[Path]) -> tuple[list[tuple[str, Path, Path]], list[str]]:
+    """The A/A sessions whose both runs are complete, and the ids of those left out (running, or cut short)."""
+    found, left_out = [], []
     for d in dirs:
         for a in sorted((d / "aa").glob("*-a")):
             b = a.with_name(a.name[:-2] + "-b")
-            if b.is_dir():
-                out.append((a.name[:-2], a, b))
-    return out
+            if not b.is_dir():
+                continue
+            if read_manifest(a).complete and read_manifest(b).complete:
+                found.append((a.name[:-2], a, b))
+            else:
+                left_out.append(a.name[:-2])
+    return found, left_out
 
 
 def unbalanced_blocks(pairs: list[PairRecord]) -> int:
@@ -118,7 +124,7 @@ def per_session(readings: list[Reading], methods: tuple[str, ...]) -> list[str]:
     return lines
 
 
-def markdown(readings: list[Reading], unbalanced: dict[str, int]) -> str:
+def markdown(readings: list[Reading], unbalanced: dict[str, int], left_out: list[str]) -> str:
     n_sessions = len({r.session for r in readings})
     lines = [f"{n_sessions} A/A sessions, warm and cold server prefill: every candidate interval "
              f"(bench/bench_coverage.py METHODS; bootstraps {RESAMPLES} resamples, randomization {FLIPS} "
@@ -132,6 +138,8 @@ def markdown(readings: list[Reading], unbalanced: dict[str, int]) -> str:
         "Blocks not one AB and one BA pair: "
         + (", ".join(f"{s}: {k}" for s, k in bad.items()) if bad else "none (every session as designed)"),
     ]
+    if left_out:
+        lines += ["", f"Left out, their runs not complete (running, or cut short): {', '.join(left_out)}"]
     return "\n".join(lines) + "\n"
 
 
@@ -140,8 +148,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("dirs", nargs="+", type=Path, help="runs folders holding aa/<run_id>-a and aa/<run_id>-b")
     p.add_argument("--out", type=Path, default=None, help="the table's path (default DIR/aa-methods.md)")
     args = p.parse_args(argv)
-    found = sessions_in(args.dirs)
+    found, left_out = sessions_in(args.dirs)
     if not found:
+        print(f"aa-methods: left out (not complete): {', '.join(left_out)}" if left_out else "", end="")
         print(
             f"aa-methods: no A/A session (aa/<id>-a beside aa/<id>-b) under {', '.join(map(str, args.dirs))}"
         )
@@ -151,7 +160,7 @@ def main(argv: list[str]) -> int:
     for run_id, a, b in found:
         got, unbalanced[run_id] = read_session(run_id, a, b)
         readings += got
-    text = markdown(readings, unbalanced)
+    text = markdown(readings, unbalanced, left_out)
     atomic_write(args.out or args.dirs[0] / "aa-methods.md", text)
     print(text)
     return 0

@@ -218,11 +218,13 @@ def main(argv: list[str]) -> int:
               f"{os.cpu_count()} cores")  # fmt: skip
     text = markdown(figures, sessions, header)
     readings, unbalanced = [], {}
-    for run_id, a, b in aa_methods.sessions_in([out / "runs"]):
+    complete, left_out = aa_methods.sessions_in([out / "runs"])
+    for run_id, a, b in complete:
         if run_id.startswith(f"aa-{stamp}-"):  # this invocation's sessions only
             got, unbalanced[run_id] = aa_methods.read_session(run_id, a, b)
             readings += got
-    text += "\n" + aa_methods.markdown(readings, unbalanced)
+    mine = [r for r in left_out if r.startswith(f"aa-{stamp}-")]
+    text += "\n" + aa_methods.markdown(readings, unbalanced, mine)
     atomic_write(out / "table.md", text)
     data = {
         "header": header,
