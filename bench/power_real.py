@@ -18,7 +18,11 @@ Writes <runs>/power-real/table.md and table.json.
 With `--load`, a one-core CPU spinner (bench/bench_aa.Load, the A/A sessions' load) runs through each whole
 session, the servers' start included: the "under load" cell of issue 19 item 5.
 
-    python -m bench power-real [--effects 10,20] [--reps 8] [--load] [--runs runs]
+`--timing-until PCT [--timing-budget S]` are lbeval ab's adaptive repetitions, passed on: the table then says how
+many repetitions each session took and why it stopped.
+
+    python -m bench power-real [--effects 10,20] [--reps 8] [--load] [--timing-until PCT [--timing-budget S]]
+                               [--runs runs]
 """
 
 from __future__ import annotations
@@ -54,6 +58,9 @@ class Row:
     warm_change: float | None
     warm_low: float | None
     warm_high: float | None
+    repetitions: str = (
+        "fixed"  # with --timing-until: the adaptive record's headline (how many, why it stopped)
+    )
 
 
 def say(line: str) -> None:
@@ -74,16 +81,19 @@ def write_specs(effects: list[int], path: Path) -> None:
     atomic_write(path, "\n".join(blocks))
 
 
-def warm_interval(outcome: Outcome) -> tuple[float | None, float | None, float | None]:
-    """The gated warm prefill change the rule read, from the session's two run folders."""
+def warm_interval(outcome: Outcome) -> tuple[float | None, float | None, float | None, str]:
+    """The gated warm prefill change the rule read, from the session's two run folders, and how many
+    repetitions it took (the adaptive record's headline, "fixed" without --timing-until)."""
     if len(outcome.run_dirs) != 2:
-        return None, None, None
+        return None, None, None, "fixed"
     base, variant = (Path(d) for d in outcome.run_dirs)
     c = compare(score_run(base), score_run(variant))
+    adaptive = c.paired.adaptive if c.paired is not None else None
+    reps = adaptive.headline() if adaptive is not None else "fixed"
     pm = c.paired.measures.get("warm_prefill_ms") if c.paired is not None else None
     if pm is None or pm.gated is None:
-        return None, None, None
-    return pm.gated.estimate, pm.gated.ci_low, pm.gated.ci_high
+        return None, None, None, reps
+    return pm.gated.estimate, pm.gated.ci_low, pm.gated.ci_high, reps
 
 
 def run_effect(
@@ -93,25 +103,29 @@ def run_effect(
     # a run id per effect and invocation: the base side's default one would hold the previous effect's pairing
     plan = ["--specs", str(specs), "--passes", "timing", "--scenarios", "cache", "--timing-reps", str(args.reps),
             "--run-id", f"power-{effect}-{stamp}"]  # fmt: skip
+    if args.timing_until is not None:
+        plan += ["--timing-until", f"{args.timing_until:g}"]
+    if args.timing_budget is not None:
+        plan += ["--timing-budget", f"{args.timing_budget:g}"]
     t0 = time.monotonic()
     with Load() as load:
         if args.load:
             load.on()
         outcome = ab_case(case, inputs, out / "runs", out, plan)
     wall = time.monotonic() - t0
-    change, low, high = warm_interval(outcome)
-    return Row(effect, args.load, outcome, round(wall, 1), change, low, high)
+    change, low, high, reps = warm_interval(outcome)
+    return Row(effect, args.load, outcome, round(wall, 1), change, low, high, reps)
 
 
 def markdown(rows: list[Row], header: str) -> str:
-    lines = [header, "", "| warm slowdown | one-core load | gate | failed rows | inputs to verdict | variant server-s | wall s | "
-             "warm prefill, gated [97.5% CI] |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [header, "", "| warm slowdown | one-core load | gate | failed rows | inputs to verdict | repetitions | "
+             "variant server-s | wall s | warm prefill, gated [97.5% CI] |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         ci = f"{pct(r.warm_change)} [{pct(r.warm_low)}, {pct(r.warm_high)}]"
         o = r.outcome
         failed = ", ".join(o.caught_by) or "-"
-        lines.append(f"| +{r.effect_pct}% | {'yes' if r.loaded else 'no'} | {o.verdict} (exit {o.exit_code}) | {failed} | {o.inputs} | "
-                     f"{o.server_s} | {r.wall_s:.0f} | {ci} |")  # fmt: skip
+        lines.append(f"| +{r.effect_pct}% | {'yes' if r.loaded else 'no'} | {o.verdict} (exit {o.exit_code}) | "
+                     f"{failed} | {o.inputs} | {r.repetitions} | {o.server_s} | {r.wall_s:.0f} | {ci} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -120,6 +134,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--effects", default="10,20", help="warm slowdowns in %% (default 10,20)")
     p.add_argument("--reps", type=int, default=8, help="timing repetitions per input (default 8)")
     p.add_argument("--load", action="store_true", help="a one-core spinner through each session")
+    p.add_argument(
+        "--timing-until", type=float, default=None, help="lbeval ab --timing-until PCT (default off)"
+    )
+    p.add_argument("--timing-budget", type=float, default=None, help="lbeval ab --timing-budget S (server-s)")
     p.add_argument("--runs", type=Path, default=Path("runs"), help="runs folder (default runs/)")
     args = p.parse_args(argv)
     try:
