@@ -102,7 +102,6 @@ def summary(readings: list[Reading]) -> list[str]:
         lo, hi = wilson(k, n)
         widths = [t.ci_high - t.ci_low for t in got]
         width = f"{statistics.median(widths):.1f} points" if all(map(math.isfinite, widths)) else "unbounded"
-
         level = got[0].confidence
         lines.append(f"| {name} | {100 * level:g}% | {n} | {k} | {100 * k / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] "
                      f"| {100 * (1 - level):.1f}% | {width} |")  # fmt: skip
@@ -143,6 +142,16 @@ def markdown(readings: list[Reading], unbalanced: dict[str, int], left_out: list
     return "\n".join(lines) + "\n"
 
 
+def table(sessions: list[tuple[str, Path, Path]], left_out: list[str]) -> str:
+    """Every method on each of these sessions (from sessions_in), as markdown."""
+    readings: list[Reading] = []
+    unbalanced: dict[str, int] = {}
+    for run_id, a, b in sessions:
+        got, unbalanced[run_id] = read_session(run_id, a, b)
+        readings += got
+    return markdown(readings, unbalanced, left_out)
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m bench aa-methods", description=__doc__.split("\n\n")[0])
     p.add_argument("dirs", nargs="+", type=Path, help="runs folders holding aa/<run_id>-a and aa/<run_id>-b")
@@ -150,17 +159,13 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     found, left_out = sessions_in(args.dirs)
     if not found:
-        print(f"aa-methods: left out (not complete): {', '.join(left_out)}" if left_out else "", end="")
+        if left_out:
+            print(f"aa-methods: left out (not complete): {', '.join(left_out)}")
         print(
             f"aa-methods: no A/A session (aa/<id>-a beside aa/<id>-b) under {', '.join(map(str, args.dirs))}"
         )
         return 2
-    readings: list[Reading] = []
-    unbalanced: dict[str, int] = {}
-    for run_id, a, b in found:
-        got, unbalanced[run_id] = read_session(run_id, a, b)
-        readings += got
-    text = markdown(readings, unbalanced, left_out)
+    text = table(found, left_out)
     atomic_write(args.out or args.dirs[0] / "aa-methods.md", text)
     print(text)
     return 0

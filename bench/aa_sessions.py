@@ -6,17 +6,18 @@ longbench-mini inputs (6 Qasper + 6 GovReport, the server's tokenizer), one-toke
 whose requests are not timing pairs). Session i runs with `--seed i`, so every session draws its own AB/BA order
 and input order. In each session a one-core CPU spinner (`python -c "while True: pass"`) runs from the pair at
 3/4 of the planned pairs to the session's end (switched by watching ab_pairs.jsonl grow): with fixed repetitions
-that is the session's last quarter, the case a paired interval must survive. With `--timing-until PCT` (lbeval's adaptive repetitions; `--timing-budget S` caps
-the server-seconds) the session stops when the always-valid confidence sequence's half-width is at most PCT or
-the budget is spent, and the spinner stays on through the whole added phase, so more than a quarter is loaded.
+that is the session's last quarter, the case a paired interval must survive. With `--timing-until PCT`
+(lbeval's adaptive repetitions; `--timing-budget S` caps the server-seconds) the session stops when the
+always-valid confidence sequence's half-width is at most PCT or the budget is spent, and the spinner stays on
+through the whole added phase, so more than a quarter is loaded.
 
 For each session and measure (warm and cold server prefill) it reads the figure the gate reads (the gated 20%
 trimmed mean of the per-input log ratios with Yuen's interval, `PairedMeasure.gated`) and the paired mean, and
 checks the goal: the interval contains 0 (nothing changed) and its ends lie within +-10 %. Writes
 <runs>/aa-sessions/table.md and table.json; every session's run folders are kept under <runs>/aa-sessions/runs.
-The table also holds every candidate interval of bench/aa_methods.py on this invocation's sessions (their false-alarm
-counts). Prints the 1-minute load average before and after each session: other jobs on the machine add load this bench
-does not control.
+The table also holds every candidate interval of bench/aa_methods.py on this invocation's sessions (their
+false-alarm counts). Prints the 1-minute load average before and after each session: other jobs on the machine
+add load this bench does not control.
 
     python -m bench aa-sessions [--sessions 5] [--reps 8] [--timing-until 10 [--timing-budget 900]] [--runs runs]
 """
@@ -217,14 +218,11 @@ def main(argv: list[str]) -> int:
               f"{LOAD_FROM:.0%} of each session's planned pairs to its end; {time.monotonic() - t0:.0f} s in all on "
               f"{os.cpu_count()} cores")  # fmt: skip
     text = markdown(figures, sessions, header)
-    readings, unbalanced = [], {}
     complete, left_out = aa_methods.sessions_in([out / "runs"])
-    for run_id, a, b in complete:
-        if run_id.startswith(f"aa-{stamp}-"):  # this invocation's sessions only
-            got, unbalanced[run_id] = aa_methods.read_session(run_id, a, b)
-            readings += got
-    mine = [r for r in left_out if r.startswith(f"aa-{stamp}-")]
-    text += "\n" + aa_methods.markdown(readings, unbalanced, mine)
+    mine = f"aa-{stamp}-"  # this invocation's sessions only
+    text += "\n" + aa_methods.table(
+        [c for c in complete if c[0].startswith(mine)], [r for r in left_out if r.startswith(mine)]
+    )
     atomic_write(out / "table.md", text)
     data = {
         "header": header,

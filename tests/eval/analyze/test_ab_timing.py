@@ -194,9 +194,10 @@ def test_randomization_blocks_follow_the_drawn_abba_order(tmp_path: Path) -> Non
         assert len(v.blocks) == len(v.a) == len(timing) == 15
         expected = [f"{p.dataset}/{p.example_id}#{(p.repetition + shift) // 2}" for p in timing]
         assert v.blocks == expected
+        block_of = randomization_blocks(pairs)
         orders: dict[str, list[str]] = {}
         for p in pairs:
-            orders.setdefault(randomization_blocks(pairs)[p.unit], []).append(p.order)
+            orders.setdefault(block_of[p.unit], []).append(p.order)
         assert all(sorted(o) == ["AB", "BA"] for o in orders.values() if len(o) == 2)
         # main + 5 timing: 6 pairs per input, 3 full blocks; timing alone: 5, the last block of one pair
         assert sum(len(o) == 1 for o in orders.values()) == (0 if shift else 3)
