@@ -3,7 +3,7 @@
 An A/A session runs one configuration on both sides of `lbeval ab` (one server used as both sides, or the same
 launch spec on two servers). Per timing measure (eval/analyze/timing.TIMING_MEASURES) its two runs give the
 gated change of adjacent requests, the interval the timing rules read: the 20 % trimmed mean of the per-input
-mean log ratios with Yuen's 97.5 % interval (eval/analyze/ab_timing.py GATED_TRIM, GATED_CONFIDENCE), computed
+mean log ratios with Yuen's 97.5 % interval (scorers.paired_timing.gated_timing_change), computed
 exactly as compare computes an interleaved change. The floor of a measure is the largest |end| of that
 interval, in percent: what two identical configurations show on this machine, in this session, in the
 interval the rule judges.

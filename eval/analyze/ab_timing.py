@@ -6,7 +6,7 @@ For each timing measure (eval/analyze/timing.TIMING_MEASURES) and each timing pa
 
 - paired: scorers.paired_timing.paired_timing_change (per-pair log ratios, cluster bootstrap over inputs)
 - paired median: the same with statistic="median" (the typical pair's change, robust to a few burst-hit pairs)
-- gated: scorers.paired_timing.trimmed_t_change, the 20 % trimmed mean of the per-input mean log ratios with
+- gated: scorers.paired_timing.gated_timing_change, the 20 % trimmed mean of the per-input mean log ratios with
   Yuen's t interval at 97.5 %: the figure compare's timing_changes hold for an interleaved session and the gate reads,
   chosen by the coverage experiment of bench/bench_coverage.py (docs/timing.md)
 - sequential-style: scorers.paired_timing.unpaired_timing_change (median(b)/median(a) - 1, same inputs)
@@ -32,14 +32,12 @@ from scorers.paired_timing import (
     Trend,
     UnpairedTimingChange,
     drift_check,
+    gated_timing_change,
     paired_timing_change,
-    trimmed_t_change,
     unpaired_timing_change,
 )
 
 MIN_DRIFT_PAIRS = 4  # fewer pairs: no drift check
-GATED_TRIM = 0.2  # the gated figure: trimmed_t_change with this trim and level (docs/timing.md: at 95 % its
-GATED_CONFIDENCE = 0.975  # A/A false-alarm rate exceeded 5 % in 35 of 72 simulated cells; at 97.5 % in none)
 
 
 @dataclass(frozen=True)
@@ -173,9 +171,7 @@ def paired_measure(values: PairedValues, measure: str, seed: int, resamples: int
     seq = unpaired_timing_change(
         values.input_ids, values.a, values.input_ids, values.b, seed=seed, n_resamples=resamples
     )
-    gated = trimmed_t_change(
-        values.input_ids, values.a, values.b, trim=GATED_TRIM, confidence=GATED_CONFIDENCE
-    )
+    gated = gated_timing_change(values.input_ids, values.a, values.b)
     drift = drift_check(values.times_s, values.a, values.b) if n >= MIN_DRIFT_PAIRS else None
     reading = drift_reading(drift) if drift is not None else ""
     return PairedMeasure(measure, n, values.left_out, paired, seq, drift, reading, median, gated)

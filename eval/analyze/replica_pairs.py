@@ -10,7 +10,7 @@ to replica pair i. Per replica pair:
   first divergences and near ties); a slot whose counted record is not one of the pair line's is no pair
   (counted missing);
 - timing: each timing measure's gated change over its adjacent timing pairs (the 20 % trimmed mean of the
-  per-input mean log ratios with Yuen's 97.5 % interval, eval/analyze/ab_timing.GATED_TRIM / GATED_CONFIDENCE:
+  per-input mean log ratios with Yuen's 97.5 % interval, scorers.paired_timing.gated_timing_change:
   the interval the timing rules read) and its floor, the larger |end| in percent (None: fewer than two inputs).
 
 An adjacent pair line whose records name two replica indexes is counted in `across` (a session never writes
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from eval.analyze.ab_timing import GATED_CONFIDENCE, GATED_TRIM, paired_values
+from eval.analyze.ab_timing import paired_values
 from eval.analyze.agreement import Pair, PairStats, pair_kind, pair_stats
 from eval.analyze.memo import pair_result
 from eval.analyze.score import ScoredRun
@@ -34,7 +34,7 @@ from eval.records.ab_pairs import PairRecord
 from eval.records.final import slot
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import GENERATION_PASSES, UNIT_MAIN
-from scorers.paired_timing import TimingChange, trimmed_t_change
+from scorers.paired_timing import TimingChange, gated_timing_change
 
 
 @dataclass(frozen=True)
@@ -90,11 +90,7 @@ def _timing(base: ScoredRun, variant: ScoredRun, lines: list[PairRecord]) -> dic
     for measure in TIMING_MEASURES:
         v = paired_values(base, variant, lines, measure)
         enough = len(v.a) >= 2 and len(set(v.input_ids)) >= 2
-        out[measure] = (
-            trimmed_t_change(v.input_ids, v.a, v.b, trim=GATED_TRIM, confidence=GATED_CONFIDENCE)
-            if enough
-            else None
-        )
+        out[measure] = gated_timing_change(v.input_ids, v.a, v.b) if enough else None
     return out
 
 

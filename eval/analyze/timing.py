@@ -11,6 +11,7 @@ from typing import Any
 
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection, ok_record, slot
+from eval.records.server_figures import own_prefill_s
 from eval.records.types import RequestRecord
 
 # two-sided 95% Student t quantiles by degrees of freedom (per-input CIs over a few repetitions); above 12
@@ -68,9 +69,7 @@ def measure_ms(rec: RequestRecord, measure: str) -> float | None:
     """The measure of one record in ms; None when missing, or when it is a server figure that is not the
     request's own (`server_foreign`, eval/records/server_figures.py): no timing statistic reads those."""
     if server_figure(measure):
-        if rec.server_foreign is not None:
-            return None
-        value = (rec.server_metrics or {}).get("prefill_time_s")
+        value = own_prefill_s(rec)
     else:
         value = rec.timings.first_token_s if rec.timings is not None else None
     return None if value is None or not math.isfinite(value) else 1000.0 * value

@@ -12,7 +12,8 @@ every watched counter moved by exactly this request:
 
 Anything else (another client's request counted in the window, this request's counted late, a retried request
 counted twice) makes the figures *foreign*: `figure_check` names why, the record keeps the deltas (nothing
-recorded is lost) with `server_foreign` set, and no timing statistic reads them (eval/analyze/timing.measure_ms).
+recorded is lost) with `server_foreign` set, and no timing statistic reads them: `own_prefill_s` is the one rule,
+read by eval/analyze/timing.measure_ms and by the adaptive stop (eval/run/adaptive.py).
 
 When the window is otherwise clean (finished, requests and queries as above) but the hits differ from what the
 response's usage said was cached, the server's two reports of one request disagree: that is also a
@@ -30,6 +31,7 @@ looks clean; the figure kept is then a figure of a request of the same shape.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -40,6 +42,14 @@ REQUESTS_KEY = "requests"  # observations added to the request histograms
 OBSERVATIONS_DIFFER_KEY = "observations_differ"  # 1.0: the histograms moved by different counts
 QUERIES_KEY = "prefix_cache_queries"
 HITS_KEY = "prefix_cache_hits"
+
+
+def own_prefill_s(rec: RequestRecord) -> float | None:
+    """The record's server prefill seconds when its figures are its own (None: foreign, missing, not finite)."""
+    if rec.server_foreign is not None:
+        return None
+    value = (rec.server_metrics or {}).get("prefill_time_s")
+    return value if isinstance(value, float) and math.isfinite(value) else None
 
 
 @dataclass(frozen=True)

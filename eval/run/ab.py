@@ -66,6 +66,7 @@ from eval.run.adaptive import (
     TimingTarget,
     extend_timing,
     extra_units,
+    input_ratios,
     pair_log_ratios,
     pair_ratios,
     planned_reps,
@@ -389,7 +390,9 @@ def _adaptive(
         pairs = list(last_pairs(read_pairs(a.session.run_dir)).values())
         sa, sb = a.session.slim, b.session.slim
         cold = pair_log_ratios(pairs, sa, sb, "timing_cold")
-        return Look(pair_log_ratios(pairs, sa, sb, "timing_warm"), _busy_seconds(a.session.run_dir), cold)
+        warm = input_ratios(pairs, sa, sb, "timing_warm")
+        ratios, inputs = [r.log_ratio for r in warm], [r.input_id for r in warm]
+        return Look(ratios, _busy_seconds(a.session.run_dir), cold, inputs)
 
     def progress(record: AdaptiveRecord) -> None:
         for side in (a, b):

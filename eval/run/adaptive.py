@@ -6,11 +6,19 @@ order from eval/run/ab.pair_orders over the plan extended by these units, so the
 seed and the plan), until the paired warm-prefill interval's half-width is at most PCT %, or the next round
 would overrun the server-seconds budget (both servers' busy seconds in the pairing), or MAX_REPS repetitions.
 
-The interval looked at after every pair is an always-valid confidence sequence (scorers/sequential.asymptotic_cs,
-alpha 0.05, rho2 tuned for the planned pairs, no bounds before CS_MIN_N pairs) on the per-pair log ratios
-log(b / a) of the warm server prefill times of the adjacent timing pairs, in send order: stopping at the first
-look whose half-width is small enough does not make the interval too narrow, as a fixed-sample interval
-recomputed after every pair would. The records of the added repetitions are ordinary timing records; the
+Two intervals are looked at after every pair, and the target is met only when both half-widths are at most PCT
+(the wider decides; the record keeps both and names the wider):
+- an always-valid confidence sequence (scorers/sequential.asymptotic_cs, alpha 0.05, rho2 tuned for the planned
+  pairs, no bounds before CS_MIN_N pairs) on the per-pair log ratios log(b / a) of the warm server prefill times
+  of the adjacent timing pairs, in send order: stopping at the first look whose half-width is small enough does
+  not make the interval too narrow, as a fixed-sample interval recomputed after every pair would;
+- the gated interval (scorers.paired_timing.gated_timing_change: the trimmed mean of the per-input mean log
+  ratios, Yuen's 97.5 % t), the one the gate reads, on the same pairs: without it a session could stop on the
+  sequence's half-width while the gated interval is still wider than PCT (seen in real A/A sessions:
+  sequence 8.9 %, gated [-10.4, +8.9] %). It is a fixed-sample interval, but the stop reads its width, not
+  where it lies, and only together with the sequence's.
+A server figure that is not the request's own (eval/records/server_figures.own_prefill_s) enters neither. The
+records of the added repetitions are ordinary timing records; the
 decision (target, budget, repetitions, why it stopped) is written to both run folders as `adaptive.json`
 (`AdaptiveRecord`), which the report reads. A resumed session re-plans the added repetitions that the records
 show and continues from there. Before each added round the record is written as "running" with the round
@@ -28,21 +36,26 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from eval.atomic import atomic_write
 from eval.records.ab_pairs import PairRecord
 from eval.records.final import select_final
+from eval.records.server_figures import own_prefill_s
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import UNIT_TIMING
 from eval.run.steps import Unit, timing_steps
+from scorers.paired_timing import gated_timing_change
 from scorers.sequential import asymptotic_cs, asymptotic_rho2
 
 ADAPTIVE_NAME = "adaptive.json"
-ADAPTIVE_SCHEMA_VERSION = 1
+ADAPTIVE_SCHEMA_VERSION = 2  # 2 adds gated_half_width_pct (a version 1 record reads with it None)
+READABLE_VERSIONS = (1, 2)
 CS_ALPHA = 0.05
 CS_MIN_N = 10
 MAX_REPS = 50
@@ -65,10 +78,11 @@ class AdaptiveRecord:
     reps_planned: int
     reps_done: int  # the most repetitions any input got (planned + added)
     pairs: int  # timing pairs the confidence sequence was computed on
-    half_width_pct: float | None  # of the last look (None: fewer than CS_MIN_N pairs)
+    half_width_pct: float | None  # the sequence's, of the last look (None: fewer than CS_MIN_N pairs)
     spent_s: float
     stopped: str  # "target", "settled", "budget", "max_reps", "interrupted"; "running" while a round runs
     reason: str  # in words
+    gated_half_width_pct: float | None = None  # the gated interval's, of the last look (None: not computable)
 
     def headline(self) -> str:
         return f"{self.reps_done} timing repetitions (planned {self.reps_planned}): {self.reason}"
@@ -83,7 +97,7 @@ def read_adaptive(run_dir: Path) -> AdaptiveRecord | None:
     path = run_dir / ADAPTIVE_NAME
     try:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        return AdaptiveRecord(**data) if data.get("schema_version") == ADAPTIVE_SCHEMA_VERSION else None
+        return AdaptiveRecord(**data) if data.get("schema_version") in READABLE_VERSIONS else None
     except (OSError, ValueError, TypeError):
         return None
 
@@ -105,13 +119,39 @@ def reps_recorded(records: list[RequestRecord]) -> int:
 
 
 def _prefill(records: list[RequestRecord], pass_name: str) -> dict[tuple[str, str, int], tuple[int, float]]:
-    """(dataset, example_id, repetition) -> (seq, server prefill seconds) of each ok final record of the pass."""
+    """(dataset, example_id, repetition) -> (seq, server prefill seconds) of each ok final record of the pass
+    whose figures are its own."""
     out: dict[tuple[str, str, int], tuple[int, float]] = {}
     for slot, rec in select_final(records).final.items():
-        value = (rec.server_metrics or {}).get("prefill_time_s")
-        ok = rec.status == "ok" and isinstance(value, float) and math.isfinite(value) and value > 0
-        if slot.pass_name == pass_name and ok and isinstance(value, float):
+        value = own_prefill_s(rec)
+        if slot.pass_name == pass_name and rec.status == "ok" and value is not None and value > 0:
             out[(slot.dataset, slot.example_id, slot.repetition)] = (rec.seq, value)
+    return out
+
+
+@dataclass(frozen=True)
+class InputRatio:
+    input_id: str  # "<dataset>/<example_id>", as in eval/analyze/ab_timing.paired_values
+    log_ratio: float
+
+
+def input_ratios(
+    pairs: list[PairRecord],
+    records_a: list[RequestRecord],
+    records_b: list[RequestRecord],
+    pass_name: str = "timing_warm",
+) -> list[InputRatio]:
+    """log(b / a) of the server prefill of `pass_name` (timing_warm or timing_cold) of every adjacent timing
+    pair, in send order, with its input."""
+    wa, wb = _prefill(records_a, pass_name), _prefill(records_b, pass_name)
+    out = []
+    for p in pairs:
+        key = (p.dataset, p.example_id, p.repetition)
+        if p.kind != UNIT_TIMING or not p.adjacent or key not in wa or key not in wb:
+            continue
+        (sa, va), (sb, vb) = wa[key], wb[key]
+        if sa in p.a.seqs and sb in p.b.seqs:
+            out.append(InputRatio(f"{p.dataset}/{p.example_id}", math.log(vb / va)))
     return out
 
 
@@ -121,18 +161,8 @@ def pair_log_ratios(
     records_b: list[RequestRecord],
     pass_name: str = "timing_warm",
 ) -> list[float]:
-    """log(b / a) of the server prefill of `pass_name` (timing_warm or timing_cold) of every adjacent timing
-    pair, in send order."""
-    wa, wb = _prefill(records_a, pass_name), _prefill(records_b, pass_name)
-    out = []
-    for p in pairs:
-        key = (p.dataset, p.example_id, p.repetition)
-        if p.kind != UNIT_TIMING or not p.adjacent or key not in wa or key not in wb:
-            continue
-        (sa, va), (sb, vb) = wa[key], wb[key]
-        if sa in p.a.seqs and sb in p.b.seqs:
-            out.append(math.log(vb / va))
-    return out
+    """The log ratios of `input_ratios`, in send order."""
+    return [r.log_ratio for r in input_ratios(pairs, records_a, records_b, pass_name)]
 
 
 def half_width_pct(ratios: list[float], horizon: int) -> float | None:
@@ -145,14 +175,47 @@ def half_width_pct(ratios: list[float], horizon: int) -> float | None:
     return 50.0 * (math.expm1(cs.highs[-1]) - math.expm1(cs.lows[-1]))
 
 
+def gated_half_width_pct(ratios: Sequence[float], inputs: Sequence[str]) -> float | None:
+    """The half-width in percent of the gated interval over these pairs (None: fewer than two inputs)."""
+    if len(set(inputs)) < 2 or len(inputs) != len(ratios):
+        return None
+    ch = gated_timing_change(list(inputs), np.ones(len(ratios)), np.exp(np.asarray(ratios, dtype=np.float64)))
+    return (ch.ci_high - ch.ci_low) / 2.0
+
+
 @dataclass(frozen=True)
 class Look:
-    """What the loop is shown after a pair: the warm log ratios so far, the server-seconds spent and the cold
-    log ratios (read by the settled check only)."""
+    """What the loop is shown after a pair: the warm log ratios so far with each one's input, the
+    server-seconds spent and the cold log ratios (read by the settled check only)."""
 
     ratios: list[float]
     spent_s: float
     cold: list[float] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)  # the input of each warm ratio
+
+
+@dataclass(frozen=True)
+class Widths:
+    """The half-widths of a look, in percent: the sequence's and the gated interval's (None: not computable)."""
+
+    cs: float | None
+    gated: float | None
+
+    def met(self, until_pct: float) -> bool:
+        return self.cs is not None and self.gated is not None and max(self.cs, self.gated) <= until_pct
+
+    def words(self) -> str:
+        return f"half-width {_hw(self.cs)} (95% CS), {_hw(self.gated)} (gated, 97.5% Yuen)"
+
+    def wider(self) -> str:
+        """Which interval is the wider (the one that decides the target)."""
+        if self.cs is None or self.gated is None:
+            return "the sequence" if self.cs is None else "the gated interval"
+        return "the sequence" if self.cs >= self.gated else "the gated interval"
+
+
+def widths(seen: Look, horizon: int) -> Widths:
+    return Widths(half_width_pct(seen.ratios, horizon), gated_half_width_pct(seen.ratios, seen.inputs))
 
 
 @dataclass(frozen=True)
@@ -190,24 +253,26 @@ def extend_timing(target: TimingTarget, units: list[Unit], start_reps: int, hook
     reps, last_round_s = max(start_reps, planned), 0.0
 
     def record(stopped: str, reason: str, seen: Look, done: int | None = None) -> AdaptiveRecord:
-        hw = half_width_pct(seen.ratios, horizon)
+        w = widths(seen, horizon)
         return AdaptiveRecord(ADAPTIVE_SCHEMA_VERSION, target.until_pct, target.budget_s, planned,
-                              reps if done is None else done, len(seen.ratios), hw, seen.spent_s, stopped,
-                              reason)  # fmt: skip
+                              reps if done is None else done, len(seen.ratios), w.cs, seen.spent_s, stopped,
+                              reason, w.gated)  # fmt: skip
 
     seen = hooks.look()
     while True:
-        hw = half_width_pct(seen.ratios, horizon)
-        if hw is not None and hw <= target.until_pct:
-            return record("target", f"half-width {hw:.1f}% <= {target.until_pct:g}% (95% CS)", seen)
+        w = widths(seen, horizon)
+        if w.met(target.until_pct):
+            return record(
+                "target", f"{w.words()} <= {target.until_pct:g}%; the wider, {w.wider()}, decided", seen
+            )
         why_settled = hooks.settled(seen)
         if why_settled is not None:
             return record("settled", f"the gate's verdict settled ({why_settled})", seen)
         if reps >= target.max_reps:
-            return record("max_reps", f"{reps} repetitions, the most added (half-width {_hw(hw)})", seen)
+            return record("max_reps", f"{reps} repetitions, the most added ({w.words()})", seen)
         if target.budget_s is not None and seen.spent_s + last_round_s > target.budget_s:
             why = f"the budget of {target.budget_s:g} server-seconds would be overrun (spent {seen.spent_s:.1f} s"
-            return record("budget", f"{why}, half-width {_hw(hw)})", seen)
+            return record("budget", f"{why}, {w.words()})", seen)
         before = seen.spent_s
         hooks.progress(record("running", f"adding repetition {reps + 1} (if no session runs: interrupted)",
                               seen, reps + 1))  # fmt: skip
@@ -215,8 +280,7 @@ def extend_timing(target: TimingTarget, units: list[Unit], start_reps: int, hook
             if not hooks.send(unit):
                 return record("interrupted", "the session was stopped", hooks.look(), reps + 1)
             seen = hooks.look()
-            hw = half_width_pct(seen.ratios, horizon)
-            if hw is not None and hw <= target.until_pct:
+            if widths(seen, horizon).met(target.until_pct):
                 break
         reps += 1
         last_round_s = seen.spent_s - before

@@ -14,15 +14,18 @@ import pytest
 
 from eval.analyze.compare import compare
 from eval.analyze.score import score_run
+from eval.analyze.timing import measure_ms
 from eval.cli import main
 from eval.gate.policy import load_policy
 from eval.gate.settle import stop_check
 from eval.records.ab_pairs import last_pairs, read_pairs
 from eval.records.final import select_final
 from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
+from eval.records.vocabulary import UNIT_TIMING
 from eval.report.tables import build_tables
 from eval.run.ab import AbConfig, execute_ab
-from eval.run.adaptive import TimingTarget, read_adaptive
+from eval.run.adaptive import Hooks, Look, TimingTarget, extend_timing, input_ratios, read_adaptive
+from eval.run.steps import Unit, timing_steps
 from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 
@@ -283,3 +286,113 @@ def test_a_timing_only_session_stops_on_the_fail_the_gate_gives(
     capsys.readouterr()
     assert main(["gate", str(da), str(db)]) == 1
     assert "FAIL     warm_prefill_change" in capsys.readouterr().out
+
+
+# The gated interval's t quantile for 6 inputs: 20 % trim leaves h = 4, so Student's t with 3 degrees of freedom
+# at 0.9875 (97.5 % two-sided), from the tables (e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2: t(0.99, 3) = 4.541,
+# t(0.975, 3) = 3.182; t(0.9875, 3) = 4.1765).
+T_9875_DF3 = 4.1765
+
+
+def _yuen_half_width_by_hand(ratios: list[float], inputs: list[str]) -> float:
+    """Yuen's 97.5 % interval over 6 inputs' mean log ratios (20 % trim), its half-width in percent."""
+    groups: dict[str, list[float]] = {}
+    for x, i in zip(ratios, inputs, strict=True):
+        groups.setdefault(i, []).append(x)
+    m = sorted(sum(v) / len(v) for v in groups.values())
+    assert len(m) == 6
+    g = 1
+    trimmed = sum(m[g:-g]) / (len(m) - 2 * g)
+    wins = [min(max(v, m[g]), m[-g - 1]) for v in m]
+    wmean = sum(wins) / len(wins)
+    sd = math.sqrt(sum((v - wmean) ** 2 for v in wins) / (len(wins) - 1))
+    half = T_9875_DF3 * sd / ((1 - 2 * g / len(m)) * math.sqrt(len(m)))
+    return 50 * (math.expm1(trimmed + half) - math.expm1(trimmed - half))
+
+
+class _Synthetic:
+    """extend_timing's hooks on made-up pairs: input i's log ratio is offsets[i] + N(0, sd); one server-second
+    per pair."""
+
+    def __init__(self, offsets: list[float], sd: float, seed: int) -> None:
+        self.offsets, self.sd, self.rng = offsets, sd, random.Random(seed)
+        self.ratios: list[float] = []
+        self.inputs: list[str] = []
+        self.units = [
+            Unit(i, UNIT_TIMING, r, timing_steps(r)) for r in range(REPS) for i in range(len(offsets))
+        ]
+        for u in self.units:
+            self.send(u)
+
+    def send(self, unit: Unit) -> bool:
+        self.ratios.append(self.offsets[unit.row_index] + self.rng.gauss(0.0, self.sd))
+        self.inputs.append(f"d/{unit.row_index}")
+        return True
+
+    def look(self) -> Look:
+        return Look(list(self.ratios), float(len(self.ratios)), [], list(self.inputs))
+
+    def hooks(self) -> Hooks:
+        return Hooks(self.send, self.look)
+
+
+def test_the_target_waits_for_the_gated_interval_when_it_is_the_wider() -> None:
+    """A real A/A session stopped on the sequence's half-width (8.9 %) while the interval the gate reads was
+    [-10.4, +8.9] %: the target is met only when both half-widths are, at the first such look."""
+    syn = _Synthetic([0.0] * N_INPUTS, sd=0.15, seed=6)
+    rec = extend_timing(TimingTarget(10.0), syn.units, REPS, syn.hooks())
+    horizon = N_INPUTS * REPS
+    looks = range(10, len(syn.ratios) + 1)
+    cs = {t: _half_width(syn.ratios[:t], horizon) for t in looks}
+    gated = {t: _yuen_half_width_by_hand(syn.ratios[:t], syn.inputs[:t]) for t in looks}
+    first_cs = min(t for t in looks if cs[t] <= 10.0)
+    first_both = min(t for t in looks if t >= N_INPUTS * REPS and max(cs[t], gated[t]) <= 10.0)
+    assert first_cs < first_both  # the sequence alone would have stopped earlier
+    assert rec.stopped == "target" and rec.pairs == first_both == len(syn.ratios)
+    assert rec.half_width_pct == pytest.approx(cs[first_both])
+    assert rec.gated_half_width_pct == pytest.approx(gated[first_both], rel=1e-4)  # the table's 4 decimals
+    assert "(gated, 97.5% Yuen)" in rec.reason and "the wider, the gated interval, decided" in rec.reason
+
+
+def test_an_input_level_spread_keeps_the_gated_interval_wide_to_the_last_repetition() -> None:
+    """Inputs that differ from one another (a fixed per-input change) keep the gated interval wide however many
+    pairs are added, while the sequence, which counts pairs, narrows: no stop on the target."""
+    offsets = [-0.12, -0.06, 0.0, 0.03, 0.08, 0.14]
+    syn = _Synthetic(offsets, sd=0.02, seed=3)
+    horizon = N_INPUTS * REPS
+    assert _half_width(syn.ratios, horizon) <= 10.0  # the planned pairs' sequence already meets the target
+    rec = extend_timing(TimingTarget(10.0, max_reps=6), syn.units, REPS, syn.hooks())
+    assert rec.stopped == "max_reps" and rec.reps_done == 6 and len(syn.ratios) == 6 * N_INPUTS
+    assert rec.gated_half_width_pct == pytest.approx(
+        _yuen_half_width_by_hand(syn.ratios, syn.inputs), rel=1e-4
+    )
+    assert rec.gated_half_width_pct is not None and rec.gated_half_width_pct > 10.0
+    assert "(gated, 97.5% Yuen)" in rec.reason
+
+
+def test_a_figure_that_is_not_the_requests_own_enters_no_look(tmp_path: Path) -> None:
+    """The adaptive phase read every record's server prefill, foreign or not; the comparison left foreign ones
+    out (eval/records/server_figures.py). Both now read own_prefill_s."""
+    with FakeServer() as server:
+        _noisy(server, 0.15)
+        da, db = execute_ab(_config(server, tmp_path, TimingTarget(90.0)))
+    pairs = list(last_pairs(read_pairs(da)).values())
+    ra, rb = (scan_records(d / RECORDS_NAME).records for d in (da, db))
+    before = input_ratios(pairs, ra, rb)
+    assert len(before) == len(_ratios_by_hand(da, db)) > 0
+    warm = next(r for r in rb if r.pass_name == "timing_warm" and r.status == "ok")
+    marked = [replace(r, server_foreign="finished moved by 2") if r is warm else r for r in rb]
+    after = input_ratios(pairs, ra, marked)
+    assert len(after) == len(before) - 1
+    assert f"{warm.dataset}/{warm.example_id}" in {r.input_id for r in before}
+    assert measure_ms(replace(warm, server_foreign="x"), "warm_prefill_ms") is None
+
+
+def test_a_version_1_adaptive_record_still_reads(tmp_path: Path) -> None:
+    v1 = {"schema_version": 1, "until_pct": 10.0, "budget_s": None, "reps_planned": 2, "reps_done": 3, "pairs": 18,
+          "half_width_pct": 9.5, "spent_s": 12.0, "stopped": "target", "reason": "half-width 9.5% <= 10% (95% CS)"}  # fmt: skip
+    (tmp_path / "adaptive.json").write_text(json.dumps(v1), encoding="utf-8")
+    rec = read_adaptive(tmp_path)
+    assert rec is not None and rec.half_width_pct == 9.5 and rec.gated_half_width_pct is None
+    (tmp_path / "adaptive.json").write_text(json.dumps({**v1, "schema_version": 9}), encoding="utf-8")
+    assert read_adaptive(tmp_path) is None
