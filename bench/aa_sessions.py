@@ -8,7 +8,8 @@ and input order. In each session a one-core CPU spinner (`python -c "while True:
 3/4 of the planned pairs to the session's end (switched by watching ab_pairs.jsonl grow): with fixed repetitions
 that is the session's last quarter, the case a paired interval must survive. With `--timing-until PCT`
 (lbeval's adaptive repetitions; `--timing-budget S` caps the server-seconds) the session stops when the
-always-valid confidence sequence's half-width is at most PCT or the budget is spent, and the spinner stays on
+half-widths of the always-valid confidence sequence and of the gated interval are both at most PCT, or the
+budget is spent, and the spinner stays on
 through the whole added phase, so more than a quarter is loaded.
 
 For each session and measure (warm and cold server prefill) it reads the figure the gate reads (the gated 20%

@@ -67,7 +67,6 @@ from eval.run.adaptive import (
     extend_timing,
     extra_units,
     input_ratios,
-    pair_log_ratios,
     pair_ratios,
     planned_reps,
     reps_recorded,
@@ -389,10 +388,9 @@ def _adaptive(
     def look() -> Look:
         pairs = list(last_pairs(read_pairs(a.session.run_dir)).values())
         sa, sb = a.session.slim, b.session.slim
-        cold = pair_log_ratios(pairs, sa, sb, "timing_cold")
-        warm = input_ratios(pairs, sa, sb, "timing_warm")
-        ratios, inputs = [r.log_ratio for r in warm], [r.input_id for r in warm]
-        return Look(ratios, _busy_seconds(a.session.run_dir), cold, inputs)
+        warm, cold = (input_ratios(pairs, sa, sb, name) for name in ("timing_warm", "timing_cold"))
+        return Look([r.log_ratio for r in warm], _busy_seconds(a.session.run_dir), [r.log_ratio for r in cold],
+                    [r.input_id for r in warm], [r.input_id for r in cold])  # fmt: skip
 
     def progress(record: AdaptiveRecord) -> None:
         for side in (a, b):

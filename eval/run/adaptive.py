@@ -3,13 +3,14 @@
 After the session's planned units, more repetitions of the timing units are added, one paired unit at a time
 (repetition R, R+1, ... of every input with timing units, inputs in the session's order; each pair's AB/BA
 order from eval/run/ab.pair_orders over the plan extended by these units, so the orders depend only on the
-seed and the plan), until the paired warm-prefill interval's half-width is at most PCT %, or the next round
+seed and the plan), until the paired timing intervals' half-widths are at most PCT % (below), or the next round
 would overrun the server-seconds budget (both servers' busy seconds in the pairing), or MAX_REPS repetitions.
 
-Two intervals are looked at after every pair, and the target is met only when both half-widths are at most PCT
-(the wider decides; the record keeps both and names the wider):
+Four intervals are looked at after every pair, two for the warm prefill and two for the cold one (a timing
+unit sends both, and the gate reads both), and the target is met only when every half-width is at most PCT
+(the widest decides; the record keeps all four and the reason names the widest):
 - an always-valid confidence sequence (scorers/sequential.asymptotic_cs, alpha 0.05, rho2 tuned for the planned
-  pairs, no bounds before CS_MIN_N pairs) on the per-pair log ratios log(b / a) of the warm server prefill times
+  pairs, no bounds before CS_MIN_N pairs) on the per-pair log ratios log(b / a) of the server prefill times
   of the adjacent timing pairs, in send order: stopping at the first look whose half-width is small enough does
   not make the interval too narrow, as a fixed-sample interval recomputed after every pair would;
 - the gated interval (scorers.paired_timing.gated_timing_change: the trimmed mean of the per-input mean log
@@ -17,11 +18,11 @@ Two intervals are looked at after every pair, and the target is met only when bo
   sequence's half-width while the gated interval is still wider than PCT (seen in real A/A sessions:
   sequence 8.9 %, gated [-10.4, +8.9] %). It is a fixed-sample interval, but the stop reads its width, not
   where it lies, and only together with the sequence's.
-A server figure that is not the request's own (eval/records/server_figures.own_prefill_s) enters neither. The
-records of the added repetitions are ordinary timing records; the
-decision (target, budget, repetitions, why it stopped) is written to both run folders as `adaptive.json`
-(`AdaptiveRecord`), which the report reads. A resumed session re-plans the added repetitions that the records
-show and continues from there. Before each added round the record is written as "running" with the round
+A server figure that is not the request's own (eval/records/server_figures.own_prefill_s) enters none. A look
+without cold pairs (the tests' made-up looks) reads the warm pair of intervals only. The records of the added
+repetitions are ordinary timing records; the decision (target, budget, repetitions, why it stopped) is
+written to both run folders as `adaptive.json` (`AdaptiveRecord`), which the report reads. A resumed session
+re-plans the added repetitions that the records show and continues from there. Before each added round the record is written as "running" with the round
 counted, so a session killed inside a round leaves its added records in the plan (resumable, not damage).
 
 With `--stop-when-settled` as well, the phase also stops when the gate's verdict has settled (stopped
@@ -54,7 +55,8 @@ from scorers.paired_timing import gated_timing_change
 from scorers.sequential import asymptotic_cs, asymptotic_rho2
 
 ADAPTIVE_NAME = "adaptive.json"
-ADAPTIVE_SCHEMA_VERSION = 2  # 2 adds gated_half_width_pct (a version 1 record reads with it None)
+# 2 adds the gated and the cold half-widths (a version 1 record reads with them None)
+ADAPTIVE_SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 CS_ALPHA = 0.05
 CS_MIN_N = 10
@@ -82,7 +84,9 @@ class AdaptiveRecord:
     spent_s: float
     stopped: str  # "target", "settled", "budget", "max_reps", "interrupted"; "running" while a round runs
     reason: str  # in words
-    gated_half_width_pct: float | None = None  # the gated interval's, of the last look (None: not computable)
+    gated_half_width_pct: float | None = None  # the warm gated interval's (None: not computable)
+    cold_half_width_pct: float | None = None  # the cold prefill's sequence (None: no cold pairs, or too few)
+    cold_gated_half_width_pct: float | None = None  # the cold prefill's gated interval
 
     def headline(self) -> str:
         return f"{self.reps_done} timing repetitions (planned {self.reps_planned}): {self.reason}"
@@ -155,16 +159,6 @@ def input_ratios(
     return out
 
 
-def pair_log_ratios(
-    pairs: list[PairRecord],
-    records_a: list[RequestRecord],
-    records_b: list[RequestRecord],
-    pass_name: str = "timing_warm",
-) -> list[float]:
-    """The log ratios of `input_ratios`, in send order."""
-    return [r.log_ratio for r in input_ratios(pairs, records_a, records_b, pass_name)]
-
-
 def half_width_pct(ratios: list[float], horizon: int) -> float | None:
     """The half-width in percent of the confidence sequence at its last look; None before CS_MIN_N pairs."""
     if len(ratios) < CS_MIN_N:
@@ -186,36 +180,52 @@ def gated_half_width_pct(ratios: Sequence[float], inputs: Sequence[str]) -> floa
 @dataclass(frozen=True)
 class Look:
     """What the loop is shown after a pair: the warm log ratios so far with each one's input, the
-    server-seconds spent and the cold log ratios (read by the settled check only)."""
+    server-seconds spent, and the cold log ratios with theirs."""
 
     ratios: list[float]
     spent_s: float
     cold: list[float] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)  # the input of each warm ratio
+    cold_inputs: list[str] = field(default_factory=list)  # the input of each cold ratio
+
+
+@dataclass(frozen=True)
+class Width:
+    """One interval's half-width at a look, in percent (None: not computable yet)."""
+
+    name: str  # "warm, 95% CS", "warm, gated", "cold, 95% CS", "cold, gated"
+    half_pct: float | None
 
 
 @dataclass(frozen=True)
 class Widths:
-    """The half-widths of a look, in percent: the sequence's and the gated interval's (None: not computable)."""
+    """The half-widths of a look: the sequence's and the gated interval's of the warm prefill, and of the cold
+    prefill when the look has cold pairs (a timing unit sends both; the gate reads both)."""
 
-    cs: float | None
-    gated: float | None
+    widths: tuple[Width, ...]
+
+    def of(self, name: str) -> float | None:
+        return next((w.half_pct for w in self.widths if w.name == name), None)
 
     def met(self, until_pct: float) -> bool:
-        return self.cs is not None and self.gated is not None and max(self.cs, self.gated) <= until_pct
+        return all(w.half_pct is not None and w.half_pct <= until_pct for w in self.widths)
 
     def words(self) -> str:
-        return f"half-width {_hw(self.cs)} (95% CS), {_hw(self.gated)} (gated, 97.5% Yuen)"
+        return "half-widths " + ", ".join(f"{w.name} {_hw(w.half_pct)}" for w in self.widths)
 
-    def wider(self) -> str:
-        """Which interval is the wider (the one that decides the target)."""
-        if self.cs is None or self.gated is None:
-            return "the sequence" if self.cs is None else "the gated interval"
-        return "the sequence" if self.cs >= self.gated else "the gated interval"
+    def widest(self) -> str:
+        """The interval that decides the target: one not yet computable, else the widest."""
+        missing = [w.name for w in self.widths if w.half_pct is None]
+        return missing[0] if missing else max(self.widths, key=lambda w: w.half_pct or 0.0).name
 
 
 def widths(seen: Look, horizon: int) -> Widths:
-    return Widths(half_width_pct(seen.ratios, horizon), gated_half_width_pct(seen.ratios, seen.inputs))
+    out = [Width("warm, 95% CS", half_width_pct(seen.ratios, horizon)),
+           Width("warm, gated", gated_half_width_pct(seen.ratios, seen.inputs))]  # fmt: skip
+    if seen.cold:
+        out += [Width("cold, 95% CS", half_width_pct(seen.cold, horizon)),
+                Width("cold, gated", gated_half_width_pct(seen.cold, seen.cold_inputs))]  # fmt: skip
+    return Widths(tuple(out))
 
 
 @dataclass(frozen=True)
@@ -255,16 +265,15 @@ def extend_timing(target: TimingTarget, units: list[Unit], start_reps: int, hook
     def record(stopped: str, reason: str, seen: Look, done: int | None = None) -> AdaptiveRecord:
         w = widths(seen, horizon)
         return AdaptiveRecord(ADAPTIVE_SCHEMA_VERSION, target.until_pct, target.budget_s, planned,
-                              reps if done is None else done, len(seen.ratios), w.cs, seen.spent_s, stopped,
-                              reason, w.gated)  # fmt: skip
+                              reps if done is None else done, len(seen.ratios), w.of("warm, 95% CS"),
+                              seen.spent_s, stopped, reason, w.of("warm, gated"), w.of("cold, 95% CS"),
+                              w.of("cold, gated"))  # fmt: skip
 
     seen = hooks.look()
     while True:
         w = widths(seen, horizon)
         if w.met(target.until_pct):
-            return record(
-                "target", f"{w.words()} <= {target.until_pct:g}%; the wider, {w.wider()}, decided", seen
-            )
+            return record("target", f"{w.words()} <= {target.until_pct:g}%; the widest: {w.widest()}", seen)
         why_settled = hooks.settled(seen)
         if why_settled is not None:
             return record("settled", f"the gate's verdict settled ({why_settled})", seen)

@@ -43,18 +43,24 @@ def _noisy(server: FakeServer, sd: float) -> None:
     server.prefill_noise = lambda: rng.gauss(0.0, sd)
 
 
-def _ratios_by_hand(da: Path, db: Path) -> list[float]:
-    """log(b/a) of the warm prefill of every adjacent timing pair in pairing order, read from the records."""
+def _pairs_by_hand(da: Path, db: Path, pass_name: str = "timing_warm") -> tuple[list[float], list[str]]:
+    """log(b/a) of the server prefill of `pass_name` of every adjacent timing pair in pairing order, and each
+    one's input, read from the records."""
     recs = {d: {r.seq: r for r in scan_records(d / RECORDS_NAME).records} for d in (da, db)}
-    out = []
+    out, inputs = [], []
     for p in last_pairs(read_pairs(da)).values():
-        ra = [recs[da][s] for s in p.a.seqs if recs[da][s].pass_name == "timing_warm"]
-        rb = [recs[db][s] for s in p.b.seqs if recs[db][s].pass_name == "timing_warm"]
+        ra = [recs[da][s] for s in p.a.seqs if recs[da][s].pass_name == pass_name]
+        rb = [recs[db][s] for s in p.b.seqs if recs[db][s].pass_name == pass_name]
         if p.adjacent and ra and rb:
             va = (ra[-1].server_metrics or {})["prefill_time_s"]
             vb = (rb[-1].server_metrics or {})["prefill_time_s"]
             out.append(math.log(vb / va))
-    return out
+            inputs.append(f"{p.dataset}/{p.example_id}")
+    return out, inputs
+
+
+def _ratios_by_hand(da: Path, db: Path) -> list[float]:
+    return _pairs_by_hand(da, db)[0]
 
 
 def _cs_by_hand(x: list[float], horizon: int) -> tuple[float, float]:
@@ -81,12 +87,24 @@ def test_adds_repetitions_until_the_half_width_is_reached(tmp_path: Path) -> Non
     rec = read_adaptive(da)
     assert rec is not None and rec == read_adaptive(db)
     assert rec.stopped == "target" and rec.reps_planned == REPS and rec.reps_done > REPS
-    ratios = _ratios_by_hand(da, db)
-    assert rec.pairs == len(ratios) > N_INPUTS * REPS
-    # it stopped at the first look at or under the target (looks from 10 pairs on), not later
-    widths = [_half_width(ratios[:t], N_INPUTS * REPS) for t in range(10, len(ratios) + 1)]
+    (ratios, inputs), (cold, cold_inputs) = _pairs_by_hand(da, db), _pairs_by_hand(da, db, "timing_cold")
+    assert rec.pairs == len(ratios) == len(cold) > N_INPUTS * REPS
+    # it stopped at the first look (from the planned pairs on) where the warm and the cold sequence's and
+    # gated interval's half-widths are all at or under the target, not later
+    horizon = N_INPUTS * REPS
+
+    def widest(t: int) -> float:
+        return max(_half_width(ratios[:t], horizon), _half_width(cold[:t], horizon),
+                   _yuen_half_width_by_hand(ratios[:t], inputs[:t]),
+                   _yuen_half_width_by_hand(cold[:t], cold_inputs[:t]))  # fmt: skip
+
+    widths = [widest(t) for t in range(N_INPUTS * REPS, len(ratios) + 1)]
     assert widths[-1] <= 8.0 < min(widths[:-1])
-    assert rec.half_width_pct == pytest.approx(widths[-1])
+    assert rec.half_width_pct == pytest.approx(_half_width(ratios, horizon))
+    assert rec.cold_half_width_pct == pytest.approx(_half_width(cold, horizon))
+    assert rec.cold_gated_half_width_pct == pytest.approx(
+        _yuen_half_width_by_hand(cold, cold_inputs), rel=1e-4
+    )
     # the added repetitions are ordinary timing records, paired in AB/BA blocks of two per input
     pairs = list(last_pairs(read_pairs(da)).values())
     for row in {p.example_id for p in pairs}:
@@ -351,7 +369,7 @@ def test_the_target_waits_for_the_gated_interval_when_it_is_the_wider() -> None:
     assert rec.stopped == "target" and rec.pairs == first_both == len(syn.ratios)
     assert rec.half_width_pct == pytest.approx(cs[first_both])
     assert rec.gated_half_width_pct == pytest.approx(gated[first_both], rel=1e-4)  # the table's 4 decimals
-    assert "(gated, 97.5% Yuen)" in rec.reason and "the wider, the gated interval, decided" in rec.reason
+    assert "warm, gated" in rec.reason and "the widest: warm, gated" in rec.reason
 
 
 def test_an_input_level_spread_keeps_the_gated_interval_wide_to_the_last_repetition() -> None:
@@ -367,7 +385,7 @@ def test_an_input_level_spread_keeps_the_gated_interval_wide_to_the_last_repetit
         _yuen_half_width_by_hand(syn.ratios, syn.inputs), rel=1e-4
     )
     assert rec.gated_half_width_pct is not None and rec.gated_half_width_pct > 10.0
-    assert "(gated, 97.5% Yuen)" in rec.reason
+    assert "warm, gated" in rec.reason
 
 
 def test_a_figure_that_is_not_the_requests_own_enters_no_look(tmp_path: Path) -> None:
