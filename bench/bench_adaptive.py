@@ -8,15 +8,15 @@ more often than it does at a fixed number of repetitions. This bench measures th
 
 Each simulated session is bench/bench_coverage.py's pair-level A/A model (12 inputs, passes cold, warm and
 timing, PLANNED repetitions in eval/run/ab.session_order with eval/run/ab.pair_orders), extended by the
-repetitions the adaptive phase adds (round r: repetition r of every input in plan order, the AB/BA orders from
-pair_orders over the extended plan, eval/run/adaptive.extra_units), each added pair right after the last on
-the timeline. The noise models are bench_coverage's; under `load_late` the load starts at 3/4 of the planned
+repetitions the adaptive phase adds, in its own send order (eval/run/adaptive.added_order: rounds of
+round_reps(PLANNED) repetitions per input, input by input, each input's back to back; the AB/BA orders from
+pair_orders over the extended plan), each added pair right after the last on the timeline. The noise models are bench_coverage's; under `load_late` the load starts at 3/4 of the planned
 session and runs to its end, added rounds included, as `bench aa-sessions` runs its spinner.
 
 Stop rules, each on the same simulated pairs:
   fixed   no adaptive phase: the planned repetitions only (the reference)
-  added   ADDED more rounds in every session, whatever the data (a control: added back-to-back timing pairs,
-          no data-dependent stop)
+  added   one whole added round (ADDED repetitions per input) in every session, whatever the data (a control:
+          added timing pairs, no data-dependent stop)
   cs      the rule before 2026-12-04: the sequence's half-width alone (the first look at or after the planned
           pairs with half-width <= PCT, else MAX_REPS)
   both    the shipped rule: eval/run/adaptive.extend_timing itself, driven by hooks that hand it the pairs
@@ -36,12 +36,21 @@ import numpy as np
 
 from bench.bench_coverage import NOISES, TIMING_S, Schedule, schedule, simulate, wilson
 from eval.run.ab import pair_orders
-from eval.run.adaptive import Hooks, Look, TimingTarget, extend_timing, extra_units, half_width_pct
+from eval.run.adaptive import (
+    Hooks,
+    Look,
+    TimingTarget,
+    added_order,
+    extend_timing,
+    extra_units,
+    half_width_pct,
+    round_reps,
+)
 from eval.run.steps import Unit, plan_units
 from scorers.paired_timing import gated_timing_change
 
 INPUTS, PLANNED, MAX_REPS, TARGET = 12, 4, 24, 10.0
-ADDED = 2
+ADDED = round_reps(PLANNED)  # the "added" control: one whole added round
 QUICK_SESSIONS = 100
 RULES = ("fixed", "added", "cs", "both")
 
@@ -62,8 +71,8 @@ def extended_schedule(seed: int) -> tuple[Schedule, Schedule, list[tuple[int, in
     models: the whole length), the pairs' (row, repetition) and the planned units."""
     base = schedule(INPUTS, PLANNED, seed)
     units = plan_units(INPUTS, ("cold", "warm", "timing"), PLANNED)
-    extras = [u for r in range(PLANNED, MAX_REPS) for u in extra_units(units, r)]
-    orders = pair_orders(units + extras, seed)
+    extras = added_order(units, MAX_REPS)  # the phase's own send order (rounds of input segments)
+    orders = pair_orders(units + [u for r in range(PLANNED, MAX_REPS) for u in extra_units(units, r)], seed)
     keys = _planned_keys(base)
     clock = base.length_s
     ids, blocks, b_first, t1, t2 = list(base.ids), list(base.blocks), list(base.b_first), list(base.t_first), list(base.t_second)  # fmt: skip

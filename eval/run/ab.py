@@ -398,7 +398,7 @@ def _adaptive(
 
     hooks = Hooks(send, look, _settled_hook(config, a, b, units), progress)
     start = max(reps_recorded(s.session.slim) for s in (a, b))
-    record = extend_timing(target, units, max(planned_reps(units), start - 1), hooks)
+    record = extend_timing(target, session_order(units, config.seed), start, hooks)
     progress(record)
 
 

@@ -1,14 +1,21 @@
 """Adaptive timing repetitions (`lbeval ab --timing-until PCT [--timing-budget S]`, issue 19).
 
-After the session's planned units, more repetitions of the timing units are added, one paired unit at a time
-(repetition R, R+1, ... of every input with timing units, inputs in the session's order; each pair's AB/BA
-order from eval/run/ab.pair_orders over the plan extended by these units, so the orders depend only on the
-seed and the plan), until the paired timing intervals' half-widths are at most PCT % (below), or the next round
-would overrun the server-seconds budget (both servers' busy seconds in the pairing), or MAX_REPS repetitions.
+After the session's planned units, more repetitions of the timing units are added in rounds until the paired
+timing intervals' half-widths are at most PCT % (below), or the next input's segment would overrun the
+server-seconds budget (both servers' busy seconds in the pairing; the dearest segment so far is what the next
+is assumed to cost), or MAX_REPS repetitions. A round gives every input with timing units `round_reps` more
+repetitions (the planned count made even, at least 2), input by input in the session's input order, each
+input's repetitions back to back (`round_segments`); each pair's AB/BA order comes from eval/run/ab.pair_orders
+over the plan extended by these units, so the orders depend only on the seed and the plan. Why back to back:
+the gated interval treats inputs as independent, which holds when each input's pairs are close in time, as in
+the planned phase; a round of one repetition per input across all inputs (before 2026-12-05) spread every
+disturbance of a few seconds over many inputs at once, and one-sided bursts then made the gated interval
+exclude 0 in 16-38 % of simulated A/A sessions (`python -m bench adaptive`, docs/timing.md).
 
-Four intervals are looked at after every pair, two for the warm prefill and two for the cold one (a timing
-unit sends both, and the gate reads both), and the target is met only when every half-width is at most PCT
-(the widest decides; the record keeps all four and the reason names the widest):
+Four intervals are looked at after every AB/BA block of two pairs (and at the end of an input's segment), two
+for the warm prefill and two for the cold one (a timing unit sends both, and the gate reads both), and the
+target is met only when every half-width is at most PCT (the widest decides; the record keeps all four and the
+reason names the widest):
 - an always-valid confidence sequence (scorers/sequential.asymptotic_cs, alpha 0.05, rho2 tuned for the planned
   pairs, no bounds before CS_MIN_N pairs) on the per-pair log ratios log(b / a) of the server prefill times
   of the adjacent timing pairs, in send order: stopping at the first look whose half-width is small enough does
@@ -22,11 +29,12 @@ A server figure that is not the request's own (eval/records/server_figures.own_p
 without cold pairs (the tests' made-up looks) reads the warm pair of intervals only. The records of the added
 repetitions are ordinary timing records; the decision (target, budget, repetitions, why it stopped) is
 written to both run folders as `adaptive.json` (`AdaptiveRecord`), which the report reads. A resumed session
-re-plans the added repetitions that the records show and continues from there. Before each added round the record is written as "running" with the round
-counted, so a session killed inside a round leaves its added records in the plan (resumable, not damage).
+redoes the round the records show it was killed in (its complete units are not sent again). Before each added
+round the record is written as "running" with the round counted, so a session killed inside a round leaves its
+added records in the plan (resumable, not damage).
 
 With `--stop-when-settled` as well, the phase also stops when the gate's verdict has settled (stopped
-"settled"): after every round the session's stop check is asked with every input run and the rounds' per-pair
+"settled"): before every input's segment the session's stop check is asked with every input run and the rounds' per-pair
 log ratios (`PairRatios`, warm and cold); eval/gate/settle.py settles a timing rule there only when the gate's
 three-way result on the data so far and this confidence sequence decide it the same way. The sequence is
 always valid, so stopping at the first such look keeps its error rate; requiring the gate to agree only makes
@@ -256,43 +264,121 @@ class Hooks:
     progress: Callable[[AdaptiveRecord], None] = lambda _record: None
 
 
-def extend_timing(target: TimingTarget, units: list[Unit], start_reps: int, hooks: Hooks) -> AdaptiveRecord:
-    """Add repetitions (module docstring) from repetition `start_reps` on."""
+def round_reps(planned: int) -> int:
+    """Repetitions an added round gives each input (module docstring): the planned count made even, at least 2."""
+    return max(2, planned + planned % 2)
+
+
+def round_span(planned: int, rep: int, max_reps: int) -> tuple[int, int]:
+    """The added round [first, end) that holds repetition `rep` (>= planned): rounds follow one another from the
+    planned count on, each ending on an even repetition count so that an input's AB/BA blocks (repetitions 2k
+    and 2k + 1, eval/run/ab.pair_orders) never straddle two rounds; clipped at max_reps."""
+    first, step = planned, round_reps(planned)
+    while True:
+        end = first + step - first % 2
+        if rep < end or end >= max_reps:
+            return first, min(end, max_reps)
+        first = end
+
+
+def round_segments(units: list[Unit], first: int, end: int) -> list[list[Unit]]:
+    """An added round in send order: per input (in the order `units` first name them), its repetitions first ..
+    end-1 back to back."""
+    rows = list(dict.fromkeys(u.row_index for u in units if u.kind == UNIT_TIMING))
+    return [[Unit(i, UNIT_TIMING, r, timing_steps(r)) for r in range(first, end)] for i in rows]
+
+
+def added_order(units: list[Unit], max_reps: int = MAX_REPS) -> list[Unit]:
+    """Every unit the adaptive phase could add, in the order it sends them (the simulations' schedule)."""
+    planned, out = planned_reps(units), []
+    first = planned
+    while first < max_reps:
+        first, end = round_span(planned, first, max_reps)
+        out += [u for seg in round_segments(units, first, end) for u in seg]
+        first = end
+    return out
+
+
+def extend_timing(target: TimingTarget, units: list[Unit], recorded: int, hooks: Hooks) -> AdaptiveRecord:
+    """Add repetitions (module docstring); `recorded`: the timing repetitions the runs already hold (a resumed
+    session redoes the round it was killed in; its complete units are not sent again)."""
     planned = planned_reps(units)
     horizon = planned * len(extra_units(units, 0))
-    reps, last_round_s = max(start_reps, planned), 0.0
-
-    def record(stopped: str, reason: str, seen: Look, done: int | None = None) -> AdaptiveRecord:
-        w = widths(seen, horizon)
-        return AdaptiveRecord(ADAPTIVE_SCHEMA_VERSION, target.until_pct, target.budget_s, planned,
-                              reps if done is None else done, len(seen.ratios), w.of("warm, 95% CS"),
-                              seen.spent_s, stopped, reason, w.of("warm, gated"), w.of("cold, 95% CS"),
-                              w.of("cold, gated"))  # fmt: skip
-
+    done = max(recorded, planned)  # repetitions some input holds: the final record's reps_done
+    first = round_span(planned, max(recorded - 1, planned), target.max_reps)[0]
+    state = _Phase(target, horizon, planned, hooks, done)
     seen = hooks.look()
     while True:
-        w = widths(seen, horizon)
-        if w.met(target.until_pct):
-            return record("target", f"{w.words()} <= {target.until_pct:g}%; the widest: {w.widest()}", seen)
-        why_settled = hooks.settled(seen)
+        end = round_span(planned, first, target.max_reps)[1]
+        segments = round_segments(units, first, end)
+        if first >= target.max_reps or not segments:  # every round sent, or no input has timing units
+            why = f"{state.done} repetitions, the most added" if segments else "no timing units to add"
+            return state.check(seen) or state.record(
+                "max_reps", f"{why} ({widths(seen, horizon).words()})", seen
+            )
+        for k, segment in enumerate(segments):
+            stop = state.check(seen)
+            if stop is not None:
+                return stop
+            if k == 0:  # the round is in the plan before any of it is sent (a kill inside leaves no damage)
+                hooks.progress(state.record("running", f"adding repetitions {first + 1}-{end} (if no session "
+                                            "runs: interrupted)", seen, max(state.done, end)))  # fmt: skip
+            stop, seen = state.segment(segment, seen)
+            if stop is not None:
+                return stop
+        first = end
+
+
+@dataclass
+class _Phase:
+    """The adaptive phase's running state: the repetitions some input holds, the dearest input segment so far
+    (what the next one is assumed to cost against the budget)."""
+
+    target: TimingTarget
+    horizon: int
+    planned: int
+    hooks: Hooks
+    done: int
+    segment_s: float = 0.0
+
+    def record(self, stopped: str, reason: str, seen: Look, done: int | None = None) -> AdaptiveRecord:
+        w = widths(seen, self.horizon)
+        return AdaptiveRecord(ADAPTIVE_SCHEMA_VERSION, self.target.until_pct, self.target.budget_s,
+                              self.planned, self.done if done is None else done, len(seen.ratios),
+                              w.of("warm, 95% CS"), seen.spent_s, stopped, reason, w.of("warm, gated"),
+                              w.of("cold, 95% CS"), w.of("cold, gated"))  # fmt: skip
+
+    def check(self, seen: Look) -> AdaptiveRecord | None:
+        """The stop before the next input segment (target, settled, budget), or None."""
+        w = widths(seen, self.horizon)
+        if w.met(self.target.until_pct):
+            return self.record(
+                "target", f"{w.words()} <= {self.target.until_pct:g}%; the widest: {w.widest()}", seen
+            )
+        why_settled = self.hooks.settled(seen)
         if why_settled is not None:
-            return record("settled", f"the gate's verdict settled ({why_settled})", seen)
-        if reps >= target.max_reps:
-            return record("max_reps", f"{reps} repetitions, the most added ({w.words()})", seen)
-        if target.budget_s is not None and seen.spent_s + last_round_s > target.budget_s:
-            why = f"the budget of {target.budget_s:g} server-seconds would be overrun (spent {seen.spent_s:.1f} s"
-            return record("budget", f"{why}, {w.words()})", seen)
+            return self.record("settled", f"the gate's verdict settled ({why_settled})", seen)
+        budget = self.target.budget_s
+        if budget is not None and seen.spent_s + self.segment_s > budget:
+            why = f"the budget of {budget:g} server-seconds would be overrun (spent {seen.spent_s:.1f} s"
+            return self.record("budget", f"{why}, {w.words()})", seen)
+        return None
+
+    def segment(self, segment: list[Unit], seen: Look) -> tuple[AdaptiveRecord | None, Look]:
+        """One input's repetitions of a round, looked at after each AB/BA block (an odd repetition) and at the
+        segment's end; a stop record when the target is met inside it or the session was stopped."""
         before = seen.spent_s
-        hooks.progress(record("running", f"adding repetition {reps + 1} (if no session runs: interrupted)",
-                              seen, reps + 1))  # fmt: skip
-        for unit in extra_units(units, reps):
-            if not hooks.send(unit):
-                return record("interrupted", "the session was stopped", hooks.look(), reps + 1)
-            seen = hooks.look()
-            if widths(seen, horizon).met(target.until_pct):
-                break
-        reps += 1
-        last_round_s = seen.spent_s - before
+        for unit in segment:
+            if not self.hooks.send(unit):
+                return self.record("interrupted", "the session was stopped", self.hooks.look(),
+                                   max(self.done, unit.repetition + 1)), seen  # fmt: skip
+            self.done = max(self.done, unit.repetition + 1)
+            if unit.repetition % 2 == 1 or unit is segment[-1]:
+                seen = self.hooks.look()
+                if widths(seen, self.horizon).met(self.target.until_pct):
+                    return self.check(seen), seen
+        self.segment_s = max(self.segment_s, seen.spent_s - before)
+        return None, seen
 
 
 def _hw(hw: float | None) -> str:

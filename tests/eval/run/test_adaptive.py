@@ -24,7 +24,16 @@ from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
 from eval.records.vocabulary import UNIT_TIMING
 from eval.report.tables import build_tables
 from eval.run.ab import AbConfig, execute_ab
-from eval.run.adaptive import Hooks, Look, TimingTarget, extend_timing, input_ratios, read_adaptive
+from eval.run.adaptive import (
+    Hooks,
+    Look,
+    TimingTarget,
+    added_order,
+    extend_timing,
+    input_ratios,
+    read_adaptive,
+    round_span,
+)
 from eval.run.steps import Unit, timing_steps
 from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
@@ -98,8 +107,9 @@ def test_adds_repetitions_until_the_half_width_is_reached(tmp_path: Path) -> Non
                    _yuen_half_width_by_hand(ratios[:t], inputs[:t]),
                    _yuen_half_width_by_hand(cold[:t], cold_inputs[:t]))  # fmt: skip
 
-    widths = [widest(t) for t in range(N_INPUTS * REPS, len(ratios) + 1)]
-    assert widths[-1] <= 8.0 < min(widths[:-1])
+    # the phase looks after every AB/BA block of two pairs (timing-only units: one warm pair each)
+    widths = [widest(t) for t in range(N_INPUTS * REPS, len(ratios) + 1, 2)]
+    assert len(ratios) % 2 == 0 and widths[-1] <= 8.0 < min(widths[:-1])
     assert rec.half_width_pct == pytest.approx(_half_width(ratios, horizon))
     assert rec.cold_half_width_pct == pytest.approx(_half_width(cold, horizon))
     assert rec.cold_gated_half_width_pct == pytest.approx(
@@ -112,6 +122,13 @@ def test_adds_repetitions_until_the_half_width_is_reached(tmp_path: Path) -> Non
         for r in range(0, max(orders), 2):  # passes=timing only: unit j = r, blocks (2k, 2k + 1)
             if r + 1 in orders:
                 assert orders[r] != orders[r + 1]
+    # ... sent input by input, each input's added repetitions of a round back to back (2 here: the planned 2
+    # made even), so a disturbance of a few seconds lands on one input, not on one pair of every input
+    added = [(p.example_id, p.repetition) for p in pairs if p.repetition >= REPS]
+    for k in range(0, len(added) - 1, 2):
+        (row, rep), (row_next, rep_next) = added[k], added[k + 1]
+        assert row == row_next and rep % 2 == 0 and rep_next == rep + 1
+    assert len({row for row, _ in added[: 2 * N_INPUTS]}) == min(N_INPUTS, len(added) // 2)
     sel = select_final(scan_records(da / RECORDS_NAME).records)
     assert not sel.duplicates and max(s.repetition for s in sel.final) == rec.reps_done - 1
     assert read_manifest(da).complete and read_manifest(db).complete
@@ -360,16 +377,17 @@ def test_the_target_waits_for_the_gated_interval_when_it_is_the_wider() -> None:
     syn = _Synthetic([0.0] * N_INPUTS, sd=0.15, seed=6)
     rec = extend_timing(TimingTarget(10.0), syn.units, REPS, syn.hooks())
     horizon = N_INPUTS * REPS
-    looks = range(10, len(syn.ratios) + 1)
+    looks = range(N_INPUTS * REPS, len(syn.ratios) + 1, 2)  # after every AB/BA block of two pairs
     cs = {t: _half_width(syn.ratios[:t], horizon) for t in looks}
     gated = {t: _yuen_half_width_by_hand(syn.ratios[:t], syn.inputs[:t]) for t in looks}
     first_cs = min(t for t in looks if cs[t] <= 10.0)
-    first_both = min(t for t in looks if t >= N_INPUTS * REPS and max(cs[t], gated[t]) <= 10.0)
+    first_both = min(t for t in looks if max(cs[t], gated[t]) <= 10.0)
     assert first_cs < first_both  # the sequence alone would have stopped earlier
     assert rec.stopped == "target" and rec.pairs == first_both == len(syn.ratios)
     assert rec.half_width_pct == pytest.approx(cs[first_both])
     assert rec.gated_half_width_pct == pytest.approx(gated[first_both], rel=1e-4)  # the table's 4 decimals
-    assert "warm, gated" in rec.reason and "the widest: warm, gated" in rec.reason
+    assert gated[first_cs] > 10.0  # what held the stop back at the sequence's first look under the target
+    assert "warm, gated" in rec.reason and "the widest: warm, " in rec.reason
 
 
 def test_an_input_level_spread_keeps_the_gated_interval_wide_to_the_last_repetition() -> None:
@@ -414,3 +432,22 @@ def test_a_version_1_adaptive_record_still_reads(tmp_path: Path) -> None:
     assert rec is not None and rec.half_width_pct == 9.5 and rec.gated_half_width_pct is None
     (tmp_path / "adaptive.json").write_text(json.dumps({**v1, "schema_version": 9}), encoding="utf-8")
     assert read_adaptive(tmp_path) is None
+
+
+@pytest.mark.parametrize(
+    ("planned", "max_reps", "rounds"),
+    [
+        (2, 8, [(2, 4), (4, 6), (6, 8)]),  # 2 repetitions per input a round
+        (8, 30, [(8, 16), (16, 24), (24, 30)]),  # 8 a round, the last clipped at the maximum
+        (3, 14, [(3, 6), (6, 10), (10, 14)]),  # odd: the first round ends on an even count (blocks 2k, 2k+1)
+        (1, 6, [(1, 2), (2, 4), (4, 6)]),
+    ],
+)
+def test_added_rounds(planned: int, max_reps: int, rounds: list[tuple[int, int]]) -> None:
+    for first, end in rounds:
+        for rep in range(first, end):
+            assert round_span(planned, rep, max_reps) == (first, end)
+    units = [Unit(i, UNIT_TIMING, r, timing_steps(r)) for i in (2, 0, 1) for r in range(planned)]
+    order = [(u.row_index, u.repetition) for u in added_order(units, max_reps)]
+    by_hand = [(i, r) for first, end in rounds for i in (2, 0, 1) for r in range(first, end)]
+    assert order == by_hand
