@@ -451,3 +451,14 @@ def test_added_rounds(planned: int, max_reps: int, rounds: list[tuple[int, int]]
     order = [(u.row_index, u.repetition) for u in added_order(units, max_reps)]
     by_hand = [(i, r) for first, end in rounds for i in (2, 0, 1) for r in range(first, end)]
     assert order == by_hand
+
+
+def test_the_budget_is_checked_before_every_input_segment() -> None:
+    """One server-second per pair, 12 planned pairs, rounds of 2 repetitions per input: the first segment's cost
+    is unknown (sent), after it each next segment is assumed to cost 2 s, so a budget of 18 s allows three
+    segments (12 + 3 x 2 = 18) and stops before the fourth, inside the first round."""
+    syn = _Synthetic([0.0] * N_INPUTS, sd=0.15, seed=1)
+    rec = extend_timing(TimingTarget(0.1, budget_s=18.0), syn.units, REPS, syn.hooks())
+    assert rec.stopped == "budget" and rec.spent_s == 18.0 and len(syn.ratios) == 18
+    assert syn.inputs[12:] == [f"d/{i}" for i in (0, 0, 1, 1, 2, 2)]
+    assert rec.reps_done == REPS + 2  # the most repetitions any input holds (inputs 0-2), not every input
