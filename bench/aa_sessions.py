@@ -9,8 +9,9 @@ and input order. In each session a one-core CPU spinner (`python -c "while True:
 that is the session's last quarter, the case a paired interval must survive. With `--timing-until PCT`
 (lbeval's adaptive repetitions; `--timing-budget S` caps the server-seconds) the session stops when the
 half-widths of the always-valid confidence sequence and of the gated interval are both at most PCT, or the
-budget is spent, and the spinner stays on
-through the whole added phase, so more than a quarter is loaded.
+budget is spent. By default (`--load-until end`) the spinner stays on through the whole added phase, so more
+than a quarter is loaded; `--load-until planned` turns it off at the last planned pair (the last quarter of the
+session as planned, issue 19's experiment), and the added repetitions run without it.
 
 For each session and measure (warm and cold server prefill) it reads the figure the gate reads (the gated 20%
 trimmed mean of the per-input log ratios with Yuen's interval, `PairedMeasure.gated`) and the paired mean, and
@@ -20,7 +21,8 @@ The table also holds every candidate interval of bench/aa_methods.py on this inv
 false-alarm counts). Prints the 1-minute load average before and after each session: other jobs on the machine
 add load this bench does not control.
 
-    python -m bench aa-sessions [--sessions 5] [--reps 8] [--timing-until 10 [--timing-budget 900]] [--runs runs]
+    python -m bench aa-sessions [--sessions 5] [--reps 8] [--timing-until 10 [--timing-budget 900]]
+                                [--load-until end|planned] [--runs runs]
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ SPEC = "cpu-smollm2"
 PER_DATASET = 6
 LOAD_FROM = 0.75  # the spinner starts at this fraction of the session's planned pairs and runs to its end
 GOAL_PCT = 10.0
+LOAD_UNTIL = {"end": "its end", "planned": "its last planned pair"}  # --load-until
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ class Session:
     load_after: float
     pairs: int
     stopped: str  # the adaptive record's reason, or "fixed repetitions"
+    spinner_s: float = 0.0  # the one-core spinner's wall seconds in the session
 
 
 def say(line: str) -> None:
@@ -92,9 +96,10 @@ def prepare(url: str, out: Path) -> Path:
 
 def run_session(
     url: str, inputs: Path, runs: Path, run_id: str, seed: int, args: argparse.Namespace
-) -> float:
+) -> tuple[float, float]:
     """One `lbeval ab aa aa` (its AB/BA order seeded with `seed`) with the spinner on from LOAD_FROM of the
-    planned pairs; its wall seconds."""
+    planned pairs to the session's end (--load-until end) or to the last planned pair (--load-until planned);
+    its wall seconds and the spinner's."""
     argv = ["ab", "aa", "aa", "--base-url-a", url, "--base-url-b", url, "--run-id", run_id, "--inputs", str(inputs),
             "--out", str(runs), "--passes", "timing", "--scenarios", "cache", "--timing-reps", str(args.reps),
             "--seed", str(seed), "--quiet"]  # fmt: skip
@@ -103,7 +108,8 @@ def run_session(
     if args.timing_budget:
         argv += ["--timing-budget", str(args.timing_budget)]
     pairs_file = runs / "aa" / f"{run_id}-a" / "ab_pairs.jsonl"
-    on_at = round(LOAD_FROM * 2 * PER_DATASET * args.reps)
+    planned = 2 * PER_DATASET * args.reps
+    on_at = round(LOAD_FROM * planned)
     t0 = time.monotonic()
     with Load() as load:
         proc = subprocess.Popen(
@@ -112,7 +118,10 @@ def run_session(
         try:
             while proc.poll() is None:
                 time.sleep(0.05)
-                if pairs_file.exists() and pairs_file.read_text().count("\n") >= on_at:
+                sent = pairs_file.read_text().count("\n") if pairs_file.exists() else 0
+                if sent >= planned and args.load_until == "planned":
+                    load.off()
+                elif sent >= on_at and not load.spans:
                     load.on()
             _, err = proc.communicate()
         finally:
@@ -121,7 +130,7 @@ def run_session(
                 proc.wait(60)
     if proc.returncode != 0:
         raise SystemExit(f"aa-sessions: lbeval ab exited {proc.returncode}: {(err or '').strip()[-2000:]}")
-    return time.monotonic() - t0
+    return time.monotonic() - t0, sum(off - on for on, off in load.spans)
 
 
 def figure(session: int, measure: str, name: str, t: TimingChange | None) -> Figure:
@@ -158,11 +167,11 @@ def markdown(figures: list[Figure], sessions: list[Session], header: str) -> str
                      f"{'yes' if f.contains_0 else 'NO'} | {'yes' if f.within_goal else 'NO'} |")  # fmt: skip
     lines += [
         "",
-        "| session | seconds | pairs | load before | load after | stopped |",
-        "|---|---|---|---|---|---|",
+        "| session | seconds | spinner s | pairs | load before | load after | stopped |",
+        "|---|---|---|---|---|---|---|",
     ]
-    lines += [f"| {s.index} | {s.seconds:.0f} | {s.pairs} | {s.load_before:.1f} | {s.load_after:.1f} | {s.stopped} |"
-              for s in sessions]  # fmt: skip
+    lines += [f"| {s.index} | {s.seconds:.0f} | {s.spinner_s:.0f} | {s.pairs} | {s.load_before:.1f} | "
+              f"{s.load_after:.1f} | {s.stopped} |" for s in sessions]  # fmt: skip
     gated = [f for f in figures if f.figure == "gated"]
     ok = sum(f.contains_0 and f.within_goal for f in gated)
     lines += [
@@ -182,6 +191,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--timing-budget", type=float, default=None, help="lbeval ab --timing-budget S (default: none)"
     )
+    p.add_argument(
+        "--load-until", choices=sorted(LOAD_UNTIL), default="end",
+        help="the spinner runs to the session's end (default; through any added repetitions) or to its last "
+        "planned pair (the last quarter of the session as planned; added repetitions run without it)",
+    )  # fmt: skip
     p.add_argument("--runs", type=Path, default=Path("runs"), help="runs folder (default runs/)")
     return p.parse_args(argv)
 
@@ -206,17 +220,17 @@ def main(argv: list[str]) -> int:
             before = os.getloadavg()[0]
             say(f"session {i} of {args.sessions} (load average {before:.1f})")
             run_id = f"aa-{stamp}-{i}"
-            seconds = run_session(server.base_url, inputs, out / "runs", run_id, i, args)
+            seconds, spinner_s = run_session(server.base_url, inputs, out / "runs", run_id, i, args)
             found, pairs, stopped = read_session(out / "runs", run_id, i)
             figures += found
-            sessions.append(Session(i, seconds, before, os.getloadavg()[0], pairs, stopped))
+            sessions.append(Session(i, seconds, before, os.getloadavg()[0], pairs, stopped, spinner_s))
             for f in found:
                 say(f"  {f.measure} {f.figure}: {pct(f.change)} [{pct(f.low)}, {pct(f.high)}]")
     header = (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {args.sessions} A/A sessions of `lbeval ab aa aa` "
               f"on one {SPEC} server, {2 * PER_DATASET} mini inputs, --passes timing --timing-reps {args.reps}"
               f"{f' --timing-until {args.timing_until:g}' if args.timing_until else ''}"
               f"{f' --timing-budget {args.timing_budget:g}' if args.timing_budget else ''}; a one-core spinner from "
-              f"{LOAD_FROM:.0%} of each session's planned pairs to its end; {time.monotonic() - t0:.0f} s in all on "
+              f"{LOAD_FROM:.0%} of each session's planned pairs to {LOAD_UNTIL[args.load_until]}; {time.monotonic() - t0:.0f} s in all on "
               f"{os.cpu_count()} cores")  # fmt: skip
     text = markdown(figures, sessions, header)
     complete, left_out = aa_methods.sessions_in([out / "runs"])
