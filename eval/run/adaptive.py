@@ -97,7 +97,8 @@ class AdaptiveRecord:
     cold_gated_half_width_pct: float | None = None  # the cold prefill's gated interval
 
     def headline(self) -> str:
-        return f"{self.reps_done} timing repetitions (planned {self.reps_planned}): {self.reason}"
+        return (f"{self.pairs} timing pairs, up to {self.reps_done} repetitions per input (planned "
+                f"{self.reps_planned}): {self.reason}")  # fmt: skip
 
 
 def write_adaptive(run_dir: Path, record: AdaptiveRecord) -> None:

@@ -139,7 +139,8 @@ def test_adds_repetitions_until_the_half_width_is_reached(tmp_path: Path) -> Non
     assert c.paired.adaptive == rec
     table = next(t for t in build_tables(c) if t.id == "paired_timing")
     assert (
-        f"{rec.reps_done} timing repetitions (planned {REPS})" in table.reading
+        f"{rec.pairs} timing pairs, up to {rec.reps_done} repetitions per input (planned {REPS})"
+        in table.reading
         and "half-width" in table.reading
     )
 
