@@ -14,7 +14,9 @@ pairing, ab_stop.json) until it settled FAIL, and how many of the seeds settled 
 PLANNED inputs without settling. A slowdown at or below the limit cannot FAIL a three-way rule: it settles
 PASS or stays undecided, by design.
 
-    python -m bench power          (LBEVAL_POWER_SEEDS=N: seeds per cell, default 3; LBEVAL_POWER_QUICK=1)
+    python -m bench power          (LBEVAL_POWER_SEEDS=N: seeds per cell, default 3; LBEVAL_POWER_QUICK=1;
+                                    LBEVAL_POWER_NOISE=load: that noise model's cells only;
+                                    LBEVAL_POWER_INPUTS / LBEVAL_POWER_REPS: the plan, default 24 x 2)
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ from eval.run.ab import AbConfig, execute_ab
 from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 
-PLANNED = 24
-REPS = 2
+PLANNED = 24  # LBEVAL_POWER_INPUTS overrides
+REPS = 2  # LBEVAL_POWER_REPS overrides
 EFFECTS = (5.0, 10.0, 20.0, 40.0)
 NOISES = ("quiet", "load")
 # (noise, limit %, effect %): quiet at the shipped limit and a tight one; the load at the shipped limit
@@ -60,23 +62,29 @@ def noise_model(name: str, rng: np.random.Generator) -> float:
     return float(rng.normal(0.0, 0.05)) + delay
 
 
-def one_session(tmp: Path, noise: str, effect: float, limit: float, seed: int) -> Outcome:
+@dataclass(frozen=True)
+class Plan:
+    inputs: int = PLANNED
+    reps: int = REPS
+
+
+def one_session(tmp: Path, noise: str, effect: float, limit: float, seed: int, plan: Plan) -> Outcome:
     policy = parse_policy(
         f"schema_version = 1\n[rules.warm_prefill_change]\nmax_change_pct = {limit}\n", "power.toml"
     )
-    inputs = write_rows(tmp / "inputs.jsonl", [make_row(i, words=40 + i % 13) for i in range(PLANNED)])
+    inputs = write_rows(tmp / "inputs.jsonl", [make_row(i, words=40 + i % 13) for i in range(plan.inputs)])
     rng = np.random.default_rng([seed, int(10 * effect), int(10 * limit), NOISES.index(noise)])
     with FakeServer() as a, FakeServer() as b:
         a.prefill_noise = b.prefill_noise = lambda: noise_model(noise, rng)
         b.warm_slowdown = 1.0 + effect / 100.0
         ca = config_for(
-            a, inputs, tmp / "runs", variant="base", passes=("cold", "warm", "timing"), timing_reps=REPS
+            a, inputs, tmp / "runs", variant="base", passes=("cold", "warm", "timing"), timing_reps=plan.reps
         )
         cb = replace(ca, variant="var", base_url=b.base_url)
         dirs = execute_ab(AbConfig(ca, cb, seed=seed, quiet=True, stop_check=stop_check(policy)))
     stop = dirs[1] / "ab_stop.json"
     if not stop.exists():
-        return Outcome("open", PLANNED, None)
+        return Outcome("open", plan.inputs, None)
     obj = json.loads(stop.read_text(encoding="utf-8"))
     return Outcome(str(obj["decision"]), int(obj["inputs_run"]), float(obj["server_seconds"]))
 
@@ -97,8 +105,13 @@ def cell_line(noise: str, effect: float, limit: float, outs: list[Outcome]) -> s
 def main() -> None:
     seeds = int(os.environ.get("LBEVAL_POWER_SEEDS", "3"))
     cells = QUICK_CELLS if os.environ.get("LBEVAL_POWER_QUICK") == "1" else CELLS
+    only = os.environ.get("LBEVAL_POWER_NOISE")  # one noise model's cells (quiet or load)
+    cells = tuple(c for c in cells if only in (None, "", c[0]))
     started = time.time()
-    print(f"power: {PLANNED} planned inputs x {REPS} timing repetitions, {seeds} seeds per cell, "
+    plan = Plan(
+        int(os.environ.get("LBEVAL_POWER_INPUTS", PLANNED)), int(os.environ.get("LBEVAL_POWER_REPS", REPS))
+    )
+    print(f"power: {plan.inputs} planned inputs x {plan.reps} timing repetitions, {seeds} seeds per cell, "
           f"load avg {os.getloadavg()[0]:.1f}")  # fmt: skip
     print("| noise | warm slowdown | limit | settled FAIL | median inputs to FAIL | median server-s to FAIL | "
           "settled PASS | not settled |")  # fmt: skip
@@ -107,7 +120,7 @@ def main() -> None:
         outs = []
         for seed in range(seeds):
             with tempfile.TemporaryDirectory() as d:
-                outs.append(one_session(Path(d), noise, effect, limit, seed))
+                outs.append(one_session(Path(d), noise, effect, limit, seed, plan))
         print(cell_line(noise, effect, limit, outs), flush=True)
     print(f"power: {time.time() - started:.0f} s, load avg {os.getloadavg()[0]:.1f}")
 
