@@ -41,8 +41,8 @@ from eval.run.adaptive import (
     Look,
     TimingTarget,
     added_order,
+    added_units,
     extend_timing,
-    extra_units,
     half_width_pct,
     round_reps,
 )
@@ -72,7 +72,7 @@ def extended_schedule(seed: int) -> tuple[Schedule, Schedule, list[tuple[int, in
     base = schedule(INPUTS, PLANNED, seed)
     units = plan_units(INPUTS, ("cold", "warm", "timing"), PLANNED)
     extras = added_order(units, MAX_REPS)  # the phase's own send order (rounds of input segments)
-    orders = pair_orders(units + [u for r in range(PLANNED, MAX_REPS) for u in extra_units(units, r)], seed)
+    orders = pair_orders(units + added_units(units, MAX_REPS), seed)
     keys = _planned_keys(base)
     clock = base.length_s
     ids, blocks, b_first, t1, t2 = list(base.ids), list(base.blocks), list(base.b_first), list(base.t_first), list(base.t_second)  # fmt: skip

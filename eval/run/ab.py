@@ -64,11 +64,10 @@ from eval.run.adaptive import (
     Look,
     PairRatios,
     TimingTarget,
+    added_units,
     extend_timing,
-    extra_units,
     input_ratios,
     pair_ratios,
-    planned_reps,
     reps_recorded,
     write_adaptive,
 )
@@ -370,8 +369,7 @@ def _adaptive(
     """More timing repetitions until the target (eval/run/adaptive.py); failures of added units are their own
     error records and do not make the planned run incomplete."""
     units = a.session.units
-    extras = [u for r in range(planned_reps(units), target.max_reps) for u in extra_units(units, r)]
-    orders = pair_orders(units + extras, config.seed)
+    orders = pair_orders(units + added_units(units, target.max_reps), config.seed)
     extra_ok = {"a": True, "b": True}
     rows = a.session.rows
 

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,10 +115,25 @@ def read_adaptive(run_dir: Path) -> AdaptiveRecord | None:
         return None
 
 
+def timing_rows(units: list[Unit]) -> list[int]:
+    """The inputs (row indexes) that have timing units, in the order `units` first name them."""
+    return list(dict.fromkeys(u.row_index for u in units if u.kind == UNIT_TIMING))
+
+
 def extra_units(units: list[Unit], repetition: int) -> list[Unit]:
     """Repetition `repetition` of the timing unit of every input that has timing units in the plan."""
-    rows = sorted({u.row_index for u in units if u.kind == UNIT_TIMING})
-    return [Unit(i, UNIT_TIMING, repetition, timing_steps(repetition)) for i in rows]
+    return [Unit(i, UNIT_TIMING, repetition, timing_steps(repetition)) for i in sorted(timing_rows(units))]
+
+
+def added_units(units: list[Unit], max_reps: int) -> list[Unit]:
+    """Every unit the phase could add, repetition by repetition: the order in which eval/run/ab.pair_orders draws
+    their AB/BA orders over the extended plan (not the send order: `added_order`)."""
+    return [u for r in range(planned_reps(units), max_reps) for u in extra_units(units, r)]
+
+
+def planned_pairs(units: list[Unit]) -> int:
+    """The planned timing pairs: the horizon the confidence sequence is tuned for."""
+    return planned_reps(units) * len(timing_rows(units))
 
 
 def planned_reps(units: list[Unit]) -> int:
@@ -249,8 +264,8 @@ class PairRatios:
 
 def pair_ratios(seen: Look, units: list[Unit]) -> PairRatios:
     """The look's ratios for the stop check, tuned like the adaptive phase's own sequence."""
-    horizon = planned_reps(units) * len(extra_units(units, 0))
-    return PairRatios({"warm_prefill_ms": tuple(seen.ratios), "cold_prefill_ms": tuple(seen.cold)}, horizon)
+    by_measure = {"warm_prefill_ms": tuple(seen.ratios), "cold_prefill_ms": tuple(seen.cold)}
+    return PairRatios(by_measure, planned_pairs(units))
 
 
 @dataclass(frozen=True)
@@ -270,54 +285,40 @@ def round_reps(planned: int) -> int:
     return max(2, planned + planned % 2)
 
 
-def round_span(planned: int, rep: int, max_reps: int) -> tuple[int, int]:
-    """The added round [first, end) that holds repetition `rep` (>= planned): rounds follow one another from the
-    planned count on, each ending on an even repetition count so that an input's AB/BA blocks (repetitions 2k
-    and 2k + 1, eval/run/ab.pair_orders) never straddle two rounds; clipped at max_reps."""
+def rounds(planned: int, max_reps: int) -> Iterator[tuple[int, int]]:
+    """The added rounds [first, end): they follow one another from the planned count on, each ending on an even
+    repetition count so that an input's AB/BA blocks (repetitions 2k and 2k + 1, eval/run/ab.pair_orders) never
+    straddle two rounds; the last clipped at max_reps."""
     first, step = planned, round_reps(planned)
-    while True:
-        end = first + step - first % 2
-        if rep < end or end >= max_reps:
-            return first, min(end, max_reps)
+    while first < max_reps:
+        end = min(first + step - first % 2, max_reps)
+        yield first, end
         first = end
 
 
 def round_segments(units: list[Unit], first: int, end: int) -> list[list[Unit]]:
     """An added round in send order: per input (in the order `units` first name them), its repetitions first ..
     end-1 back to back."""
-    rows = list(dict.fromkeys(u.row_index for u in units if u.kind == UNIT_TIMING))
-    return [[Unit(i, UNIT_TIMING, r, timing_steps(r)) for r in range(first, end)] for i in rows]
+    return [[Unit(i, UNIT_TIMING, r, timing_steps(r)) for r in range(first, end)] for i in timing_rows(units)]
 
 
 def added_order(units: list[Unit], max_reps: int = MAX_REPS) -> list[Unit]:
     """Every unit the adaptive phase could add, in the order it sends them (the simulations' schedule)."""
-    planned, out = planned_reps(units), []
-    first = planned
-    while first < max_reps:
-        first, end = round_span(planned, first, max_reps)
-        out += [u for seg in round_segments(units, first, end) for u in seg]
-        first = end
-    return out
+    spans = rounds(planned_reps(units), max_reps)
+    return [u for first, end in spans for segment in round_segments(units, first, end) for u in segment]
 
 
 def extend_timing(target: TimingTarget, units: list[Unit], recorded: int, hooks: Hooks) -> AdaptiveRecord:
     """Add repetitions (module docstring); `recorded`: the timing repetitions the runs already hold (a resumed
     session redoes the round it was killed in; its complete units are not sent again)."""
-    planned = planned_reps(units)
-    horizon = planned * len(extra_units(units, 0))
-    done = max(recorded, planned)  # repetitions some input holds: the final record's reps_done
-    first = round_span(planned, max(recorded - 1, planned), target.max_reps)[0]
-    state = _Phase(target, horizon, planned, hooks, done)
+    planned, horizon = planned_reps(units), planned_pairs(units)
+    state = _Phase(target, horizon, planned, hooks, max(recorded, planned))  # done: what some input holds
+    resume = max(recorded - 1, planned)  # a repetition of the round to start with
     seen = hooks.look()
-    while True:
-        end = round_span(planned, first, target.max_reps)[1]
-        segments = round_segments(units, first, end)
-        if first >= target.max_reps or not segments:  # every round sent, or no input has timing units
-            why = f"{state.done} repetitions, the most added" if segments else "no timing units to add"
-            return state.check(seen) or state.record(
-                "max_reps", f"{why} ({widths(seen, horizon).words()})", seen
-            )
-        for k, segment in enumerate(segments):
+    for first, end in rounds(planned, target.max_reps):
+        if end <= resume:
+            continue  # a round a resumed session already sent
+        for k, segment in enumerate(round_segments(units, first, end)):
             stop = state.check(seen)
             if stop is not None:
                 return stop
@@ -327,7 +328,8 @@ def extend_timing(target: TimingTarget, units: list[Unit], recorded: int, hooks:
             stop, seen = state.segment(segment, seen)
             if stop is not None:
                 return stop
-        first = end
+    why = f"{state.done} repetitions, the most added" if timing_rows(units) else "no timing units to add"
+    return state.check(seen) or state.record("max_reps", f"{why} ({widths(seen, horizon).words()})", seen)
 
 
 @dataclass

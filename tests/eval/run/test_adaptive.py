@@ -32,7 +32,9 @@ from eval.run.adaptive import (
     extend_timing,
     input_ratios,
     read_adaptive,
-    round_span,
+)
+from eval.run.adaptive import (
+    rounds as added_rounds,
 )
 from eval.run.steps import Unit, timing_steps
 from eval.serve.fake_server import FakeServer
@@ -445,9 +447,7 @@ def test_a_version_1_adaptive_record_still_reads(tmp_path: Path) -> None:
     ],
 )
 def test_added_rounds(planned: int, max_reps: int, rounds: list[tuple[int, int]]) -> None:
-    for first, end in rounds:
-        for rep in range(first, end):
-            assert round_span(planned, rep, max_reps) == (first, end)
+    assert list(added_rounds(planned, max_reps)) == rounds
     units = [Unit(i, UNIT_TIMING, r, timing_steps(r)) for i in (2, 0, 1) for r in range(planned)]
     order = [(u.row_index, u.repetition) for u in added_order(units, max_reps)]
     by_hand = [(i, r) for first, end in rounds for i in (2, 0, 1) for r in range(first, end)]
