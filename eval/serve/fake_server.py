@@ -51,7 +51,8 @@ Routing mode (`dp_engines` N > 1): one endpoint in front of N engines, as vLLM's
 balancing: each engine has its own prefix cache and counters, /metrics labels every engine's series
 `engine="e"`, and a generation request goes to the engine its `X-data-parallel-rank` header names (DP_RANK_HEADER;
 a rank out of range is a 400), else round-robin. `dp_honor_header=False` ignores the header (round-robin for
-every request: a router that does not pin). /reset_prefix_cache empties every engine's cache; `routed` lists the
+every request: a router that does not pin; with `dp_ignore_to` E, every request goes to engine E, so a request
+pinned elsewhere is misrouted on every attempt whatever the timing of concurrent ranks). /reset_prefix_cache empties every engine's cache; `routed` lists the
 (engine, prompt text, cache_salt) of every generation request.
 """
 
@@ -243,6 +244,7 @@ class FakeServer:
         owned_by: str | None = None,
         dp_engines: int = 1,
         dp_honor_header: bool = True,
+        dp_ignore_to: int | None = None,
     ) -> None:
         if dialect not in DIALECTS:
             raise ValueError(f"dialect {dialect!r}: one of {', '.join(DIALECTS)}")
@@ -292,7 +294,11 @@ class FakeServer:
         if dp_engines < 1:
             raise ValueError(f"dp_engines must be at least 1, got {dp_engines}")
         self.engine_states = [FakeState() for _ in range(dp_engines)]  # routing mode: one per engine
+        if dp_ignore_to is not None and not 0 <= dp_ignore_to < dp_engines:
+            raise ValueError(f"dp_ignore_to {dp_ignore_to} is not an engine of {dp_engines}")
         self.dp_honor_header = dp_honor_header
+        # with the header ignored: every request goes to this engine (None: round-robin)
+        self.dp_ignore_to = dp_ignore_to
         # (engine, prompt text, cache_salt) of every generation request, in order
         self.routed: list[tuple[int, str, str | None]] = []
         self._next_engine = 0
@@ -312,13 +318,16 @@ class FakeServer:
 
     def route(self, header: str | None, prompt: str = "", salt: str | None = None) -> int:
         """The engine a generation request goes to (routing mode): the pinned rank when the header is honoured
-        and given, else round-robin. Raises ValueError for a rank that is not an engine's."""
+        and given, else `dp_ignore_to` when set, else round-robin. Raises ValueError for a rank that is not an
+        engine's."""
         n = len(self.engine_states)
         with self.lock:
             if header is not None and self.dp_honor_header and n > 1:
                 rank = int(header) if header.strip().isdigit() else -1
                 if not 0 <= rank < n:
                     raise ValueError(f"data_parallel_rank {header!r} is out of range [0, {n})")
+            elif self.dp_ignore_to is not None:
+                rank = self.dp_ignore_to
             else:
                 rank, self._next_engine = self._next_engine % n, self._next_engine + 1
             self.routed.append((rank, prompt, salt))

@@ -20,7 +20,7 @@ from eval.prepare.inputs import sha256_text
 from eval.records.final import select_final
 from eval.records.run_folder import load_run
 from eval.records.types import RequestRecord
-from eval.records.vocabulary import SCENARIO_NAMES
+from eval.records.vocabulary import COLD_CONDITION, SCENARIO_NAMES, WARM_CONDITION
 from eval.run.client import Client
 from eval.run.ledger import SendLedger
 from eval.run.metrics_text import engine_deltas, engine_names, engine_view, parse_metrics
@@ -225,8 +225,27 @@ def test_a_router_that_ignores_the_pin_makes_records_invalid_and_counted(tmp_pat
     flagged = [r for r in loaded.records if r.error is not None and "ignored the pin" in r.error]
     assert flagged and all(r.status == "invalid" for r in flagged)
     assert loaded.manifest.stats[MISROUTED] == len(flagged)
-    scores = score_run(run_dir).scores
-    assert scores.invalid.warm_final > 0  # what the gate's no_invalid_warm counts
+    # every flagged attempt is counted, recovered by a retry or not
+    invalid = score_run(run_dir).scores.invalid
+    warm = sum(r.pass_name in WARM_CONDITION for r in flagged)
+    cold = sum(r.pass_name in COLD_CONDITION for r in flagged)
+    assert warm + cold > 0 and invalid.warm_attempts >= warm and invalid.cold_attempts >= cold
+
+
+def test_a_request_misrouted_on_every_attempt_is_an_invalid_final(tmp_path: Path) -> None:
+    # round-robin above may land a retry on the pinned engine (the ranks send concurrently: which retry lands
+    # where depends on timing); a router that sends everything to engine 0 misroutes rank 1 on every attempt
+    with FakeServer(dp_engines=2, dp_honor_header=False, dp_ignore_to=0) as fake:
+        run_dir = execute_run(routed(fake, six_rows(tmp_path), tmp_path / "runs"))
+        assert {e for e, *_ in fake.routed} == {0}
+    loaded = load_run(run_dir)
+    finals = select_final(loaded.records).final.values()
+    on_rank1 = [r for r in finals if r.replica == 1]
+    assert on_rank1 and all(r.status == "invalid" and "ignored the pin" in (r.error or "") for r in on_rank1)
+    assert all(r.status == "ok" for r in finals if r.replica == 0)  # engine 0 answered its own pins
+    invalid = score_run(run_dir).scores.invalid
+    # what the gate's no_invalid_warm counts
+    assert invalid.warm_final == sum(r.pass_name in WARM_CONDITION for r in on_rank1) > 0
 
 
 def test_the_command_line_takes_dp_ranks_with_one_base_url(tmp_path: Path) -> None:
