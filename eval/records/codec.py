@@ -1,6 +1,7 @@
 """On-disk codec of one request record: a JSON line with the RequestRecord field names.
 
-Versions: 3 (written) adds `server_foreign` and `cache_finding` (eval/records/server_figures.py); version 1 and 2
+Versions: 3 (written) adds `server_foreign` and `cache_finding` (eval/records/server_figures.py), and
+`server_cached` (written only when set, like `cache_check` below: a batch's usage finding); version 1 and 2
 lines get them from their stored deltas and usage by `figure_check` (without the finished-requests delta, which
 they did not keep). 2 adds `scenario` and `variation`; version 1 lines are read with their defaults ("cache",
 {}). Unknown fields and versions are refused. `cache_check` (version 2) is written only when it is not
@@ -190,13 +191,13 @@ def check_fields(obj: dict[str, Any], cls: type, prefix: str = "", skip: tuple[s
 
 
 # counters of a record that are indexes or counts: never negative
-_NON_NEGATIVE = ("repetition", "attempt", "seq", "group", "retries")
+_NON_NEGATIVE = ("repetition", "attempt", "seq", "group", "retries", "server_cached")
 
 
 def _check_record(obj: dict[str, Any]) -> None:
     check_fields(obj, RequestRecord, skip=("usage", "timings", "topk"))
     for name in _NON_NEGATIVE:
-        if name in obj and obj[name] < 0:
+        if obj.get(name) is not None and obj[name] < 0:
             raise FieldError(name, f"must be >= 0, got {obj[name]!r}")
     if obj.get("status") not in STATUSES:
         raise FieldError("status", f"must be one of {', '.join(STATUSES)}, got {obj.get('status')!r:.40}")
@@ -216,6 +217,8 @@ _SCALARS = tuple(f.name for f in fields(RequestRecord) if f.name not in ("topk",
 _V2_FIELDS = {"scenario", "variation"}  # absent from version 1 records (the defaults fill them)
 # absent from version 1 and 2 records: derived on reading (server_foreign, cache_finding) or the default (replica 0)
 _V3_FIELDS = {"server_foreign", "cache_finding", "replica"}
+# written only when set, from version 3 on (a batch's usage finding, eval/records/server_figures.batch_check)
+_OPTIONAL_FIELDS = {"server_cached"}
 
 
 def record_to_dict(rec: RequestRecord) -> dict[str, Any]:
@@ -225,7 +228,7 @@ def record_to_dict(rec: RequestRecord) -> dict[str, Any]:
     out["topk"] = None if rec.topk is None else encode_topk(rec.topk)
     if rec.cache_check == CACHE_VERIFIED:
         del out["cache_check"]  # the default (see the module docstring)
-    for name in _V3_FIELDS:
+    for name in _V3_FIELDS | _OPTIONAL_FIELDS:
         if out[name] is None:
             del out[name]  # written only when set (the default None: the figures are the request's own)
     return out
@@ -245,7 +248,7 @@ def record_from_dict(obj: dict[str, Any], *, with_topk: bool = True) -> RequestR
         readable = ", ".join(str(v) for v in READABLE_SCHEMA_VERSIONS)
         raise ValueError(f"record schema_version {version!r}, this lbeval reads {readable}")
     known = {f.name for f in fields(RequestRecord)} - (_V2_FIELDS if version == 1 else set())
-    known -= _V3_FIELDS if version in (1, 2) else set()
+    known -= _V3_FIELDS | _OPTIONAL_FIELDS if version in (1, 2) else set()
     unknown = sorted(set(obj) - known)
     if unknown:
         raise ValueError(f"unknown field {unknown[0]!r}")

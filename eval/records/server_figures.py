@@ -32,7 +32,7 @@ looks clean; the figure kept is then a figure of a request of the same shape.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from eval.records.types import RequestRecord, Usage
@@ -65,17 +65,18 @@ def _moved(deltas: Mapping[str, float], key: str, expected: float, what: str) ->
     return f"{what} moved by {value:g}, this request accounts for {expected:g}"
 
 
-def window_reasons(deltas: Mapping[str, float], prompt_tokens: int | None) -> list[str]:
+def window_reasons(deltas: Mapping[str, float], prompt_tokens: int | None, requests: int = 1) -> list[str]:
     """Why a window's `deltas` are not one request's of `prompt_tokens` prompt tokens, the hits left aside
     (empty: they are): finished, requests and queries as in the module docstring, and no
     `observations_differ`. A delta the window lacks, or prompt tokens not known, is not checked. The one rule of
-    a clean window: figure_check's for a record, and the probe's for its own requests (eval/run/probe_counts.py),
-    which requires the finished and queries deltas."""
+    a clean window: figure_check's for a record, batch_check's for `requests` sent together (`prompt_tokens`
+    their sum), and the probe's for its own requests (eval/run/probe_counts.py), which requires the finished
+    and queries deltas."""
     reasons = [
         r
         for r in (
-            _moved(deltas, FINISHED_KEY, 1, "finished requests"),
-            _moved(deltas, REQUESTS_KEY, 1, "request histogram observations"),
+            _moved(deltas, FINISHED_KEY, requests, "finished requests"),
+            _moved(deltas, REQUESTS_KEY, requests, "request histogram observations"),
             None
             if prompt_tokens is None
             else _moved(deltas, QUERIES_KEY, prompt_tokens, "prefix-cache queries"),
@@ -112,7 +113,62 @@ def checked_usage(usage: Usage, deltas: Mapping[str, float] | None, finding: str
     return Usage(usage.prompt_tokens, usage.completion_tokens, round(hits))
 
 
+@dataclass(frozen=True)
+class BatchMember:
+    usage: Usage
+    expected: (
+        int | None
+    )  # the cached tokens its step plans (a miss 0, a hit its full blocks; None: not known)
+
+
+@dataclass(frozen=True)
+class BatchCheck:
+    foreign: str | None  # why the window is not the batch's alone (None: clean, or no figures)
+    findings: tuple[str | None, ...]  # per member: usage vs the server's count (figure_check's `finding`)
+    cached: tuple[int | None, ...]  # per member: the server's cached tokens where usage disagrees, else None
+
+
+def batch_check(deltas: Mapping[str, float] | None, members: Sequence[BatchMember]) -> BatchCheck:
+    """A batch's requests sent together share one window: its deltas are the batch's as a whole. On a clean
+    window (window_reasons for len(members) requests and their summed prompt tokens; no earlier count lagging
+    into it, which the caller checks) whose hits differ from the sum of the members' usage, the server's count
+    is given to each member when it determines it: 0 hits give every member 0; hits equal to the sum of what the
+    steps plan (every `expected` known) give each member its plan. The member whose usage differs from its
+    count gets the finding. Otherwise the count cannot be divided: the first member carries the batch's finding
+    and every usage stands. Limit: a plan-sized count could also be two deviations that cancel (a hit missed
+    and a miss hit by as many tokens)."""
+    none: tuple[None, ...] = (None,) * len(members)
+    if deltas is None or not members:
+        return BatchCheck(None, none, none)
+    usages = [m.usage for m in members]
+    prompts = [u.prompt_tokens for u in usages]
+    total_prompt = None if None in prompts else sum(p or 0 for p in prompts)
+    reasons = window_reasons(deltas, total_prompt, len(members))
+    hits, claims = deltas.get(HITS_KEY), [u.cached_tokens for u in usages]
+    if reasons or hits is None or None in claims or hits == sum(c or 0 for c in claims):
+        return BatchCheck("; ".join(reasons) or None, none, none)
+    plans = [m.expected for m in members]
+    if hits == 0:
+        cached: list[int | None] = [0] * len(members)
+    elif None not in plans and hits == sum(p or 0 for p in plans):
+        cached = list(plans)
+    else:
+        first = f"usage reports {sum(c or 0 for c in claims)} cached tokens over a batch of {len(members)}, "
+        return BatchCheck(None, (first + f"the server counted {hits:g} hits",) + none[1:], none)
+    findings = tuple(
+        None
+        if c == claim
+        else f"usage reports {claim} cached tokens, the server counted {hits:g} hits over its batch of "
+        f"{len(members)}: {c} of them its own"
+        for c, claim in zip(cached, claims, strict=True)
+    )
+    return BatchCheck(None, findings, tuple(c if f else None for c, f in zip(cached, findings, strict=True)))
+
+
 def checked_cached(rec: RequestRecord) -> int | None:
-    """A record's cached tokens as its cache checks read them (`checked_usage`): every reader of a record's
-    cache state (analyze, gate) asks here, never `usage.cached_tokens` itself."""
+    """A record's cached tokens as its cache checks read them (`server_cached` when set, else
+    `checked_usage`): every reader of a record's cache state (analyze, gate) asks here, never
+    `usage.cached_tokens` itself."""
+    if rec.server_cached is not None:
+        return rec.server_cached
     return checked_usage(rec.usage, rec.server_metrics, rec.cache_finding).cached_tokens

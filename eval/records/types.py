@@ -94,6 +94,10 @@ class RequestRecord:
     server_foreign: str | None = None
     # the same module: "usage reports N cached tokens, the server counted M hits" on an otherwise clean window
     cache_finding: str | None = None
+    # the same module: the cached tokens the server's own counters give this request where its usage disagrees
+    # (a request of a batch: the batch's window as a whole, `batch_check`); None: usage, or its window's deltas
+    # (`checked_usage`), stand. Written only when set: records without a finding are unchanged
+    server_cached: int | None = None
     # the replica (endpoint) of the variant that answered: 0..N-1 in the order given (eval/run/replicas.py); every
     # request of one input's units goes to one replica, so its cache relations stay on one server
     replica: int = 0

@@ -188,6 +188,7 @@ class Observed:
     server: dict[str, float] | None  # per-request metric deltas (concurrency 1 with /metrics)
     foreign: str | None = None  # why `server` is not this request's own (RequestRecord.server_foreign)
     finding: str | None = None  # usage vs the server's hit counter (RequestRecord.cache_finding)
+    cached: int | None = None  # a batch member's count from its batch's window (RequestRecord.server_cached)
 
 
 def send_observed(ctx: Context, row: InputRow, req: dict[str, Any], what: str) -> Observed:

@@ -650,10 +650,14 @@ class EngineWatch(ServerWatch):
         self.window = (snap if isinstance(snap, EngineSnapshot) else None, None)
         return snap
 
-    def after(self, before: Snapshot | None, answered: bool, keep: bool = True) -> Snapshot | None:
-        snap = super().after(before, answered, keep)
+    def after(
+        self, before: Snapshot | None, answered: bool, keep: bool = True, requests: int = 1
+    ) -> Snapshot | None:
+        snap = super().after(before, answered, keep, requests)
         start = self.window[0] if self.window is not None else None
-        self.window = (start, snap if isinstance(snap, EngineSnapshot) else None)
+        # a scenario batch's window is the batch's, not one request's: the pin check has nothing to read
+        end = snap if isinstance(snap, EngineSnapshot) else None
+        self.window = (start, end) if requests == 1 else None
         return snap
 
     def check(self, refused: bool = False) -> int:

@@ -145,17 +145,19 @@ class ServerWatch:
             target = max(target, self._seen.finished + since)
         return self._settle(target).snap
 
-    def after(self, before: Snapshot | None, answered: bool, keep: bool = True) -> Snapshot | None:
-        """The snapshot after a request: settled until the finished counter is one past `before`'s (the
-        request counted; the run's own count when `before` has none). Kept for the next `before` only when
-        `keep` (the request was sent once: a retried one may be counted twice or late), it settled, and
-        nothing was sent, or in flight, while it was taken."""
+    def after(
+        self, before: Snapshot | None, answered: bool, keep: bool = True, requests: int = 1
+    ) -> Snapshot | None:
+        """The snapshot after a request (or `requests` sent together, all answered): settled until the finished
+        counter is `requests` past `before`'s (the requests counted; the run's own count when `before` has
+        none). Kept for the next `before` only when `keep` (the request was sent once: a retried one may be
+        counted twice or late), it settled, and nothing was sent, or in flight, while it was taken."""
         self._kept = None
         if not answered:
             return self.scrape()
         mark, done = self.ledger.mark(), self.ledger.answered(self.client.root)
         counted = before.counter(FINISHED_COUNTER) if before is not None else None
-        got = self._settle(counted + 1 if counted is not None else self.finished)
+        got = self._settle(counted + requests if counted is not None else self.finished)
         if got.counted and got.snap is not None:
             self._seen = Seen(got.snap.counter(FINISHED_COUNTER) or 0.0, done)
             if keep and mark is not None and self.ledger.mark() == mark:

@@ -9,7 +9,9 @@ then verification of the cache state it must have (`verify`, as in the cache sce
             honoured), not a failure
 Scenario requests are never retried on a failed check: they measure, and an invalid record is counted in every
 figure that needed it. A batch's requests are sent by one thread each, released by a barrier, with no
-per-request /metrics deltas (they overlap). A server restart noticed during the unit (the metrics went back or a
+per-request /metrics deltas (they overlap); the batch's window as a whole is checked against their usage
+(eval/records/server_figures.batch_check: where the server's count decides each member's cached tokens, the
+cache checks read it, as for one request). A server restart noticed during the unit (the metrics went back or a
 connection was refused) marks the group's requests invalid and re-runs the whole unit as group g+1; an errored
 request (after transport retries) ends the unit, which the next `lbeval run` re-runs from its start.
 """
@@ -26,9 +28,16 @@ from eval.errors import LbevalError
 from eval.prepare.inputs import InputRow, sha256_text
 from eval.records import scenarios as sc
 from eval.records.final import select_final
-from eval.records.server_figures import checked_cached, checked_usage
+from eval.records.server_figures import (
+    BatchCheck,
+    BatchMember,
+    batch_check,
+    checked_cached,
+    checked_usage,
+)
 from eval.records.types import RequestRecord, Usage
 from eval.records.vocabulary import scenario_of
+from eval.run.metrics_text import request_deltas, went_backwards
 from eval.run.passes import (
     MAX_GROUP_RESTARTS,
     Context,
@@ -38,6 +47,7 @@ from eval.run.passes import (
     UnitFailed,
     send_observed,
 )
+from eval.run.reply import Reply
 from eval.run.request import build_request, endpoint_for, request_settings
 from eval.run.retry import SendOutcome, send_with_retries
 from eval.run.scenarios.base import ScenarioStep, steps_of
@@ -178,7 +188,9 @@ def _send_alone(ctx: Context, own: InputRow, b: _Built) -> Observed:
 
 
 def _send_together(ctx: Context, own: InputRow, built: Sequence[_Built]) -> list[Observed]:
-    """Every request of a batch from its own thread, released at once; the server's epoch checked after."""
+    """Every request of a batch from its own thread, released at once; the server's epoch checked after, and
+    with per-request metrics the batch's window as a whole (`_batch_figures`)."""
+    before = ctx.watch.before() if ctx.per_request_metrics else None
     barrier = threading.Barrier(len(built))
     seqs = [ctx.next_seq() for _ in built]
     outcomes: list[SendOutcome | None] = [None] * len(built)
@@ -212,11 +224,48 @@ def _send_together(ctx: Context, own: InputRow, built: Sequence[_Built]) -> list
     for o in done:
         if o.response is not None:
             ctx.watch.request_done()
-    epoch = ctx.watch.check(any(o.refused for o in done))
+    refused = any(o.refused for o in done)
+    replies = [o.response for o in done if o.response is not None]
+    if before is None:
+        epoch, check = ctx.watch.check(refused), None
+    else:
+        after = ctx.watch.after(before, len(replies) == len(built), keep=False, requests=len(built))
+        epoch = ctx.watch.observe(after, refused)
+        whole = len(replies) == len(built) and after is not None and not went_backwards(before, after)
+        deltas = request_deltas(before, after) if whole and after is not None else None
+        check = None if deltas is None else _batch_figures(ctx, built, replies, deltas)
     return [
-        Observed(o if o is not None else SendOutcome(None, None, 0, False), seq, epoch, None)
-        for o, seq in zip(outcomes, seqs, strict=True)
+        Observed(
+            o if o is not None else SendOutcome(None, None, 0, False),
+            seq,
+            epoch,
+            None,
+            finding=None if check is None else check.findings[i],
+            cached=None if check is None else check.cached[i],
+        )  # fmt: skip
+        for i, (o, seq) in enumerate(zip(outcomes, seqs, strict=True))
     ]
+
+
+def _batch_figures(
+    ctx: Context, built: Sequence[_Built], replies: Sequence[Reply], deltas: dict[str, float]
+) -> BatchCheck:
+    """Usage against the server's counters over the batch's window (eval/records/server_figures.batch_check).
+    As for one request (eval/run/passes.py), no finding when the request before had foreign figures: its
+    lagging count may be in this window."""
+    members = [
+        BatchMember(r.usage, check_cache(b.step, r.usage, ctx.facts)[2])
+        for b, r in zip(built, replies, strict=True)
+    ]
+    check = batch_check(deltas, members)
+    if ctx.watch.last_foreign and any(check.findings):
+        none = (None,) * len(built)
+        check = BatchCheck("the request before had foreign figures", none, none)
+    ctx.watch.window_checked(check.foreign is not None, False)
+    for finding in check.findings:
+        if finding is not None:
+            ctx.count("cached_tokens_mismatch")
+    return check
 
 
 def check_cache(step: ScenarioStep, usage: Usage, facts: CacheFacts) -> tuple[str, str | None, int | None]:
@@ -253,15 +302,17 @@ def _record(
     resp = obs.out.response
     if resp is None:
         return replace(base, error=obs.out.failure.message if obs.out.failure else "no response")
-    status, reason, expected = check_cache(
-        step, checked_usage(resp.usage, obs.server, obs.finding), ctx.facts
-    )
+    usage = checked_usage(resp.usage, obs.server, obs.finding)
+    if obs.cached is not None:
+        usage = Usage(resp.usage.prompt_tokens, resp.usage.completion_tokens, obs.cached)
+    status, reason, expected = check_cache(step, usage, ctx.facts)
     if restart:
         status, reason = "invalid", RESTART_REASON
     return replace(
         base, status=status, error=reason, output_text=resp.text, finish_reason=resp.finish_reason,
         output_token_ids=resp.token_ids, topk=resp.topk, usage=resp.usage, expected_cached_tokens=expected,
         timings=resp.timings, server_metrics=obs.server, server_foreign=obs.foreign, cache_finding=obs.finding,
+        server_cached=obs.cached,
     )  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from eval.cli import main as cli_main
 from eval.errors import ConfigError
 from eval.records.final import select_final, unit_of
 from eval.records.run_folder import load_run
+from eval.records.server_figures import checked_cached
 from eval.records.types import RequestRecord
 from eval.run.runner import RunConfig, execute_run, run_settings
 from eval.run.scenarios.base import spread
@@ -285,3 +286,39 @@ def test_lbeval_run_scenario_options(
     assert settings["scenario_max_tokens"] == 2
     assert cli_main([*base, "--scenarios", "cache,nope", "--run-id", "x"]) == ConfigError.exit_code
     assert "unknown scenario 'nope'" in capsys.readouterr().err
+
+
+def test_usage_that_overreports_inside_batches_fails_cache_reports_consistent_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The engine fault usage_overreport (docs/faults.md) on the fake, with the scenarios that send batches:
+    every response claims its prompt's full blocks cached, the server's counters count what it computed. A
+    batch has no window of one request, so before the batch's window was checked as a whole its cold members
+    and fillers read usage's claim: invalid, and cache_isolation and cause_rows failed on the batch rows. Now
+    each member's cached tokens are the server's (0 hits over a cold batch; the planned hit of the warm member
+    over a warm one), every request is ok, and the gate FAILs cache_reports_consistent and nothing else."""
+    s = ScenarioSettings(scenarios=("cache", "batch", "repeats"), batch_sizes=(1, 2, 3), repeats=4)
+    with FakeServer() as a, FakeServer() as b:
+        b.add_fault(Fault("overreport", times=-1))
+        base = scenario_run(a, tmp_path, s, variant="base")
+        over = scenario_run(b, tmp_path, s, variant="over", inputs=tmp_path / "inputs.jsonl")
+    recs = finals(over)
+    assert recs and all(r.status == "ok" for r in recs), [r.error for r in recs if r.status != "ok"][:3]
+    n_of = {f"ex{i}": n_tokens(w) for i, w in enumerate(WORDS)}
+    batched = [r for r in recs if r.pass_name in ("batch_member", "batch_warm_member", "batch_filler")]
+    batched += [r for r in recs if r.pass_name == "repeats_batched"]
+    assert len(batched) == 3 * (2 * 2 + 2 * 3) + 3 * 4  # 3 inputs: B=2 and B=3 cold and warm; 4 repeats
+    for r in batched:
+        n = n_of[r.variation["input"].split("/")[1]] if r.pass_name == "batch_filler" else n_of[r.example_id]
+        assert r.usage.cached_tokens == full_blocks(n), r.pass_name  # usage always claims the full blocks
+        truly = full_blocks(n) if r.pass_name == "batch_warm_member" else 0
+        assert checked_cached(r) == truly, r.pass_name
+        assert (r.server_cached, r.cache_finding is None) == ((None, True) if truly else (0, False)), (
+            r.pass_name
+        )
+    assert all(r.cache_finding is None for r in finals(base))
+    capsys.readouterr()
+    assert cli_main(["gate", str(base), str(over)]) == 1
+    out = capsys.readouterr().out
+    failing = {line.split()[1].rstrip(":") for line in out.splitlines() if line.split()[:1] == ["FAIL"]}
+    assert failing == {"cache_reports_consistent"}, out
