@@ -104,21 +104,27 @@ def figure_check(deltas: Mapping[str, float] | None, usage: Usage) -> FigureChec
     return FigureCheck("; ".join(reasons) or None, finding)
 
 
-def checked_usage(usage: Usage, deltas: Mapping[str, float] | None, finding: str | None) -> Usage:
-    """The usage a response's cache checks read: its own, but with the server's hit count as the cached
-    tokens when the two disagree on a clean window (`finding`, figure_check's; module docstring)."""
+def checked_usage(
+    usage: Usage,
+    deltas: Mapping[str, float] | None,
+    finding: str | None,
+    server_cached: int | None = None,
+) -> Usage:
+    """The usage a response's cache checks read: its own, but with the server's count as the cached tokens
+    where the two disagree: `server_cached` when given (a batch member's, `batch_check`), else the window's hit
+    count when they disagree on a clean window (`finding`, figure_check's; module docstring)."""
     hits = None if finding is None or deltas is None else deltas.get(HITS_KEY)
-    if hits is None:
+    cached = server_cached if server_cached is not None else None if hits is None else round(hits)
+    if cached is None:
         return usage
-    return Usage(usage.prompt_tokens, usage.completion_tokens, round(hits))
+    return Usage(usage.prompt_tokens, usage.completion_tokens, cached)
 
 
 @dataclass(frozen=True)
 class BatchMember:
     usage: Usage
-    expected: (
-        int | None
-    )  # the cached tokens its step plans (a miss 0, a hit its full blocks; None: not known)
+    # the cached tokens its step plans (a miss 0, a hit its full blocks; None: not known)
+    expected: int | None
 
 
 @dataclass(frozen=True)
@@ -166,9 +172,6 @@ def batch_check(deltas: Mapping[str, float] | None, members: Sequence[BatchMembe
 
 
 def checked_cached(rec: RequestRecord) -> int | None:
-    """A record's cached tokens as its cache checks read them (`server_cached` when set, else
-    `checked_usage`): every reader of a record's cache state (analyze, gate) asks here, never
-    `usage.cached_tokens` itself."""
-    if rec.server_cached is not None:
-        return rec.server_cached
-    return checked_usage(rec.usage, rec.server_metrics, rec.cache_finding).cached_tokens
+    """A record's cached tokens as its cache checks read them (`checked_usage`): every reader of a record's
+    cache state (analyze, gate) asks here, never `usage.cached_tokens` itself."""
+    return checked_usage(rec.usage, rec.server_metrics, rec.cache_finding, rec.server_cached).cached_tokens

@@ -29,10 +29,7 @@ from eval.records.server_figures import FINISHED_KEY, FigureCheck, checked_usage
 from eval.records.types import CACHE_UNVERIFIED, CACHE_VERIFIED, RequestRecord
 from eval.records.vocabulary import ANSWER_PASSES
 from eval.run.client import Client
-from eval.run.metrics_text import (
-    request_deltas,
-    went_backwards,
-)
+from eval.run.metrics_text import Snapshot, request_deltas, went_backwards
 from eval.run.reply import Reply, RequestFailed
 from eval.run.request import RequestSettings, build_request, endpoint_for, request_settings
 from eval.run.retry import RetryPolicy, SendOutcome, send_with_retries, with_retries
@@ -191,6 +188,31 @@ class Observed:
     cached: int | None = None  # a batch member's count from its batch's window (RequestRecord.server_cached)
 
 
+@dataclass(frozen=True)
+class Window:
+    epoch: int  # the server's epoch after the window (a restart moves it)
+    deltas: (
+        dict[str, float] | None
+    )  # the counters' deltas over it (None: no scrape, or the metrics went back)
+
+
+def close_window(
+    ctx: Context,
+    before: Snapshot | None,
+    answered: bool,
+    refused: bool,
+    keep: bool = True,
+    requests: int = 1,
+) -> Window:
+    """The after-snapshot of a window opened by `ctx.watch.before()` around one request, or `requests` sent
+    together (ServerWatch.after), observed for restarts, and the deltas over it."""
+    after = ctx.watch.after(before, answered, keep=keep, requests=requests)
+    epoch = ctx.watch.observe(after, refused)
+    if before is None or after is None or went_backwards(before, after):
+        return Window(epoch, None)
+    return Window(epoch, request_deltas(before, after))
+
+
 def send_observed(ctx: Context, row: InputRow, req: dict[str, Any], what: str) -> Observed:
     before = ctx.watch.before() if ctx.per_request_metrics else None
     seq = ctx.next_seq()
@@ -199,13 +221,9 @@ def send_observed(ctx: Context, row: InputRow, req: dict[str, Any], what: str) -
         ctx.watch.request_done()
     if not ctx.per_request_metrics:
         return Observed(out, seq, ctx.watch.check(out.refused), None)
-    after = ctx.watch.after(before, out.response is not None, keep=out.retries == 0)
-    epoch = ctx.watch.observe(after, out.refused)
-    server = None
-    if before is not None and after is not None and not went_backwards(before, after):
-        server = request_deltas(before, after)
-    check = _own_figures(ctx, server, out.response)
-    return Observed(out, seq, epoch, server, check.foreign, check.finding)
+    window = close_window(ctx, before, out.response is not None, out.refused, keep=out.retries == 0)
+    check = _own_figures(ctx, window.deltas, out.response)
+    return Observed(out, seq, window.epoch, window.deltas, check.foreign, check.finding)
 
 
 def _own_figures(ctx: Context, server: dict[str, float] | None, response: Reply | None) -> FigureCheck:

@@ -37,7 +37,6 @@ from eval.records.server_figures import (
 )
 from eval.records.types import RequestRecord, Usage
 from eval.records.vocabulary import scenario_of
-from eval.run.metrics_text import request_deltas, went_backwards
 from eval.run.passes import (
     MAX_GROUP_RESTARTS,
     Context,
@@ -45,6 +44,7 @@ from eval.run.passes import (
     Observed,
     RestartDetected,
     UnitFailed,
+    close_window,
     send_observed,
 )
 from eval.run.reply import Reply
@@ -229,10 +229,9 @@ def _send_together(ctx: Context, own: InputRow, built: Sequence[_Built]) -> list
     if before is None:
         epoch, check = ctx.watch.check(refused), None
     else:
-        after = ctx.watch.after(before, len(replies) == len(built), keep=False, requests=len(built))
-        epoch = ctx.watch.observe(after, refused)
-        whole = len(replies) == len(built) and after is not None and not went_backwards(before, after)
-        deltas = request_deltas(before, after) if whole and after is not None else None
+        answered = len(replies) == len(built)
+        window = close_window(ctx, before, answered, refused, keep=False, requests=len(built))
+        epoch, deltas = window.epoch, window.deltas if answered else None
         check = None if deltas is None else _batch_figures(ctx, built, replies, deltas)
     return [
         Observed(
@@ -302,10 +301,9 @@ def _record(
     resp = obs.out.response
     if resp is None:
         return replace(base, error=obs.out.failure.message if obs.out.failure else "no response")
-    usage = checked_usage(resp.usage, obs.server, obs.finding)
-    if obs.cached is not None:
-        usage = Usage(resp.usage.prompt_tokens, resp.usage.completion_tokens, obs.cached)
-    status, reason, expected = check_cache(step, usage, ctx.facts)
+    status, reason, expected = check_cache(
+        step, checked_usage(resp.usage, obs.server, obs.finding, obs.cached), ctx.facts
+    )
     if restart:
         status, reason = "invalid", RESTART_REASON
     return replace(
