@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -19,6 +19,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from eval.errors import ConfigError
+from eval.serve.numerics import numerics_problem
 
 POLICY_SCHEMA_VERSION = 1
 DEFAULT_POLICY = "policy_default.toml"
@@ -41,6 +42,17 @@ class Number:
         return None
 
 
+@dataclass(frozen=True)
+class Text:
+    """A string parameter: `check` says what is wrong with a value (None: nothing)."""
+
+    type: type
+    check: Callable[[str], str | None]
+
+    def problem(self, value: str) -> str | None:
+        return self.check(value)
+
+
 COUNT = Number(int, "a count >= 0")
 FRACTION = Number(float, "a fraction in [0, 1]", high=1.0)
 POINTS = Number(float, "score points >= 0")
@@ -49,7 +61,9 @@ PERCENT = Number(float, "a percentage >= 0")
 AA_MULTIPLE = Number(float, "a multiple of the A/A floor in [1, 1000]", low=1.0, high=1000.0)
 FACTOR = Number(float, "a factor >= 1", low=1.0)
 DELTA = Number(float, "a logprob difference >= 0 (nats)")
-Kind = type | Number
+# a declared numerics change, `numerics = "changed: REASON"` ("" none; eval/serve/numerics.py)
+DECLARATION = Text(str, numerics_problem)
+Kind = type | Number | Text
 # the timing rules' parameters (eval/gate/rules.rule_prefill_change): the limit, the share of foreign figures,
 # and whether runs that are not one interleaved session are skipped
 TIMING_PARAMS: dict[str, tuple[Kind, Any]] = {
@@ -74,7 +88,13 @@ RULE_PARAMS: dict[str, dict[str, tuple[Kind, Any]]] = {
     "warm_prefill_change": TIMING_PARAMS,
     "cold_prefill_change": TIMING_PARAMS,
     "cache_reports_consistent": {"max": (COUNT, 0), "runs": (list, ["base", "variant"])},
-    "cross_variant_cold": {"min_fraction": (FRACTION, 1.0)},
+    # eval/gate/cross_numerics.py: per input within max(base noise x delta_factor, delta_floor), unless declared
+    "cross_variant_cold": {
+        "min_fraction": (FRACTION, 1.0),
+        "delta_factor": (FACTOR, 10.0),
+        "delta_floor": (DELTA, 0.01),
+        "numerics": (DECLARATION, ""),
+    },
     "hitlen_cache_honoured": {"max_misses": (COUNT, 0), "runs": (list, ["base", "variant"])},
     "batch_invariant": {
         "min_fraction": (FRACTION, 1.0),
@@ -108,7 +128,7 @@ class Policy:
 
 
 def _typed(where: str, value: Any, kind: Kind) -> Any:
-    if isinstance(kind, Number):
+    if isinstance(kind, (Number, Text)):
         value = _typed(where, value, kind.type)
         problem = kind.problem(value)
         if problem is not None:
@@ -144,6 +164,12 @@ def parse_policy(text: str, source: str) -> Policy:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML ({exc})") from None
+    except RecursionError:  # a value nested 100,000 deep: the parser's recursion, not a policy
+        raise ConfigError(f"{source}: not a policy (a value nested too deeply to read)") from None
+    except ValueError as exc:  # an integer of 5,000 digits: Python's limit on integer conversion
+        raise ConfigError(
+            f"{source}: not valid TOML (a number too long: {str(exc).split(';')[0][:100]})"
+        ) from None
     unknown = sorted(set(doc) - {"schema_version", "data", "rules"})
     if unknown:
         raise ConfigError(f"{source}: {unknown[0]}: unknown key (known: schema_version, data, rules)")

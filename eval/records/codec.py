@@ -209,6 +209,18 @@ def _check_record(obj: dict[str, Any]) -> None:
     topk = obj.get("topk")
     if topk is not None and not isinstance(topk, dict):
         raise FieldError("topk", f"must be an object or null, got {type(topk).__name__}")
+    _check_topk_positions(topk, obj.get("output_token_ids"))
+
+
+def _check_topk_positions(topk: dict[str, Any] | None, tokens: list[int] | None) -> None:
+    """The top-k has one row per generated token (what every comparison of two records reads)."""
+    if topk is None:
+        return
+    n = topk.get("n")
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise FieldError("topk.n", f"must be a count of positions, got {n!r:.40}")
+    if n != len(tokens or []):
+        raise FieldError("topk", f"{n} positions, but output_token_ids holds {len(tokens or [])} tokens")
 
 
 # --- request records -------------------------------------------------------------------------------------------

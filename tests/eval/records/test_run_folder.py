@@ -120,7 +120,7 @@ def make_record(**kw: object) -> RequestRecord:
         status="ok",
         output_text='an "answer"\n\u00e9',
         finish_reason="length",
-        output_token_ids=[5, 7, 2],
+        output_token_ids=[5, 7, 2, 9],  # one per top-k position
         topk=make_topk(),
         usage=Usage(prompt_tokens=300, completion_tokens=4, cached_tokens=0),
         expected_cached_tokens=0,
