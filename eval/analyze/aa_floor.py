@@ -14,7 +14,8 @@ What counts as "the same configuration" (else AaFloorError, exit 2, one line nam
 - one variant name on both sides: lbeval names a server configuration by its variant, so `lbeval ab X Y` is an
   A/B even when X and Y share a launch spec;
 - the same served model, inputs manifest, run settings (every key of the manifest's settings) and the same
-  server facts from the probe (PROBE_KEYS: server kind and version, block size, context length, cache mode);
+  server facts from the probe (eval/records/server_identity.SERVER_IDENTITY_KEYS: server kind and version,
+  model, block size, context length, prefix caching, cold mode; the cache model when both have one);
 - both runs complete and undamaged (missing or damaged data never calibrates a gate).
 Against the runs it calibrates (`check_against`): the A/A runs must have asked the same inputs (the inputs
 manifest's SHA-256) of the same model as the compared base and variant runs.
@@ -30,9 +31,7 @@ from eval.analyze.score import ScoredRun
 from eval.analyze.timing import TIMING_MEASURES
 from eval.errors import LbevalError
 from eval.records.run_folder import PAIRS_NAME
-
-# probe facts that must agree between the two sides of an A/A session
-PROBE_KEYS = ("server_kind", "version", "model", "block_size", "max_model_len", "prefix_caching", "cold_mode")
+from eval.records.server_identity import server_differences
 
 
 class AaFloorError(LbevalError):
@@ -121,9 +120,8 @@ def same_configuration_problems(a: ScoredRun, b: ScoredRun) -> list[str]:
             problems.append(
                 f"its sides differ in settings.{key} ({ma.settings.get(key)!r}, {mb.settings.get(key)!r})"
             )
-    for key in PROBE_KEYS:
-        if ma.probe.get(key) != mb.probe.get(key):
-            problems.append(f"its servers differ in {key} ({ma.probe.get(key)!r}, {mb.probe.get(key)!r})")
+    for key, in_a, in_b in server_differences(ma.probe, mb.probe):
+        problems.append(f"its servers differ in {key} ({in_a!r}, {in_b!r})")
     return problems
 
 

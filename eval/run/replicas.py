@@ -53,6 +53,7 @@ from eval.records.run_folder import (
     read_manifest,
     write_manifest,
 )
+from eval.records.server_identity import SERVER_IDENTITY_KEYS, server_differences
 from eval.records.types import RequestRecord
 from eval.redact import safe_url
 from eval.run.client import Client
@@ -86,18 +87,9 @@ CPU_BIND_ENV = "VLLM_CPU_OMP_THREADS_BIND"  # vLLM CPU: the cores a server's Ope
 GPU_DEVICES_ENV = "CUDA_VISIBLE_DEVICES"  # the GPUs a replica's server process sees
 DP_RANK_HEADER = "X-data-parallel-rank"  # vLLM: pin a request to one data-parallel rank (case-insensitive)
 MISROUTED = "misrouted"  # the counter of records another engine than the pinned one answered
-# what every replica must share with replica 0 (ProbeResult fields), in the order a refusal names them
-SAME_ON_EVERY_REPLICA = (
-    "model",
-    "version",
-    "server_kind",
-    "max_model_len",
-    "prefix_caching",
-    "block_size",
-    "cached_tokens_reported",
-    "salt_honored",
-    "cold_mode",
-)
+# what every replica must share with replica 0 (ProbeResult fields), in the order a refusal names them: the
+# server's identity (and its cache model, when both have one), and how it reports and isolates the cache
+SAME_ON_EVERY_REPLICA = (*SERVER_IDENTITY_KEYS, "cached_tokens_reported", "salt_honored")
 
 Todo = tuple[Unit, GroupState, int]
 
@@ -133,11 +125,8 @@ def assign_replicas(weights: Sequence[int], n: int, seed: int = ASSIGNMENT_SEED)
 
 def replica_differences(first: ProbeResult, other: ProbeResult) -> list[str]:
     """What replica `other` reports differently from replica 0 (`first`), e.g. "block_size 16 -> 128"."""
-    return [
-        f"{name} {getattr(first, name)!r} -> {getattr(other, name)!r}"
-        for name in SAME_ON_EVERY_REPLICA
-        if getattr(first, name) != getattr(other, name)
-    ]
+    diffs = server_differences(first.to_dict(), other.to_dict(), SAME_ON_EVERY_REPLICA)
+    return [f"{name} {before!r} -> {now!r}" for name, before, now in diffs]
 
 
 def core_sets(cores: Sequence[int], n: int) -> list[str]:

@@ -45,6 +45,7 @@ from eval.records.run_folder import (
     write_manifest,
 )
 from eval.records.server_figures import checked_cached
+from eval.records.server_identity import server_differences
 from eval.records.types import RECORD_SCHEMA_VERSION, RequestRecord
 from eval.records.vocabulary import choice_of
 from eval.redact import Secrets, safe_url
@@ -279,6 +280,7 @@ def _open_manifest(config: RunConfig, run_dir: Path, fresh: RunManifest) -> RunM
     if not (run_dir / MANIFEST_NAME).exists():
         return fresh
     old = read_manifest(run_dir)
+    refuse_other_server(run_dir, old.probe, fresh.probe)  # first: another server explains other settings too
     diffs = _differences(old, fresh.inputs_sha256, fresh.model, fresh.settings)
     if diffs:
         cache_only = "scenarios" not in old.settings and "scenarios" in fresh.settings
@@ -305,6 +307,19 @@ def _open_manifest(config: RunConfig, run_dir: Path, fresh: RunManifest) -> RunM
         ended_at=None,
         complete=False,
     )
+
+
+def refuse_other_server(run_dir: Path, before: Mapping[str, Any], now: Mapping[str, Any]) -> None:
+    """A run is measured on one server: a resume whose probe names another (kind, version, model, block size,
+    context length, prefix caching, cold mode, cache model: eval/records/server_identity.py) is refused, one line
+    naming what differs; the earlier sessions' probe is kept as it was."""
+    diffs = server_differences(before, now)
+    if diffs:
+        said = "; ".join(f"{key} {old!r} -> {new!r}" for key, old, new in diffs)
+        raise ConfigError(
+            f"{run_dir} was measured on another server ({said}); it will not be resumed against this one. "
+            "Resume against the original server, or pass --run-id NAME for a new run."
+        )
 
 
 def _existing(run_dir: Path) -> tuple[list[RequestRecord], int]:

@@ -1,0 +1,39 @@
+"""Which server a run was measured on: the probe facts (the manifest's `probe`) that name one server build and
+cache configuration, and the one comparison of two probes on them.
+
+    server_differences(old_probe, new_probe) -> [("block_size", 16, 128), ...]
+
+Read where two probes must describe the same server: a resumed run against the server of its earlier sessions
+(eval/run/session.py), every replica of a variant against replica 0 (eval/run/replicas.py, with the replica's
+own reporting facts on top), the two sides of an A/A session (eval/analyze/aa_floor.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# the probe facts that identify the server (ProbeResult fields, in the order a refusal names them)
+SERVER_IDENTITY_KEYS = (
+    "server_kind",
+    "version",
+    "model",
+    "block_size",
+    "max_model_len",
+    "prefix_caching",
+    "cold_mode",
+)
+# the server's cache model (a typed object in the probe): compared only when both probes have one
+CACHE_MODEL_KEY = "cache_model"
+
+
+def server_differences(
+    old: Mapping[str, Any], new: Mapping[str, Any], keys: tuple[str, ...] = SERVER_IDENTITY_KEYS
+) -> list[tuple[str, Any, Any]]:
+    """(key, old value, new value) for every identity fact two probe dicts (ProbeResult.to_dict()) disagree
+    on, in the order of `keys`; the cache model too when both have one. Empty: the same server."""
+    out = [(key, old.get(key), new.get(key)) for key in keys if old.get(key) != new.get(key)]
+    before, now = old.get(CACHE_MODEL_KEY), new.get(CACHE_MODEL_KEY)
+    if before is not None and now is not None and before != now:
+        out.append((CACHE_MODEL_KEY, before, now))
+    return out

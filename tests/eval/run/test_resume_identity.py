@@ -1,0 +1,102 @@
+"""A run is measured on one server and an `lbeval ab` session has one pair of sides and one seed: a resume that
+would mix another server, swapped sides or another seed into the run folders is refused with one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eval.cli import main
+from eval.errors import EXIT_CONFIG, ConfigError
+from eval.records.run_folder import MANIFEST_NAME, RECORDS_NAME, read_manifest
+from eval.records.server_identity import SERVER_IDENTITY_KEYS, server_differences
+from eval.records.types import RequestRecord
+from eval.run.runner import execute_run
+from eval.serve.fake_server import FakeServer
+from tests.eval.fake_fixtures import config_for, make_row, write_rows
+
+
+class _Stop(Exception):
+    pass
+
+
+def _interrupted_run(tmp_path: Path, server: FakeServer) -> Path:
+    """A cache-only run on `server` stopped after its first records (resumable)."""
+    inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(3)])
+    config = config_for(server, inputs, tmp_path / "runs", passes=("cold", "warm"))
+    seen: list[RequestRecord] = []
+
+    def stop_after_two(rec: RequestRecord) -> None:
+        seen.append(rec)
+        if len(seen) == 2:
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        execute_run(config, on_record=stop_after_two)
+    return inputs
+
+
+def _run_cli(inputs: Path, tmp_path: Path, url: str) -> int:
+    return main(
+        ["run", "--variant", "v1", "--inputs", str(inputs), "--base-url", url, "--out", str(tmp_path / "runs"),
+         "--passes", "cold,warm", "--scenarios", "cache", "--quiet", "--retries", "1", "--backoff", "0.01"]
+    )  # fmt: skip
+
+
+def test_a_resume_against_a_server_of_another_version_and_block_size_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeServer() as first:
+        inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(3)])
+        assert _run_cli(inputs, tmp_path, first.base_url) == 0
+    run_dir = Path(capsys.readouterr().out.split()[-1])
+    manifest = (run_dir / MANIFEST_NAME).read_bytes()
+    records = (run_dir / RECORDS_NAME).read_bytes()
+    with FakeServer(version="0.0.1+other", block_size=32) as other:
+        assert _run_cli(inputs, tmp_path, other.base_url) == EXIT_CONFIG
+        sent = [json.dumps(body) for _, body in other.requests]
+        assert sent and all("lbeval capability probe" in b for b in sent)  # the probe's requests alone
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "version '0.0.0+fake' -> '0.0.1+other'" in err[0] and "block_size 16 -> 32" in err[0]
+    assert str(run_dir) in err[0] and "--run-id" in err[0]
+    # the run folder is as the first session left it: its probe not overwritten, nothing appended
+    assert (run_dir / MANIFEST_NAME).read_bytes() == manifest
+    assert (run_dir / RECORDS_NAME).read_bytes() == records
+    assert read_manifest(run_dir).probe["version"] == "0.0.0+fake"
+
+
+@pytest.mark.parametrize(
+    ("changed", "named"),
+    [
+        ({"max_model_len": 999}, "max_model_len"),
+        ({"prefix_caching": False}, "prefix_caching True -> False"),
+        ({"dialect": "sglang"}, "server_kind 'vllm' -> 'sglang'"),
+    ],
+)
+def test_an_interrupted_run_resumed_against_another_server_is_refused(
+    tmp_path: Path, changed: dict[str, object], named: str
+) -> None:
+    with FakeServer() as first:
+        inputs = _interrupted_run(tmp_path, first)
+    with FakeServer(**changed) as other:  # type: ignore[arg-type]
+        config = config_for(other, inputs, tmp_path / "runs", passes=("cold", "warm"), model=None)
+        with pytest.raises(ConfigError, match="measured on another server") as caught:
+            execute_run(config)
+    assert named in str(caught.value)
+    # the same server kind and build again resumes and completes
+    with FakeServer() as again:
+        run_dir = execute_run(config_for(again, inputs, tmp_path / "runs", passes=("cold", "warm")))
+    assert read_manifest(run_dir).complete
+
+
+def test_server_differences_compare_the_cache_model_only_when_both_probes_have_one() -> None:
+    probe = {key: f"v-{key}" for key in SERVER_IDENTITY_KEYS}
+    assert server_differences(probe, dict(probe)) == []
+    assert server_differences(probe, {**probe, "block_size": 32}) == [("block_size", "v-block_size", 32)]
+    with_model = {**probe, "cache_model": {"kind": "blocks", "block_size": 16}}
+    assert server_differences(probe, with_model) == []  # an earlier probe without one: nothing to compare
+    other = {**probe, "cache_model": {"kind": "blocks", "block_size": 32}}
+    assert [d[0] for d in server_differences(with_model, other)] == ["cache_model"]
