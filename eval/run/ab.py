@@ -55,9 +55,10 @@ from eval.atomic import WriteFailed
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import InputRow
 from eval.records.ab_pairs import ORDERS, PairRecord, PairSide, append_pair, last_pairs, read_pairs
-from eval.records.run_folder import RECORDS_NAME, RecordWriter, run_lock
+from eval.records.run_folder import RECORDS_NAME, RecordWriter, run_lock, write_manifest
 from eval.records.stop import STOP_SCHEMA_VERSION, Settlement, StopRecord, remove_stop, write_stop
 from eval.records.types import RequestRecord
+from eval.redact import safe_url
 from eval.run.adaptive import (
     AdaptiveRecord,
     Hooks,
@@ -95,6 +96,7 @@ from eval.serve.process import sigterm_as_interrupt
 from eval.terminal import progress_bar
 
 SIDES = ("a", "b")
+AB_SESSION_KEY = "ab"  # a run's session line: {"side", "seed", "partner"} when it was one side of lbeval ab
 UnitId = tuple[int, str, int]  # (row index, unit kind, repetition)
 
 
@@ -237,8 +239,10 @@ def execute_ab(
             sa = RunSession.prepare(cfg_a, ca, in_a)
             sb = RunSession.prepare(cfg_b, cb, in_b)
             _same_plans(sa.units, sb.units, sa.rows)
+            refuse_other_session(config.seed, (sa, sb))
             sa.start(server_a)
             sb.start(server_b)
+            note_session(config.seed, (sa, sb))
             _interleave(config, sa, ca, sb, cb, stack, between)
     except WriteFailed as exc:
         raise RunIncomplete(f"{exc}; the runs are incomplete: re-run the same command to resume") from None
@@ -276,6 +280,61 @@ def _same_partners(dirs: tuple[Path, Path], names: tuple[str, str]) -> None:
                 f"{d}: holds the pairing of the session of {pairs[0].runs[0]} (side a) with {pairs[0].runs[1]} "
                 f"(side b), not {names[0]} with {names[1]}: give --run-id for a new session"
             )
+
+
+def _ab_line(session: RunSession) -> dict[str, Any] | None:
+    """The `ab` entry of the run's last session that was one side of an lbeval ab session (None: none was)."""
+    return next((s[AB_SESSION_KEY] for s in reversed(session.manifest.sessions) if AB_SESSION_KEY in s), None)
+
+
+def refuse_other_session(seed: int, sessions: tuple[RunSession, RunSession]) -> None:
+    """A resumed session is the one its run folders began: each run on the side it was, with the seed of the pairs'
+    order it was (another seed draws other orders for the units left), and each side's server not the other
+    side's of the last session (A and B swapped). Refused with one line naming what changed; before anything is
+    written or sent."""
+    changed: list[str] = []
+    for side, session in zip(SIDES, sessions, strict=True):
+        before = _ab_line(session)
+        if before is None:
+            continue
+        name = _run_name(session)
+        if before.get("side") != side:
+            changed.append(f"{name} was side {before.get('side')}, now side {side}")
+        if before.get("seed") != seed and f"--seed {before.get('seed')}" not in changed:
+            changed.append(f"--seed {before.get('seed')}, now {seed}")
+    if _swapped(sessions):
+        changed.append("side A's server is side B's of the last session and side B's is side A's")
+    if changed:
+        raise ConfigError(
+            f"lbeval ab: not the session these run folders hold ({'; '.join(changed)}); it will not be resumed. "
+            "Re-run with the original sides and --seed, or pass --run-id NAME for a new session."
+        )
+
+
+def _swapped(sessions: tuple[RunSession, RunSession]) -> bool:
+    """Side A's server now is the one side B's last session ran on, and B's is A's (by URL or by process start)."""
+    last = [s.manifest.sessions[-1] if s.manifest.sessions else None for s in sessions]
+    if last[0] is None or last[1] is None:
+        return False
+    now_url = [safe_url(s.config.base_url) for s in sessions]
+    now_start = [s.probe.process_start_time for s in sessions]
+    for key, now in (("base_url", now_url), ("server_process_start_time", now_start)):
+        was = [last[0].get(key), last[1].get(key)]
+        if None not in was and was[0] != was[1] and now == [was[1], was[0]]:
+            return True
+    return False
+
+
+def note_session(seed: int, sessions: tuple[RunSession, RunSession]) -> None:
+    """Each run's session line says it was side a or b of an lbeval ab session, with the seed and its partner (what
+    `refuse_other_session` reads when the session resumes)."""
+    for side, session, partner in zip(SIDES, sessions, reversed(sessions), strict=True):
+        session.manifest.sessions[-1][AB_SESSION_KEY] = {
+            "side": side,
+            "seed": seed,
+            "partner": _run_name(partner),
+        }
+        write_manifest(session.run_dir, session.manifest)
 
 
 def _repair_pairing(a: Path, b: Path) -> None:
@@ -543,6 +602,7 @@ def _execute_replicas(
     ]
     sessions = [RunSession.prepare(c, cl[0], i) for c, cl, i in zip(cfgs_now, clients, ins, strict=True)]
     _same_plans(sessions[0].units, sessions[1].units, sessions[0].rows)
+    refuse_other_session(config.seed, (sessions[0], sessions[1]))
     lock = threading.Lock()
     sides: list[_ReplicaSides] = []
     try:
@@ -550,6 +610,7 @@ def _execute_replicas(
             SIDES, sessions, clients, ins, served, strict=True
         ):
             sides.append(_replica_sides(name, session, cl, inputs, started, stack, lock))
+        note_session(config.seed, (sessions[0], sessions[1]))
         if sides[0].assignment != sides[1].assignment:
             raise ConfigError("the two sides assign the inputs to replicas differently; cannot pair them")
         ok = _replica_pairs(config, sides[0], sides[1], between)

@@ -4,16 +4,19 @@ would mix another server, swapped sides or another seed into the run folders is 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from eval.cli import main
 from eval.errors import EXIT_CONFIG, ConfigError
-from eval.records.run_folder import MANIFEST_NAME, RECORDS_NAME, read_manifest
+from eval.records.run_folder import MANIFEST_NAME, PAIRS_NAME, RECORDS_NAME, read_manifest
 from eval.records.server_identity import SERVER_IDENTITY_KEYS, server_differences
 from eval.records.types import RequestRecord
-from eval.run.runner import execute_run
+from eval.run.ab import AbConfig, execute_ab
+from eval.run.runner import RunConfig, execute_run
 from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 
@@ -100,3 +103,77 @@ def test_server_differences_compare_the_cache_model_only_when_both_probes_have_o
     assert server_differences(probe, with_model) == []  # an earlier probe without one: nothing to compare
     other = {**probe, "cache_model": {"kind": "blocks", "block_size": 32}}
     assert [d[0] for d in server_differences(with_model, other)] == ["cache_model"]
+
+
+def _ab_config(
+    tmp_path: Path, url_a: str, url_b: str, a: str = "base", b: str = "var", seed: int = 7
+) -> AbConfig:
+    inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(3)])
+    ca = config_for_url(url_a, inputs, tmp_path / "runs", variant=a, passes=("cold", "warm", "timing"))
+    return AbConfig(ca, replace(ca, variant=b, base_url=url_b), seed=seed)
+
+
+def config_for_url(url: str, inputs: Path, out: Path, **kw: object) -> RunConfig:
+    with FakeServer() as placeholder:
+        config = config_for(placeholder, inputs, out, **kw)  # type: ignore[arg-type]
+    return replace(config, base_url=url)
+
+
+def _interrupt_after(n: int) -> Callable[[str, tuple[int, str, int]], None]:
+    calls: list[str] = []
+
+    def between(side: str, unit: tuple[int, str, int]) -> None:
+        calls.append(side)
+        if len(calls) == n:
+            raise KeyboardInterrupt
+
+    return between
+
+
+def _pairs_bytes(tmp_path: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted((tmp_path / "runs").rglob(PAIRS_NAME))}
+
+
+def test_ab_resumed_with_another_seed_is_refused(tmp_path: Path) -> None:
+    with FakeServer() as a, FakeServer() as b:
+        config = _ab_config(tmp_path, a.base_url, b.base_url, seed=7)
+        with pytest.raises(KeyboardInterrupt):
+            execute_ab(config, between=_interrupt_after(4))
+        before = _pairs_bytes(tmp_path)
+        records = {p: p.read_bytes() for p in (tmp_path / "runs").rglob(RECORDS_NAME)}
+        with pytest.raises(ConfigError, match=r"--seed 7, now 8") as caught:
+            execute_ab(replace(config, seed=8))
+        assert "--run-id" in str(caught.value) and "\n" not in str(caught.value)
+        assert _pairs_bytes(tmp_path) == before and before
+        assert {p: p.read_bytes() for p in (tmp_path / "runs").rglob(RECORDS_NAME)} == records  # none sent
+        da, db = execute_ab(config)  # the original seed resumes
+    assert read_manifest(da).complete and read_manifest(db).complete
+    assert [s["ab"]["seed"] for s in read_manifest(da).sessions] == [7, 7]
+
+
+def test_ab_resumed_with_the_sides_swapped_is_refused(tmp_path: Path) -> None:
+    """base vs var stopped before its first pair line, then var vs base: each run would change sides."""
+    with FakeServer() as a, FakeServer() as b:
+        config = _ab_config(tmp_path, a.base_url, b.base_url)
+        with pytest.raises(KeyboardInterrupt):
+            execute_ab(config, between=_interrupt_after(1))
+        assert not _pairs_bytes(tmp_path) or not any(_pairs_bytes(tmp_path).values())
+        swapped = AbConfig(config.b, config.a, seed=config.seed)
+        with pytest.raises(ConfigError, match=r"var/ab-\w+ was side b, now side a") as caught:
+            execute_ab(swapped)
+    assert "base/" in str(caught.value) and "was side a, now side b" in str(caught.value)
+
+
+def test_aa_resumed_with_the_servers_swapped_is_refused(tmp_path: Path) -> None:
+    """lbeval ab x x on two servers, resumed with --base-url-a and --base-url-b given the other way round."""
+    with FakeServer() as a, FakeServer() as b:
+        config = _ab_config(tmp_path, a.base_url, b.base_url, a="x", b="x")
+        with pytest.raises(KeyboardInterrupt):
+            execute_ab(config, between=_interrupt_after(4))
+        swapped = replace(
+            config, a=replace(config.a, base_url=b.base_url), b=replace(config.b, base_url=a.base_url)
+        )
+        with pytest.raises(ConfigError, match="side A's server is side B's of the last session"):
+            execute_ab(swapped)
+        da, db = execute_ab(config)
+    assert read_manifest(da).complete and read_manifest(db).complete
