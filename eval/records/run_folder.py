@@ -46,6 +46,7 @@ from eval.errors import ConfigError, DataError, LbevalError, UsageError
 from eval.records.codec import dumps_record, record_from_dict
 from eval.records.codec import type_name as _type_name
 from eval.records.codec import type_ok as _type_ok
+from eval.records.consistency import record_damage
 from eval.records.final import Selection, describe_duplicates
 from eval.records.types import READABLE_SCHEMA_VERSIONS, RequestRecord
 from eval.redact import redact_data
@@ -371,7 +372,8 @@ def run_lock(run_dir: Path) -> Iterator[None]:
 
 
 def damage(loaded: LoadedRun, sel: Selection) -> list[str]:
-    """What is wrong with a run's records as read (empty: nothing). Any damage makes the run incomplete."""
+    """What is wrong with a run's records as read (empty: nothing): unreadable lines, duplicates, records that
+    contradict their run (eval/records/consistency.py), lost records. Any damage makes the run incomplete."""
     out: list[str] = []
     torn = loaded.torn_line_numbers
     if torn:
@@ -386,6 +388,7 @@ def damage(loaded: LoadedRun, sel: Selection) -> list[str]:
     if dup is not None:
         out.append(dup)
     m = loaded.manifest
+    out += record_damage(loaded.records, torn, m.run_id, m.variant, m.sessions, RECORDS_NAME)
     counted = m.stats.get("records")
     lines_read = len(loaded.records) + len(torn)
     if isinstance(counted, int) and lines_read < counted:

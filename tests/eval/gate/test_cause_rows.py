@@ -160,7 +160,8 @@ def test_a_fresh_salt_that_hits_is_a_cache_isolation_fault(tmp_path: Path) -> No
     for i, line in enumerate(lines):
         obj = json.loads(line)
         if obj["pass_name"] == "cold" and obj["example_id"] == "ex1":
-            obj["usage"]["cached_tokens"] = 48
+            obj["usage"]["cached_tokens"] = 48  # what verification records: a miss expected, 48 cached
+            obj["status"], obj["error"] = "invalid", "expected a prefix-cache miss, but 48 tokens were cached"
             lines[i] = json.dumps(obj) + "\n"
     records.write_text("".join(lines))
     _, v = _gate(base, score_run(Path(variant.loaded.run_dir)))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +84,100 @@ def test_a_policy_nested_too_deep_or_with_a_huge_integer_is_a_config_error(
     assert code == 78, out
     assert f"lbeval gate: error: {policy}: {why}" in out
     assert len(out.strip().splitlines()) == 1 and "Traceback" not in out
+
+
+# ---------------------------------------------------------------- each record against its own run
+
+
+def _gate_damage(runs: Path, capsys: pytest.CaptureFixture[str], named: str) -> str:
+    code, out = _gate(runs, capsys)
+    assert code == 2, out
+    assert f"variant run {VARIANT_ID} is damaged: " in out and "Traceback" not in out, out
+    assert named in out, out
+    return out
+
+
+def test_records_copied_in_from_another_run_are_foreign(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # every record of the variant says it belongs to the base run (a copy of the base's records file)
+    runs, base_dir, variant_dir = _runs(tmp_path)
+    (variant_dir / "records.jsonl").write_bytes((base_dir / "records.jsonl").read_bytes())
+    out = _gate_damage(runs, capsys, "records.jsonl:1:run_id: ")
+    assert f"is not this run's ({VARIANT_ID}): a record of another run" in out
+
+
+@pytest.mark.parametrize(("field", "value"), [("run_id", "20260101T000000Z-other"), ("variant", "main")])
+def test_an_edited_run_id_or_variant_is_foreign(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: str
+) -> None:
+    runs, _, variant_dir = _runs(tmp_path)
+    line = edit_record(variant_dir / "records.jsonl", "warm", lambda o: o.update({field: value}), nth=2)
+    _gate_damage(runs, capsys, f"1 record(s) contradict their run: records.jsonl:{line}:{field}: '{value}'")
+
+
+def test_an_edited_replica_is_damage_not_a_fail(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs, _, variant_dir = _runs(tmp_path)
+    line = edit_record(variant_dir / "records.jsonl", "repeat", lambda o: o.update(replica=1))
+    _gate_damage(runs, capsys, f"records.jsonl:{line}:replica: 1, but the run's sessions served 1 replica(s)")
+
+
+def test_a_replica_other_than_its_units_is_damage() -> None:
+    from eval.records.consistency import record_damage
+    from tests.eval.records.test_run_folder import make_record
+
+    sessions = [{"replicas": [{"index": 0}, {"index": 1}]}]
+    recs = [make_record(seq=0), make_record(pass_name="warm", seq=1, replica=1, expected_cached_tokens=None)]
+    (line,) = record_damage(recs, [], "r1", "v", sessions, "records.jsonl")
+    assert "records.jsonl:2:replica: 1, but its unit's group ran on replica 0" in line
+    same = [recs[0], replace(recs[1], replica=0)]
+    assert record_damage(same, [], "r1", "v", sessions, "records.jsonl") == []
+
+
+def test_a_warm_record_whose_usage_contradicts_status_ok_is_damage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs, _, variant_dir = _runs(tmp_path)
+
+    def no_hit(obj: dict[str, Any]) -> None:
+        obj["usage"]["cached_tokens"] = 0
+
+    line = edit_record(variant_dir / "records.jsonl", "warm", no_hit, nth=1)
+    _gate_damage(runs, capsys, f"records.jsonl:{line}:usage.cached_tokens: 0, but status ok says it met its ")
+
+
+def test_a_cold_record_with_cached_tokens_and_status_ok_is_damage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs, _, variant_dir = _runs(tmp_path)
+
+    def hit(obj: dict[str, Any]) -> None:
+        obj["usage"]["cached_tokens"] = 32
+
+    line = edit_record(variant_dir / "records.jsonl", "cold", hit)
+    _gate_damage(runs, capsys, f"records.jsonl:{line}:usage.cached_tokens: 32, but status ok says this cold ")
+
+
+def test_a_duplicated_seq_is_damage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs, _, variant_dir = _runs(tmp_path)
+    line = edit_record(variant_dir / "records.jsonl", "repeat", lambda o: o.update(seq=0))
+    _gate_damage(runs, capsys, f"records.jsonl:{line}:seq: 0 is also the seq of line 1")
+
+
+def test_an_attempt_that_jumps_is_damage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs, _, variant_dir = _runs(tmp_path)
+    line = edit_record(variant_dir / "records.jsonl", "warm", lambda o: o.update(attempt=5))
+    _gate_damage(
+        runs, capsys, f"records.jsonl:{line}:attempt: 5, but the slot's attempts before it end at -1"
+    )
+
+
+def test_warm_and_repeat_pass_names_swapped_are_damage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs, _, variant_dir = _runs(tmp_path)
+    warm = edit_record(variant_dir / "records.jsonl", "warm", lambda o: o.update(pass_name="repeat"))
+    edit_record(variant_dir / "records.jsonl", "repeat", lambda o: o.update(pass_name="warm"), nth=1)
+    _gate_damage(
+        runs, capsys, f"records.jsonl:{warm}:pass_name: its unit sent cold, repeat, warm in that order"
+    )
