@@ -8,8 +8,8 @@ in eval/gate/policy_default.toml and docs/gate.md).
                      max(base x delta_factor, base + delta_floor). A row measured by one run only, or whose
                      scenario ran but planned no pair for it (N = 0: `--batch-sizes 1`, `--hit-lengths` beyond
                      every prompt), is no data unless `skip_one_sided`; no row measured by both is no data.
-                     The replica rows (the replicas scenario) measured by one run only are skipped and said:
-                     the other run ran on one replica, which is a layout, not missing data.
+                     The replica rows (the replicas scenario) are no exception: a variant on 2 replicas
+                     against a one-server base has replica rows the base cannot match, so no verdict on them.
     cache_isolation  absolute: a request sent with a salt the run had never sent before (the salt control, cold
                      passes sent by salt, every scenario's fresh salts) must find 0 cached tokens: a hit is a
                      cache isolation fault (a cross-tenant leak where salts separate users). Skipped when no
@@ -28,7 +28,6 @@ from eval.analyze.causes import CauseRow, RowSide, cause_rows
 from eval.analyze.compare import Comparison
 from eval.analyze.score import ScoredRun
 from eval.gate.verdict import FAIL, NO_DATA, PASS, SKIPPED, RowRef, RuleResult
-from eval.records.scenarios import REPLICA_ROW
 from eval.records.server_figures import checked_cached
 from eval.records.types import RequestRecord
 
@@ -72,12 +71,6 @@ def _one_sided(row: CauseRow) -> str:
     return f"{row.key} (measured by the {side} run only)"
 
 
-def layout_row(row: CauseRow) -> bool:
-    """A replica row measured by one run only: the other ran on one replica (a layout, not missing data)."""
-    replica = row.key == REPLICA_ROW or row.key.startswith(f"{REPLICA_ROW}_r")
-    return replica and (row.base is None) != (row.variant is None)
-
-
 def rule_cause_rows(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     name = "cause_rows"
     threshold = (
@@ -93,7 +86,7 @@ def rule_cause_rows(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     ]
     judged = [judge_row(r, p) for r in both if r not in mismatched]
     failing = [j for j in judged if j.worse]
-    one_sided = [_one_sided(r) for r in rows if not r.both and not layout_row(r)]
+    one_sided = [_one_sided(r) for r in rows if not r.both]
     unmatched = [f"{r.key} (N {r.base.n_total} vs {r.variant.n_total}: other plans)" for r in mismatched
                  if r.base is not None and r.variant is not None]  # fmt: skip
     refs = tuple(RowRef(ATTRIBUTION, j.row.key, bool(j.worse)) for j in judged)
@@ -110,8 +103,6 @@ def rule_cause_rows(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     if not judged:
         return RuleResult(name, NO_DATA, "no cause row measured by both runs", threshold)
     skipped = f" (skipped, measured by one run only: {', '.join(one_sided)})" if one_sided else ""
-    if any(layout_row(r) for r in rows):
-        skipped += f" ({REPLICA_ROW} rows skipped: measured by one run only, the other ran on one replica)"
     return RuleResult(name, PASS, measured + skipped, threshold, rows=refs)
 
 

@@ -17,9 +17,9 @@ from eval.analyze.attribution import POINT_REPLICA, Attribution, attribution, po
 from eval.analyze.compare import compare
 from eval.analyze.score import ScoredRun, score_run
 from eval.errors import ConfigError
-from eval.gate.policy import load_policy
+from eval.gate.policy import load_policy, parse_policy
 from eval.gate.rules import evaluate
-from eval.gate.verdict import FAIL, PASS, RuleResult
+from eval.gate.verdict import FAIL, NO_DATA, PASS, RuleResult
 from eval.records import scenarios as sc
 from eval.records.final import select_final
 from eval.records.run_folder import load_run
@@ -197,17 +197,26 @@ def test_cause_rows_gates_the_replica_rows_against_a_base_on_replicas(
     assert r.status == FAIL and "replica_r1" in r.measured and "replica_r2" not in r.measured
 
 
-def test_replica_rows_measured_by_one_run_only_are_skipped_and_said(
+def test_replica_rows_measured_by_one_run_only_give_no_verdict(
     fakes: list[FakeServer], tmp_path: Path
 ) -> None:
+    # a one-server base against a variant on 2 replicas whose second replica gives other outputs: the base has
+    # no replica row to hold the variant's against, so no verdict (not a PASS), unless the policy skips them
     one = replace(
         replicated(fakes[:1], tmp_path, "one"), base_urls=(), scenarios=replace(SETTINGS, default_plan=True)
     )
     base = score_run(execute_run(one))
-    variant = score_run(execute_run(replicated(fakes, tmp_path, "three")))
-    r = cause_rows_result(base, variant)
-    assert r.status == PASS, r.measured
-    assert "replica rows skipped: measured by one run only" in r.measured
+    fakes[1].add_fault(Fault("divergence", times=-1, position=FAULT_AT))
+    variant = score_run(execute_run(replicated(fakes[:2], tmp_path, "two")))
+    row = att(variant).row("replica_r1")
+    assert row is not None and row.pairs is not None and row.pairs.tokens_equal < row.pairs.n_total
+    v = evaluate(compare(base, variant), load_policy(None))
+    r = next(x for x in v.results if x.rule == "cause_rows")
+    assert r.status == NO_DATA and v.exit_code == 2, r.measured
+    assert "not comparable: " in r.measured and "replica_r1 (measured by the variant run only)" in r.measured
+    skip = parse_policy("schema_version = 1\n[rules.cause_rows]\nskip_one_sided = true\n", "skip.toml")
+    r = next(x for x in evaluate(compare(base, variant), skip).results if x.rule == "cause_rows")
+    assert r.status == PASS and "replica_r1 (measured by the variant run only)" in r.measured
 
 
 def test_the_replica_rows_follow_the_replicas_planned_not_every_replica_a_record_names() -> None:
