@@ -16,6 +16,7 @@ from eval.errors import ConfigError, LbevalError
 from eval.records.run_folder import refuse_reserved_variant
 from eval.records.vocabulary import PASS_CHOICES
 from eval.redact import NO_SECRETS, Secrets
+from eval.run.endpoints import refuse_repeated_endpoints
 from eval.run.probe import ProbeResult
 from eval.run.request import RequestSettings
 from eval.run.retry import RetryPolicy
@@ -72,6 +73,10 @@ class RunConfig:
     # a routing endpoint's data-parallel ranks (`--dp-ranks N`: each replica is rank r of the one endpoint, pinned by
     # the X-data-parallel-rank header; eval/run/replicas.py). 1: none (a launch spec's dp_ranks may still say N)
     dp_ranks: int = 1
+    # the launch spec the run was given (its name, None without one) and its declared numerics change
+    # ("changed: REASON", "" none): written into each session of the manifest for the gate (eval/gate/cross_numerics.py)
+    launch_spec: str | None = None
+    numerics: str = ""
     # what the launch spec read from the environment (its ${VAR}s): the session's secrets, with the API key
     # (eval/run/session.run_secrets); never written, never shown
     secrets: Secrets = field(default=NO_SECRETS, repr=False, compare=False)
@@ -101,6 +106,7 @@ def validate_config(config: RunConfig) -> None:
     if not 0 <= config.request.top_logprobs <= 20:
         raise ConfigError("--top-logprobs must be between 0 and 20")
     validate_scenarios(config.scenarios, cold_mode="salt" if config.cold_mode == "auto" else config.cold_mode)
+    refuse_repeated_endpoints(config.base_urls)  # replicas are distinct servers, however each is spelled
 
 
 def _validate_cold(config: RunConfig) -> None:
