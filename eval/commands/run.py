@@ -253,6 +253,8 @@ def run_config(
             batched_tokens_budget(use.args) if use is not None else None,
         ),
         server=spec if spec is not None and spec.managed else None,
+        launch_spec=spec.name if spec is not None else None,
+        numerics=spec.numerics if spec is not None else "",
         secrets=spec.secrets if spec is not None else NO_SECRETS,
     )
 

@@ -15,10 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from eval.analyze.agreement import PairStats
 from eval.analyze.compare import Comparison
 from eval.analyze.score import ScoredRun
-from eval.gate import cache_state, cause_rules, scenario_rules
+from eval.gate import cache_state, cause_rules, cross_numerics, scenario_rules
 from eval.gate.policy import Policy
 from eval.gate.verdict import (
     EXIT_FAIL,
@@ -342,30 +341,6 @@ def _first_finding(c: Comparison, names: Sequence[str]) -> str:
     return ""
 
 
-def rule_cross_variant_cold(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
-    s = c.cross_agreement.get("cold")
-    name = "cross_variant_cold"
-    if s is None or s.n_total == 0:
-        return RuleResult(name, NO_DATA, "no cold pass in both runs", "a cold pass")
-    threshold = f">= {p['min_fraction']:g} of N ({p['min_fraction'] * s.n_total:g}/{s.n_total})"
-    ok = s.text_equal >= p["min_fraction"] * s.n_total - 1e-9
-    delta = "n/a" if s.max_delta is None else f"{s.max_delta:.3g}"
-    measured = (
-        f"base cold vs variant cold outputs equal {s.text_equal}/{s.n_total} "
-        f"(token IDs {s.tokens_equal}/{s.n_total}, max top-k logprob |delta| {delta})"
-    )
-    rows = (RowRef(CROSS, "cross_cold_text", not ok),)
-    return RuleResult(name, PASS if ok else FAIL, measured, threshold, "" if ok else _cross_detail(s), rows)
-
-
-def _cross_detail(s: PairStats) -> str:
-    positions = ", ".join(f"{d.dataset}/{d.example_id} @ token {d.position}" for d in s.divergences[:5])
-    more = f" and {len(s.divergences) - 5} more" if len(s.divergences) > 5 else ""
-    diverging = f"diverging: {positions}{more}" if positions else ""
-    problems = _pair_problems(s.errors, s.invalid, s.missing)
-    return "; ".join(x for x in (diverging, problems) if x)
-
-
 RULES: dict[str, Callable[[Comparison, Mapping[str, Any]], RuleResult]] = {
     "cold_warm_equality": rule_cold_warm_equality,
     "warm_repeat_equality": rule_warm_repeat_equality,
@@ -375,7 +350,8 @@ RULES: dict[str, Callable[[Comparison, Mapping[str, Any]], RuleResult]] = {
     "cache_reports_consistent": rule_cache_reports_consistent,
     "warm_prefill_change": rule_warm_prefill_change,
     "cold_prefill_change": rule_cold_prefill_change,
-    "cross_variant_cold": rule_cross_variant_cold,
+    # cold numerics across variants against the base's own noise (eval/gate/cross_numerics.py)
+    "cross_variant_cold": cross_numerics.rule_cross_variant_cold,
     # the scenarios' rules (eval/gate/scenario_rules.py)
     "hitlen_cache_honoured": scenario_rules.rule_hitlen_cache_honoured,
     "batch_invariant": scenario_rules.rule_batch_invariant,

@@ -6,9 +6,9 @@ with an error control that stays valid when looking after every input:
 
 - count rules, exact (how "count"): the records already sent are final records the full run's gate counts too,
   so a rule whose count can no longer come back whatever the remaining N - k inputs give is settled, with no
-  error at all against the full run. warm_repeat_equality and cross_variant_cold (k/N >= min_fraction: N/N by
-  default) settle FAIL at the first counted mismatch that leaves fewer equal pairs than min_fraction x N even if
-  every remaining input agrees; that mismatch is "reproducible" in the sense that it is a final record (after
+  error at all against the full run. warm_repeat_equality (k/N >= min_fraction: N/N by default) settles FAIL
+  at the first counted mismatch that leaves fewer equal pairs than min_fraction x N even if every remaining
+  input agrees; that mismatch is "reproducible" in the sense that it is a final record (after
   the runner's bounded retries and re-primes of a warm miss), which the full run cannot undo; lbeval does not
   re-send it to confirm it. cold_warm_equality (variant >= base - allowed_drop) settles FAIL when the variant
   cannot catch up even if it agrees on every remaining input and the base on none, PASS when it stays ahead
@@ -29,7 +29,8 @@ with an error control that stays valid when looking after every input:
   remaining inputs plan (bounded per input by the inputs run: `remaining_pairs`); its max |delta| part and a
   PASS settle with the full run. cache_isolation (how "count"): FAIL at the first leak (a record already
   sent that found cached tokens under a fresh salt is final); a PASS settles with the full run.
-- cold_scores and the scenario rules (how "full run") settle only when every input has run; a scenario rule
+- cold_scores, cross_variant_cold (its limit is the base's own noise, which later inputs may raise) and the
+  scenario rules (how "full run") settle only when every input has run; a scenario rule
   that skips itself on this plan (no such scenario in either run) is "skipped", as the full run's gate would.
 
 The session stops when one rule settled FAIL (a FAIL verdict cannot turn into a PASS; the rules still open are
@@ -254,9 +255,8 @@ def _warm_repeat(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
 
 
 def _cross_cold(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
-    s = look.c.cross_agreement.get("cold")
-    equal, total = (s.text_equal, s.n_total) if s is not None else (0, 0)
-    return _count_share("cross_variant_cold", equal, total, look, p["min_fraction"])
+    """The full run's: the limit is the base's own noise, which the remaining inputs' rows may still raise."""
+    return _full_run(look, "cross_variant_cold")
 
 
 def _cold_warm(look: Look, p: Mapping[str, Any]) -> RuleSettlement:

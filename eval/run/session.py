@@ -504,6 +504,9 @@ def _start_session(session: RunSession, probe: ProbeResult) -> None:
             "retry": asdict(config.retry),
             "timeout_s": config.timeout_s,
             "quiet": config.quiet,
+            # the launch spec given and its declared numerics change (the gate's cross_variant_cold names it)
+            "launch_spec": config.launch_spec,
+            "numerics": config.numerics,
         }
     )
     write_manifest(session.run_dir, session.manifest)

@@ -30,6 +30,8 @@ Causes a scenario isolates (knobs set on the server, each off by default; tests/
   before the first occurrence, finish_reason "stop"), the next generation request diverges from `position`.
 - `repeat_flips` ({k, ...}) with `repeat_flip_position`: the k-th time (0-based) the same prompt token IDs are
   generated, the output diverges from that position (variation between repeats).
+- `logprob_shift` (nats): added to every reported logprob of every generation request, tokens untouched (the
+  plugin's logprob_shift fault: a server that agrees with itself but reports other numbers than the base).
 Prompts given as token-ID lists (/v1/completions `prompt: [ids]`) are served like their text.
 
 Dialects (`dialect`, DIALECTS; docs/servers/): the same model behind another server's wire format.
@@ -278,6 +280,7 @@ class FakeServer:
         self.stop_effect: StopEffect | None = None
         self.repeat_flips: set[int] = set()
         self.repeat_flip_position = 0
+        self.logprob_shift = 0.0  # added to every reported logprob (see the module docstring)
         self.words: dict[int, str] = {}  # token id -> word, from /tokenize (token-ID prompts' text)
         self._in_flight: list[dict[str, int]] = []
         self.requests: list[tuple[str, dict[str, Any]]] = []  # (path, body) of every generation request
@@ -872,7 +875,7 @@ class _Handler(BaseHTTPRequestHandler):
             diverge = (
                 1 if diverge is None else min(diverge, 1)
             )  # its default repeat_penalty 1.1 is not greedy
-        out, tops, finish = fake.generate(ids, body, diverge, jitter + effect_jitter)
+        out, tops, finish = fake.generate(ids, body, diverge, jitter + effect_jitter + fake.logprob_shift)
         stopped = fake.stop_strings(out, body)
         if stopped is not None:
             out, tops, finish = out[: stopped[0]], tops[: stopped[0]], "stop"

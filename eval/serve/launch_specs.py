@@ -33,6 +33,7 @@ else:  # pragma: no cover
 
 from eval.errors import ConfigError
 from eval.redact import NO_SECRETS, Secrets
+from eval.serve.numerics import declared_reason
 
 SHIPPED_SPECS = "variants.toml"
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"
@@ -64,6 +65,7 @@ KNOWN_KEYS = frozenset(
         "devices",
         "dp_ranks",
         "scenarios",
+        "numerics",
     }
 )
 # `scenarios = { names = ["cache", "batch"], batch_sizes = [1, 4], repeats = 10, hit_lengths = [...],
@@ -134,6 +136,9 @@ class LaunchSpec:
     # (eval/run/replicas.host_devices); None: not a GPU spec (CPU replicas get thread binding instead)
     devices: tuple[int, ...] | str | None = None
     dp_ranks: int = 1  # a routing endpoint's data-parallel ranks, each pinned by X-data-parallel-rank
+    # `numerics = "changed: REASON"`: the variant changes numerics on purpose (eval/serve/numerics.py); "" none.
+    # The run writes it into each session of its manifest, the gate's cross_variant_cold rule names it
+    numerics: str = ""
     # the values its `${VAR}`s read from the environment: redacted wherever lbeval writes or prints them
     secrets: Secrets = field(default=NO_SECRETS, repr=False, compare=False)
 
@@ -264,7 +269,15 @@ def _external(
         model=_text(raw, "model", where, env),
         api_key_env=_text(raw, "api_key_env", where, env),
         scenarios=_scenarios(raw.get("scenarios", {}), f"{where}.scenarios"),
+        numerics=_numerics(raw, where),
     )
+
+
+def _numerics(raw: Mapping[str, Any], where: str) -> str:
+    """`numerics`, validated ("" when the spec declares no numerics change)."""
+    value = raw.get("numerics", "")
+    declared_reason(value, f"{where}.numerics")
+    return str(value)
 
 
 def _urls(value: Any, where: str, env: Mapping[str, str]) -> tuple[str, ...]:
@@ -338,6 +351,7 @@ def parse_spec(name: str, raw: Mapping[str, Any], source: str, environ: Mapping[
         requires=_strings(raw.get("requires", []), f"{where}.requires", environ),
         hint=_text(raw, "hint", where, environ) or "",
         scenarios=_scenarios(raw.get("scenarios", {}), f"{where}.scenarios"),
+        numerics=_numerics(raw, where),
         replicas=_replicas(raw.get("replicas", 1), f"{where}.replicas"),
         devices=None if raw.get("devices") is None else _devices(raw["devices"], f"{where}.devices"),
         dp_ranks=_dp_ranks(
@@ -357,7 +371,7 @@ def _merge(parent: Mapping[str, Any], child: Mapping[str, Any]) -> dict[str, Any
         merged = {
             k: v
             for k, v in merged.items()
-            if k in ("description", "model", "api_key_env", "scenarios", "dp_ranks")
+            if k in ("description", "model", "api_key_env", "scenarios", "dp_ranks", "numerics")
         }
     if child.keys() & {"python", "command", "url"}:
         for key in ("python", "module", "command", "url"):

@@ -11,7 +11,7 @@ import pytest
 
 from eval.cli import main
 from eval.errors import ConfigError
-from eval.gate.policy import DATA_PARAMS, RULE_PARAMS, Number, load_policy, parse_policy
+from eval.gate.policy import DATA_PARAMS, RULE_PARAMS, Number, Text, load_policy, parse_policy
 from eval.serve.launch_specs import load_launch_specs
 from tests.eval.runfactory import base_and_variant, write_run
 
@@ -35,6 +35,39 @@ BAD_VALUES = [
     ("rules.warm_prefill_change", "max_change_pct", "-inf", "must be a finite number, got -inf"),
     ("rules.cross_variant_cold", "min_fraction", "-0.1", "must be a fraction in [0, 1], got -0.1"),
     ("rules.cross_variant_cold", "min_fraction", "true", "must be float, got True"),
+    ("rules.cross_variant_cold", "delta_factor", "0.5", "must be a factor >= 1, got 0.5"),
+    (
+        "rules.cross_variant_cold",
+        "delta_floor",
+        "-0.01",
+        "must be a logprob difference >= 0 (nats), got -0.01",
+    ),
+    ("rules.cross_variant_cold", "delta_floor", "nan", "must be a finite number, got nan"),
+    ("rules.cross_variant_cold", "numerics", "1", "must be str, got 1"),
+    (
+        "rules.cross_variant_cold",
+        "numerics",
+        '"fp8 KV cache"',
+        'must read "changed: REASON" (e.g. numerics = "changed: fp8 KV cache"), got \'fp8 KV cache\'',
+    ),
+    (
+        "rules.cross_variant_cold",
+        "numerics",
+        '"changed:   "',
+        'names no reason after "changed:" (e.g. numerics = "changed: fp8 KV cache")',
+    ),
+    (
+        "rules.cross_variant_cold",
+        "numerics",
+        '"changed: fp8\\u202e"',
+        "its reason holds a control or formatting character (one line of printable text)",
+    ),
+    (
+        "rules.cross_variant_cold",
+        "numerics",
+        '"changed: ' + "x" * 121 + '"',
+        "its reason is 121 characters long, at most 120",
+    ),
 ]
 
 
@@ -52,7 +85,7 @@ def test_out_of_range_or_non_finite_values_are_refused(
 
 def test_every_numeric_parameter_has_a_range() -> None:
     params = [*DATA_PARAMS.values(), *(p for rule in RULE_PARAMS.values() for p in rule.values())]
-    assert all(isinstance(kind, Number) for kind, _ in params if kind not in (bool, list))
+    assert all(isinstance(kind, (Number, Text)) for kind, _ in params if kind not in (bool, list))
 
 
 @pytest.mark.parametrize(

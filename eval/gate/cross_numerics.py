@@ -1,0 +1,239 @@
+"""The gate's `cross_variant_cold` rule: the variant's cold outputs against the base's, judged against the
+engine's own noise (registered in eval/gate/rules.py RULES; documented in eval/gate/policy_default.toml and
+docs/gate.md).
+
+Per input, base cold vs variant cold (the same prompt, each computed from scratch) must have equal token IDs and a
+max |top-k logprob delta| within the largest BENIGN numerics difference the base measured in its own attribution
+rows, times `delta_factor`, and at least `delta_floor`:
+
+    limit = max(noise x delta_factor, delta_floor)
+
+The base's benign rows are the ones a correct engine varies on by itself (BENIGN_SCENARIOS): batch composition
+(batch, batch_warm and their sizes), repeats of the very same request (alone and batched) and, with replicas,
+the same request on another server. Their largest max |delta| is the noise; a base that measured none of them
+(`--scenarios cache`) has noise 0 and the floor alone applies, which the rule says. A token divergence is noise
+only when the base's own benign rows flipped tokens too and the divergence is at a near tie (top-1/top-2 margin
+< NEAR_TIE_MARGIN on either side). At least `min_fraction` of the inputs must be within the limit (N counts every
+input: an errored, invalid or missing cold sample in either run is not within it).
+
+A variant that changes numerics on purpose declares it (eval/serve/numerics.py): `numerics = "changed: REASON"` in
+its launch spec (carried into the run's manifest, each session's `numerics` and `launch_spec`) or in the policy's
+`[rules.cross_variant_cold]` table. The rule then PASSES naming who declared it and why, with what it measured;
+a declaration that is malformed, or that the sessions of one run disagree on, is no data (never a pass).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from eval.analyze.agreement import NEAR_TIE_MARGIN, PairStats
+from eval.analyze.attribution import Attribution
+from eval.analyze.compare import Comparison
+from eval.analyze.score import ScoredRun
+from eval.errors import ConfigError
+from eval.gate.verdict import FAIL, NO_DATA, PASS, RowRef, RuleResult
+from eval.serve.numerics import declared_reason
+
+NAME = "cross_variant_cold"
+CROSS_ROW = RowRef("cross", "cross_cold_text")
+# the attribution scenarios whose rows a correct engine varies on by itself (eval/records/scenarios.py names)
+BENIGN_SCENARIOS = ("batch", "repeats", "replicas")
+SPEC_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+SHOWN = 5  # inputs named in a failure's detail
+
+
+@dataclass(frozen=True)
+class BaseNoise:
+    """The largest benign numerics difference the base measured in its own rows."""
+
+    max_delta: float  # the largest max |top-k logprob delta| over the benign rows (0: none, or none compared)
+    row: str | None  # the row it was measured on
+    rows: int  # benign rows with at least one compared pair
+    flips: bool  # a benign row has pairs whose tokens differ (the engine's noise flips near ties)
+
+
+@dataclass(frozen=True)
+class InputPair:
+    """One input's base cold vs variant cold (both samples ok)."""
+
+    name: str  # dataset/example_id
+    tokens_equal: bool
+    max_delta: float | None  # over the positions compared (up to and including a divergence)
+    divergence: int | None
+    near_tie: bool  # the divergence is at a near tie on either side
+
+
+@dataclass(frozen=True)
+class Declaration:
+    by: str  # who declared it: "the policy", "the variant run's launch spec cpu-smollm2-fp8kv"
+    reason: str
+
+
+@dataclass(frozen=True)
+class Judgement:
+    within: int  # inputs within the limit
+    n_total: int  # every input
+    limit: float
+    outside: list[tuple[str, str]]  # (input, why), in input order
+
+
+def base_noise(a: Attribution | None) -> BaseNoise:
+    rows = [
+        r
+        for r in (a.rows if a is not None else [])
+        if r.measured and r.scenario in BENIGN_SCENARIOS and r.pairs is not None and r.pairs.n_pairs > 0
+    ]
+    deltas = [
+        (r.pairs.max_delta, r.key) for r in rows if r.pairs is not None and r.pairs.max_delta is not None
+    ]
+    delta, where = max(deltas, key=lambda d: d[0]) if deltas else (0.0, None)
+    flips = any(r.pairs is not None and r.pairs.tokens_equal < r.pairs.n_pairs for r in rows)
+    return BaseNoise(float(delta), where, len(rows), flips)
+
+
+def delta_limit(noise: BaseNoise, p: Mapping[str, Any]) -> float:
+    return max(noise.max_delta * float(p["delta_factor"]), float(p["delta_floor"]))
+
+
+def outside_why(pair: InputPair, noise: BaseNoise, limit: float) -> str:
+    """Why one input is outside the base's noise ("": within it)."""
+    if not pair.tokens_equal and not (noise.flips and pair.near_tie):
+        return f"token IDs differ from token {pair.divergence}"
+    if pair.max_delta is not None and pair.max_delta > limit:
+        return f"max |delta| {pair.max_delta:.3g}"
+    return ""
+
+
+def judge(pairs: Sequence[InputPair], n_total: int, noise: BaseNoise, p: Mapping[str, Any]) -> Judgement:
+    """The compared inputs against the limit; the inputs not compared (n_total - len(pairs)) are outside."""
+    limit = delta_limit(noise, p)
+    outside = [(x.name, why) for x in pairs if (why := outside_why(x, noise, limit))]
+    return Judgement(len(pairs) - len(outside), n_total, limit, outside)
+
+
+def input_pairs(c: Comparison) -> list[InputPair]:
+    out = []
+    for cross in c.cross:
+        for pair in cross.pairs:
+            r = pair.result
+            margins = [m for m in (r.margin_a, r.margin_b) if m is not None]
+            out.append(
+                InputPair(
+                    f"{pair.key[0]}/{pair.key[1]}",
+                    r.tokens_equal,
+                    r.topk_max_abs_delta,
+                    r.first_divergence,
+                    bool(margins) and min(margins) < NEAR_TIE_MARGIN,
+                )
+            )
+    return out
+
+
+# ---------------------------------------------------------------- declarations
+
+
+def run_declaration(side: str, run: ScoredRun) -> Declaration | None:
+    """The declaration every session of the run carried from its launch spec (None: none declared);
+    ConfigError when one is malformed or the sessions disagree (which server wrote the records is unknown)."""
+    info = run.scores.run
+    said = set()
+    for i, s in enumerate(run.loaded.manifest.sessions):
+        where = f"{side} run {info.run_id}: manifest session {i + 1}"
+        reason = declared_reason(s.get("numerics", ""), f"{where}: numerics")
+        spec = s.get("launch_spec")
+        if reason and not (isinstance(spec, str) and SPEC_NAME.match(spec)):
+            raise ConfigError(f"{where}: launch_spec must name the spec that declared numerics, got {spec!r}")
+        said.add((reason, spec if reason else None))
+    if len(said) > 1:
+        raise ConfigError(
+            f"{side} run {info.run_id}: its sessions disagree on the declared numerics change "
+            "(resumed with another launch spec): which server wrote the records is unknown"
+        )
+    if not said or not next(iter(said))[0]:
+        return None
+    reason, spec = next(iter(said))
+    return Declaration(f"the {side} run's launch spec {spec}", reason)
+
+
+def declarations(c: Comparison, p: Mapping[str, Any]) -> list[Declaration]:
+    """The policy's declaration, then each run's (ConfigError: one is malformed or ambiguous)."""
+    out = []
+    policy = declared_reason(p.get("numerics", ""), f"rules.{NAME}.numerics")
+    if policy:
+        out.append(Declaration("the policy", policy))
+    for side, run in (("base", c.base), ("variant", c.variant)):
+        found = run_declaration(side, run)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+# ---------------------------------------------------------------- the rule
+
+
+def _measured(s: PairStats, j: Judgement, noise: BaseNoise) -> str:
+    delta = "n/a" if s.max_delta is None else f"{s.max_delta:.3g}"
+    where = (
+        f"base noise {noise.max_delta:.3g} ({noise.row})"
+        if noise.row
+        else "the base measured no batch, repeats or replica row: the floor alone"
+    )
+    return (
+        f"base cold vs variant cold within the base's own noise on {j.within}/{j.n_total} inputs "
+        f"(token IDs equal {s.tokens_equal}/{s.n_total}, max top-k logprob |delta| {delta}; {where})"
+    )
+
+
+def _threshold(p: Mapping[str, Any], j: Judgement) -> str:
+    need = p["min_fraction"] * j.n_total
+    return (
+        f">= {p['min_fraction']:g} of N ({need:g}/{j.n_total}) inputs with equal token IDs and max |delta| <= "
+        f"max(base noise x {p['delta_factor']:g}, {p['delta_floor']:g}) = {j.limit:.3g}, unless declared"
+    )
+
+
+def _detail(s: PairStats, j: Judgement, noise: BaseNoise) -> str:
+    named = ", ".join(f"{name} {why}" for name, why in j.outside[:SHOWN])
+    more = f" and {len(j.outside) - SHOWN} more" if len(j.outside) > SHOWN else ""
+    parts = [f"outside: {named}{more}"] if named else []
+    lost = [
+        f"{n} {w}" for n, w in ((s.errors, "errored"), (s.invalid, "invalid"), (s.missing, "missing")) if n
+    ]
+    if lost:
+        parts.append("pairs not compared: " + ", ".join(lost))
+    return "; ".join(parts)
+
+
+def _declared(s: PairStats, found: Sequence[Declaration]) -> RuleResult:
+    said = "; ".join(f'{d.by}: "{d.reason}"' for d in found)
+    delta = "n/a" if s.max_delta is None else f"{s.max_delta:.3g}"
+    measured = (
+        f"numerics changed on purpose, declared by {said} (not judged: token IDs equal "
+        f"{s.tokens_equal}/{s.n_total}, max top-k logprob |delta| {delta})"
+    )
+    return RuleResult(
+        NAME, PASS, measured, "a declared numerics change is named, not judged", rows=(CROSS_ROW,)
+    )
+
+
+def rule_cross_variant_cold(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
+    s = c.cross_agreement.get("cold")
+    if s is None or s.n_total == 0:
+        return RuleResult(NAME, NO_DATA, "no cold pass in both runs", "a cold pass")
+    try:
+        found = declarations(c, p)
+    except ConfigError as exc:
+        return RuleResult(
+            NAME, NO_DATA, f"a declared numerics change cannot be read: {exc}", "a readable one"
+        )
+    if found:
+        return _declared(s, found)
+    noise = base_noise(c.base.scores.attribution)
+    j = judge(input_pairs(c), s.n_total, noise, p)
+    ok = j.within >= p["min_fraction"] * j.n_total - 1e-9
+    detail = "" if ok else _detail(s, j, noise)
+    rows = (RowRef(CROSS_ROW.table, CROSS_ROW.row, not ok),)
+    return RuleResult(NAME, PASS if ok else FAIL, _measured(s, j, noise), _threshold(p, j), detail, rows)
