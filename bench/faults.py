@@ -61,6 +61,8 @@ CASES: tuple[Case, ...] = (
     Case("salt_ignored", "cpu-smollm2-fault-salt-ignored", "cache_isolation", "control_salt"),
     Case("short_hits", "cpu-smollm2-fault-short-hits", "hitlen_cache_honoured", "hitlen"),
     Case("usage_overreport", "cpu-smollm2-fault-usage-overreport", "cache_reports_consistent", "cache"),
+    # every reported logprob 0.3 nats lower, tokens untouched: only base cold vs variant cold shows it
+    Case("logprob_shift", "cpu-smollm2-fault-logprob-shift", "cross_variant_cold", "cross_cold_text"),
     # +50% on the warm path against the shipped +10% limit (its spec says why not +20%); if the planned
     # repetitions leave the interval straddling the limit, more are added until the half-width is 7% or the
     # budget is spent

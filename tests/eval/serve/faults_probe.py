@@ -48,6 +48,24 @@ def perturb_findings(faults: Any) -> dict[str, Any]:
     return out
 
 
+def shift_findings() -> dict[str, Any]:
+    """logprob_shift (installed by now): the patched gather against vLLM's own, on the same logprobs."""
+    import torch
+    from vllm.v1.sample.sampler import Sampler
+
+    logprobs = torch.log_softmax(torch.randn(3, 50, generator=torch.Generator().manual_seed(0)), dim=-1)
+    sampled = logprobs.argmax(dim=-1)
+    before = logprobs.clone()
+    patched = Sampler.gather_logprobs(logprobs, 5, sampled)
+    clean = Sampler.gather_logprobs.__wrapped__(logprobs, 5, sampled)
+    return {
+        "ids_equal": bool(torch.equal(patched.logprob_token_ids, clean.logprob_token_ids)),
+        "ranks_equal": bool(torch.equal(patched.selected_token_ranks, clean.selected_token_ranks)),
+        "shift": sorted({round(float(d), 6) for d in (clean.logprobs - patched.logprobs).flatten()}),
+        "input_untouched": bool(torch.equal(logprobs, before)),
+    }
+
+
 def main() -> None:
     import lbeval_engine_faults as plugin
     from lbeval_engine_faults import faults, points
@@ -87,6 +105,7 @@ def main() -> None:
             continue
         marks = [bool(getattr(points.lookup(points.by_name(p)), faults.MARK, False)) for p in fault.points]
         found["activated"][name] = "patched" if any(marks) else "not patched"
+    found["logprob_shift"] = shift_findings()
     print(json.dumps(found))
 
 

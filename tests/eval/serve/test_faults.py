@@ -55,7 +55,15 @@ def test_no_fault_selected_is_a_no_op_and_bad_settings_stop_the_process() -> Non
     assert faults.activate({"LBEVAL_FAULT": "  "}) is None
     with pytest.raises(PatchPointError, match="unknown LBEVAL_FAULT='nope' .*partial_prefix"):
         faults.activate({"LBEVAL_FAULT": "nope"})
-    for env, field in (({"LBEVAL_FAULT_SCALE": "x"}, "SCALE"), ({"LBEVAL_FAULT_USAGE": "both"}, "USAGE")):
+    assert (
+        faults.read_params({}).shift == 0.3 and faults.read_params({"LBEVAL_FAULT_SHIFT": "1"}).shift == 1.0
+    )
+    bad_settings = (
+        ({"LBEVAL_FAULT_SCALE": "x"}, "SCALE"),
+        ({"LBEVAL_FAULT_USAGE": "both"}, "USAGE"),
+        ({"LBEVAL_FAULT_SHIFT": "-0.3"}, "SHIFT"),
+    )
+    for env, field in bad_settings:
         with pytest.raises(PatchPointError, match=f"LBEVAL_FAULT_{field}"):
             faults.read_params(env)
     # several faults at once: comma-joined, each known, none twice, at most one logit-noise fault
@@ -135,3 +143,6 @@ def test_patch_points_against_vllm_0_32_0() -> None:
     assert per["run_noise"]["rows_equal_01"] is False  # seeded per request id
     assert 0.1 < per["warm_numerics"]["std"] < 0.3  # sigma 0.2
     assert per["input_untouched"]
+    # logprob_shift: the same top-k IDs and ranks as vLLM's own gather, every logprob 0.3 nats lower
+    shift = found["logprob_shift"]
+    assert shift == {"ids_equal": True, "ranks_equal": True, "shift": [0.3], "input_untouched": True}

