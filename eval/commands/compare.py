@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     from eval.analyze.compare import BOOTSTRAP_SEED  # heavy (scorers): imported when used
     from eval.gate.policy import load_policy
     from eval.gate.settle import compare_and_gate
-    from eval.report.console import compare_summary
+    from eval.report.console import compare_summary, policy_floor
     from eval.report.tables import build_tables
     from eval.report.write import write_reports
 
@@ -118,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
         echo(paths[0].read_text(encoding="utf-8"), end="")
         echo("wrote " + ", ".join(str(p.resolve()) for p in paths))
         return 0
-    for line in compare_summary(comparison, tables, verdict, (paths[2], paths[0], paths[1])):
+    summary = compare_summary(
+        comparison, tables, verdict, (paths[2], paths[0], paths[1]), policy_floor(policy)
+    )
+    for line in summary:
         echo(line)
     return 0

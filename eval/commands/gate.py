@@ -16,7 +16,7 @@ from eval.errors import ConfigError, LbevalError, UsageError
 from eval.gate.junit import write_junit
 from eval.gate.policy import load_policy
 from eval.gate.verdict import Verdict, no_verdict
-from eval.report.console import cause_lines, gate_lines, hang
+from eval.report.console import cause_lines, gate_lines, hang, policy_floor
 from eval.terminal import echo
 
 HELP = "Release gate: check a policy (TOML) on base vs variant; exit 0 pass, 1 a rule fails, 2 no verdict."
@@ -51,9 +51,8 @@ def verdict_for(args: argparse.Namespace) -> Verdict:
     echo(
         "\n".join(hang(f"lbeval gate: base {b.variant} run {b.run_id} vs variant {v.variant} run {v.run_id}"))
     )
-    for line in cause_lines(
-        gated.comparison, gated.verdict
-    ):  # every cause row that differs, whatever the verdict
+    # every cause row that differs, whatever the verdict (the cold numerics line first when they changed)
+    for line in cause_lines(gated.comparison, gated.verdict, policy_floor(policy)):
         echo(line)
     return gated.verdict
 

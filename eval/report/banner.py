@@ -7,6 +7,7 @@ The report never evaluates a rule. It renders the Verdict that `eval.gate.rules.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from eval.gate.verdict import (
@@ -34,14 +35,16 @@ class Banner:
     policy: str
 
 
-def banner(verdict: Verdict | None) -> Banner:
+def banner(verdict: Verdict | None, name: Callable[[RuleResult], str] = named) -> Banner:
+    """The banner of `verdict`; `name` names a failing rule in the headline (default: with its failing rows;
+    the terminal summary, which lists cause rows in its own block, names them there)."""
     if verdict is None:
         headline = "No gate verdict: this report was written without a policy (see lbeval gate)."
         return Banner(NOT_EVALUATED, headline, [], [], [], "")
     checked = [r for r in verdict.results if r.status != SKIPPED]
     skipped = [r for r in verdict.results if r.status == SKIPPED]
     judged = [r for r in checked if r.status in (PASS, FAIL)]
-    failed = [named(r) for r in judged if r.status == FAIL]  # a row rule names its failing rows
+    failed = [name(r) for r in judged if r.status == FAIL]  # a row rule names its failing rows
     exits = f"lbeval gate exits {verdict.exit_code}"
     if verdict.exit_code == EXIT_NO_VERDICT:
         n = len(verdict.reasons)

@@ -1,8 +1,9 @@
 """The compact terminal summary of `lbeval score`, `lbeval compare` and `lbeval gate`.
 
-About a dozen lines of plain text at most WIDTH columns wide: scores per dataset, agreement k/N, the timing
-change, the cache checks, the gate's verdict, and the absolute path of the full reports (`--full` prints the
-Markdown report instead). No Markdown escapes, no colour: it reads the same in a terminal and in a CI log.
+At most 40 lines on the demo, plain text at most WIDTH columns wide: scores per dataset, agreement k/N, the
+timing change, the cache checks, the cold numerics across the variants when they changed, the cause rows that
+differ (each named once), the gate's verdict (referring to those rows), and the absolute path of the full
+reports (`--full` prints the Markdown report instead). No Markdown escapes, no colour: it reads the same in a terminal and in a CI log.
 
 It renders what the reports render (the cells and readings of eval/report/tables.py, a run's scores, the gate's
 Verdict) and computes nothing. Commands print it through eval.terminal.echo, which makes server and model text
@@ -15,15 +16,19 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from eval.analyze.causes import CauseRow, cause_rows
+from eval.analyze.causes import CauseRow, RowSide, cause_rows
 from eval.analyze.compare import Comparison
 from eval.analyze.score import RunScores
-from eval.gate.verdict import FAIL, NO_DATA, SKIPPED, Verdict
+from eval.gate.policy import RULE_PARAMS, Policy
+from eval.gate.verdict import FAIL, NO_DATA, SKIPPED, RuleResult, Verdict, named
 from eval.report.banner import banner, failed_rows, table_marks
 from eval.report.cells import Table, cell_text
+from eval.report.format import fmt3
 
 WIDTH = 100
 GUTTER = 11  # the label column ("agreement ", "verdict   ", ...)
+MAX_ROW_LINES = 8  # more differing cause rows than this: listed as a few wrapped lines, not one line each
+DELTA_FLOOR: float = RULE_PARAMS["cause_rows"]["delta_floor"][1]  # the shipped cause_rows floor (nats)
 
 
 def wrap(label: str, text: str, width: int = WIDTH, indent: int = GUTTER) -> list[str]:
@@ -150,12 +155,31 @@ def accuracy_lines(table: Table, verdict: Verdict | None) -> list[str]:
     return columns(header[: len(index)] + (["gate"] if marks else []), rows)
 
 
+def refers_to_causes(r: RuleResult) -> bool:
+    """A failing rule whose failing rows are all attribution rows: the `causes` block lists each of them with
+    its figures and the rule's name, so the verdict refers to them instead of naming them again."""
+    refs = [ref for ref in r.rows if ref.failed]
+    return r.status == FAIL and bool(refs) and all(ref.table == "attribution" for ref in refs)
+
+
+def _short_name(r: RuleResult) -> str:
+    return r.rule if refers_to_causes(r) else named(r)
+
+
+def _referred(r: RuleResult) -> str:
+    """What a rule that refers to the causes block measured: how many of the rows it judged fail."""
+    return f"fails on {len(r.failed_rows)} of the {len(r.rows)} rows it judged (marked FAIL under causes)"
+
+
 def verdict_lines(verdict: Verdict | None) -> list[str]:
-    """The verdict: its headline, the rules that fail or have no data, the no-verdict reasons, skipped rules."""
-    b = banner(verdict)
+    """The verdict: its headline, the rules that fail or have no data, the no-verdict reasons, skipped rules.
+    A rule failing on cause rows is named without its rows: the `causes` block above names them."""
+    b = banner(verdict, _short_name)
     lines = wrap("verdict", b.headline)
     for r in b.checked:
-        if r.status in (FAIL, NO_DATA):
+        if refers_to_causes(r):
+            lines += wrap("", f"{r.status.upper()} {r.rule}: {_referred(r)}")
+        elif r.status in (FAIL, NO_DATA):
             lines += wrap(
                 "", f"{r.status.upper()} {r.rule}: {r.measured}" + (f" ({r.detail})" if r.detail else "")
             )
@@ -166,30 +190,82 @@ def verdict_lines(verdict: Verdict | None) -> list[str]:
     return lines
 
 
+def policy_floor(policy: Policy) -> float:
+    """The policy's cause_rows delta_floor (the shipped one when the policy has no cause_rows table)."""
+    return float(policy.rules.get("cause_rows", {}).get("delta_floor", DELTA_FLOOR))
+
+
+def numerics_changed(c: Comparison, delta_floor: float = DELTA_FLOOR) -> str:
+    """The `numerics` line's text when the variant's cold outputs differ from the base's (a valid pair whose token IDs
+    differ, or a max top-k |delta| above `delta_floor`, cause_rows' floor): the variant changed numerics
+    everywhere, and the cause rows that differ may all be that one change. "" when they do not."""
+    s = c.cross_agreement.get("cold")
+    if s is None or s.n_pairs == 0:
+        return ""
+    moved = s.max_delta is not None and not s.max_delta <= delta_floor  # nan and inf moved too
+    if s.tokens_equal >= s.n_pairs and not moved:
+        return ""
+    return (
+        f"changed everywhere: cold outputs equal {s.tokens_equal}/{s.n_total} across variants "
+        f"(token IDs), max top-k |delta| {fmt3(s.max_delta)} (floor {delta_floor:g})"
+    )
+
+
+def _side(s: RowSide | None) -> tuple[str, str]:
+    if s is None:
+        return "not measured", "n/a"
+    return s.tokens, "n/a" if s.max_delta is None else f"{s.max_delta:.2g}"
+
+
 def _cause_line(r: CauseRow, rules: Sequence[str]) -> str:
-    v, b = r.variant, r.base
-    tokens = f"tokens {v.tokens if v else 'not measured'} vs base {b.tokens if b else 'not measured'}"
-    deltas = [("n/a" if s is None or s.max_delta is None else f"{s.max_delta:.2g}") for s in (v, b)]
-    text = f"{tokens}, max |delta| {deltas[0]} vs {deltas[1]}"
+    (vt, vd), (bt, bd) = _side(r.variant), _side(r.base)
+    text = f"tokens {vt} vs base {bt}, max |delta| {vd} vs {bd}"
     return f"{' ' * GUTTER}{r.key:<18} {text}" + (f"  FAIL {', '.join(rules)}" if rules else "")
 
 
-def cause_lines(c: Comparison, verdict: Verdict | None) -> list[str]:
-    """One line per attribution row where the variant differs from the base (other k/N, or measured by one
-    run only, eval/analyze/causes.py) or that a rule fails (its max |delta|), whatever the verdict; [] when
-    none does. Each: the row key, tokens-equal k/N of both runs, their max |top-k logprob delta|."""
+def _compact_causes(rows: Sequence[CauseRow], marks: dict[str, list[str]]) -> list[str]:
+    """The rows as a few wrapped lines: grouped by the rules that fail on them, each row's key with its
+    tokens-equal k/N and max |delta|, variant vs base."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for r in rows:
+        (vt, vd), (bt, bd) = _side(r.variant), _side(r.base)
+        groups.setdefault(tuple(marks.get(r.key, [])), []).append(f"{r.key} {vt} vs {bt}, {vd} vs {bd}")
+    lines = []
+    for rules, items in sorted(groups.items(), key=lambda g: not g[0]):
+        head = f"FAIL {', '.join(rules)}: " if rules else "no rule fails: "
+        lines += wrap("", head + "; ".join(items), indent=GUTTER + 2)
+    return lines
+
+
+def cause_lines(c: Comparison, verdict: Verdict | None, delta_floor: float = DELTA_FLOOR) -> list[str]:
+    """The attribution rows where the variant differs from the base (other k/N, or measured by one run only,
+    eval/analyze/causes.py) or that a rule fails (its max |delta|), whatever the verdict; [] when none does and
+    the cold numerics did not change. Each row is named once, with the tokens-equal k/N of both runs and their
+    max |top-k logprob delta|: one line per row, or, when the cold outputs differ across the variants (the
+    `numerics` line comes first) or more than MAX_ROW_LINES rows differ, a few lines grouped by failing rule."""
     marks = table_marks(failed_rows(verdict), "attribution")
     rows = [r for r in cause_rows(c) if r.differs or r.key in marks]
+    numerics = numerics_changed(c, delta_floor)
+    lines = wrap("numerics", numerics) if numerics else []
     if not rows:
-        return []
-    lines = wrap(
+        return lines
+    if numerics or len(rows) > MAX_ROW_LINES:
+        also = " also" if numerics else ""
+        lines += wrap("causes", f"{len(rows)} cause row(s){also} differ from the base (tokens equal k/N and "
+                                "max |delta|, variant vs base):")  # fmt: skip
+        return lines + _compact_causes(rows, marks)
+    lines += wrap(
         "causes", f"{len(rows)} cause row(s) where the variant differs from the base (variant vs base):"
     )
     return lines + [x for r in rows for x in hang(_cause_line(r, marks.get(r.key, [])), GUTTER + 2)]
 
 
 def compare_summary(
-    c: Comparison, tables: Sequence[Table], verdict: Verdict | None, paths: Sequence[Path]
+    c: Comparison,
+    tables: Sequence[Table],
+    verdict: Verdict | None,
+    paths: Sequence[Path],
+    delta_floor: float = DELTA_FLOOR,
 ) -> list[str]:
     by_id = {t.id: t for t in tables}
     b, v = c.base.scores.run, c.variant.scores.run
@@ -203,7 +279,7 @@ def compare_summary(
     if "aa_floor" in by_id:  # --aa-floor
         lines += wrap("A/A floor", by_id["aa_floor"].reading)
     lines += wrap("cache", by_id["cache"].reading)
-    lines += cause_lines(c, verdict)
+    lines += cause_lines(c, verdict, delta_floor)
     if c.warnings:
         lines += wrap("warnings", f"{len(c.warnings)} (listed in the report)")
     return lines + verdict_lines(verdict) + [paths_line(paths)]
@@ -212,9 +288,17 @@ def compare_summary(
 # ---------------------------------------------------------------- lbeval gate
 
 
+def rule_line(r: RuleResult) -> str:
+    """`lbeval gate`'s line for one rule; a rule failing on cause rows refers to the `causes` block printed
+    above it (which names each row with its figures) instead of repeating them."""
+    if refers_to_causes(r):
+        return f"{r.status.upper():8} {r.rule}: measured {_referred(r)}; threshold {r.threshold}"
+    return r.line()
+
+
 def gate_lines(verdict: Verdict) -> list[str]:
     """`lbeval gate`'s per-rule lines and its summary line, wrapped to WIDTH (continuations indented)."""
-    lines = [x for result in verdict.results for x in hang("  " + result.line())]
+    lines = [x for result in verdict.results for x in hang("  " + rule_line(result))]
     if verdict.stopped:  # a stopped lbeval ab session (eval/gate/settle.py)
         lines += hang(f"gate: the session {verdict.stopped}")
     return lines + hang(verdict.summary)
