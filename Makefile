@@ -108,6 +108,14 @@ faults: setup server-model server-faults
 server-model: server-venv
 	$(SERVER_PY) -m eval.serve.model --out $(SERVER_MODEL)
 
+# The hybrid server's model (launch spec cpu-hybrid; docs/servers/hybrid.md): a 4-layer Qwen3-Next (Gated DeltaNet
+# + full attention) with seeded random weights from the server venv's own transformers and torch, SmolLM2's
+# tokenizer; nothing downloaded. Idempotent like server-model (eval/serve/model_hybrid.py checks its stamp).
+HYBRID_MODEL := $(LBEVAL_CACHE)/models/hybrid-qwen3next-tiny
+.PHONY: server-hybrid
+server-hybrid: server-model
+	$(SERVER_PY) -m eval.serve.model_hybrid --tokenizer-from $(SERVER_MODEL) --out $(HYBRID_MODEL)
+
 # The whole suite on the shipped longbench-mini sample for two variants of the embedded CPU server: prepare, one
 # interleaved `lbeval ab` session of both (both servers live at once, ~8 GB; cold, warm, repeat, timing, controls,
 # then the batch, hitlen and repeats scenarios on 2 inputs), score, compare (paired timing), gate; prints where

@@ -69,8 +69,8 @@ def describe_files(folder: Path) -> dict[str, dict[str, Any]]:
     return files
 
 
-def check_folder(folder: Path) -> str | None:
-    """None when `folder` holds a complete build of this recipe; otherwise why not."""
+def check_folder(folder: Path, want: dict[str, Any] | None = None) -> str | None:
+    """None when `folder` holds a complete build of recipe `want` (default: this module's); otherwise why not."""
     stamp_path = folder / STAMP_NAME
     if not stamp_path.is_file():
         return f"no {STAMP_NAME}" if folder.exists() else "not built yet"
@@ -78,7 +78,7 @@ def check_folder(folder: Path) -> str | None:
         stamp = json.loads(stamp_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         return f"unreadable {STAMP_NAME}: {exc}"
-    if not isinstance(stamp, dict) or stamp.get("recipe") != recipe():
+    if not isinstance(stamp, dict) or stamp.get("recipe") != (recipe() if want is None else want):
         return "built by another recipe"
     files = stamp.get("files")
     if not isinstance(files, dict) or "config.json" not in files:
@@ -117,6 +117,12 @@ def convert(gguf_path: Path, out: Path) -> None:
     tokenizer.save_pretrained(str(out))
 
 
+def write_stamp(folder: Path, want: dict[str, Any]) -> None:
+    """The stamp, written last: the recipe, and each file's size and sha256."""
+    stamp = {"recipe": want, "files": describe_files(folder)}
+    (folder / STAMP_NAME).write_text(json.dumps(stamp, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
 def build(out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".lbeval-model-", dir=out.parent) as tmp:
@@ -129,8 +135,7 @@ def build(out: Path) -> None:
         staged = Path(tmp) / "model"
         t1 = time.monotonic()
         convert(gguf_path, staged)
-        stamp = {"recipe": recipe(), "files": describe_files(staged)}
-        (staged / STAMP_NAME).write_text(json.dumps(stamp, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        write_stamp(staged, recipe())
         echo(f"server-model: converted to float32 in {time.monotonic() - t1:.1f} s", flush=True)
         if out.exists():
             shutil.rmtree(out)

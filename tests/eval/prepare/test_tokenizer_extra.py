@@ -38,7 +38,8 @@ def test_tokenizer_without_transformers_names_the_extra(
 # distribution name -> the module it is imported as, where the two differ
 IMPORT_NAMES = {"rouge-score": "rouge_score"}
 # third-party modules imported by code that runs in the server's environment, not lbeval's: the engine fault
-# plugin (installed into the vLLM venv) and `make server-model`'s GGUF conversion (eval/serve/model.py)
+# plugin (installed into the vLLM venv), `make server-model`'s GGUF conversion (eval/serve/model.py) and
+# `make server-hybrid`'s seeded model (eval/serve/model_hybrid.py)
 SERVER_SIDE = {"torch", "vllm", "transformers"}
 
 
@@ -70,10 +71,14 @@ def test_dependencies_are_declared_as_imported() -> None:
     runtime = declared(project["dependencies"])
     tokenizer = declared(project["optional-dependencies"]["tokenizer"])
     lbeval_side = third_party_imports(
-        "eval", ("eval/serve/faults/", "eval/serve/model.py")
+        "eval", ("eval/serve/faults/", "eval/serve/model")
     ) | third_party_imports("scorers")
     assert runtime == lbeval_side - {"transformers"}  # nothing declared unused, nothing imported undeclared
     assert "transformers" in tokenizer and "transformers" in lbeval_side  # eval/prepare/tokenizers.py
     assert {"httpx2", "httpcore2", "openai"} <= runtime and "httpx" not in runtime
-    server_side = third_party_imports("eval/serve/faults") | third_party_imports("eval/serve/model.py")
+    server_side = (
+        third_party_imports("eval/serve/faults")
+        | third_party_imports("eval/serve/model.py")
+        | third_party_imports("eval/serve/model_hybrid.py")
+    )
     assert server_side <= SERVER_SIDE
