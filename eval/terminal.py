@@ -1,10 +1,15 @@
 """What lbeval prints: secrets redacted (eval.redact) and control characters made visible.
 
 Server error bodies, model outputs and log tails can hold terminal escapes (`\\x1b[2J` clears the screen,
-`\\x1b]0;...\\x07` retitles the window). `inert(text)` renders every C0 control character except newline and
-tab, DEL and every C1 control character as a visible escape (`\\x1b`); the HTML and Markdown reports use it
-too (the HTML wraps each escape in a styled span via `mark`). `printable` = redact, then inert; `echo` prints
-through it, and is what commands print with; each takes the `Secrets` of whoever prints (eval.redact).
+`\\x1b]0;...\\x07` retitles the window), and Unicode's bidi and invisible format controls (U+202E turns the
+rest of a line around, U+2066..U+2069 isolate a run of text, zero-width and tag characters hide text).
+`inert(text)` renders every C0 control character except newline and tab, DEL, every C1 control character and
+every format (Cf) or line/paragraph separator character (Zl, Zp) except the prepended concatenation marks and
+the Egyptian hieroglyph format controls (KEPT_FORMAT: they shape visible glyphs of their script) as a visible
+escape (`\\x1b`, `\\u202e`, `\\U000e0041`); the HTML and Markdown reports use it too (the HTML wraps each escape
+in a styled span via `mark`). A zero-width joiner inside an emoji sequence is shown as `\\u200d` as well.
+`printable` = redact, then inert; `echo` prints through it, and is what commands print with; each takes the
+`Secrets` of whoever prints (eval.redact).
 """
 
 from __future__ import annotations
@@ -20,12 +25,23 @@ from tqdm import tqdm
 
 from eval.redact import NO_SECRETS, Secrets, redact_text
 
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+CONTROL = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 (but \n and \t), DEL, C1
+    r"\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f"  # bidi, zero-width, separators
+    r"\ufeff\ufff9-\ufffb\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+)
+# format characters left as they are: they join visible glyphs of their script (Arabic, Syriac, Kaithi number
+# signs; Egyptian hieroglyph format controls). Every other Cf, Zl and Zp character is in CONTROL.
+KEPT_FORMAT: tuple[tuple[int, int], ...] = (
+    (0x0600, 0x0605), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2),
+    (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1343F),
+)  # fmt: skip
 
 
 def visible(char: str) -> str:
-    """One control character as the escape a reader can see: `\\x1b`."""
-    return f"\\x{ord(char):02x}"
+    """One control character as the escape a reader can see: `\\x1b`, `\\u202e`, `\\U000e0041`."""
+    n = ord(char)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
 
 
 def inert(text: str, mark: Callable[[str], str] | None = None) -> str:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import ast
 import io
+import unicodedata
 from pathlib import Path
 
 import pytest
 
-from eval.terminal import PlainLines, echo, echo_err, inert, printable
+from eval.terminal import KEPT_FORMAT, PlainLines, echo, echo_err, inert, printable
 
 ROOT = Path(__file__).resolve().parents[2]
 ESCAPES = "\x1b[2J\x1b]0;t\x07"
@@ -84,3 +85,38 @@ def test_plain_lines_drop_cursor_moves_and_carriage_returns() -> None:
     stream.write("\n\x1b[A\rcold: 50%|#####     | 1/2  \r")
     stream.write("\x1b[2K\rcold: 100%|##########| 2/2\n")
     assert out.getvalue() == "cold: 50%|#####     | 1/2\ncold: 100%|##########| 2/2\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("a\u202eb", "a\\u202eb"),  # RIGHT-TO-LEFT OVERRIDE: the rest of the line reversed
+        ("a\u2066b\u2069", "a\\u2066b\\u2069"),  # LEFT-TO-RIGHT ISOLATE ... POP DIRECTIONAL ISOLATE
+        ("\u202a\u202b\u202c\u202d", "\\u202a\\u202b\\u202c\\u202d"),  # embeddings, overrides, pop
+        ("\u2067\u2068", "\\u2067\\u2068"),  # RTL and first-strong isolates
+        ("\u200e\u200f\u061c", "\\u200e\\u200f\\u061c"),  # LRM, RLM, ARABIC LETTER MARK
+        ("x\u200by\u2060z\ufeff", "x\\u200by\\u2060z\\ufeff"),  # zero width space, word joiner, BOM
+        ("a\u2028b\u2029c", "a\\u2028b\\u2029c"),  # line and paragraph separators
+        ("\U000e0041\U000e007f", "\\U000e0041\\U000e007f"),  # tag characters (invisible ASCII)
+        ("soft\u00adhyphen", "soft\\xadhyphen"),  # below U+0100: the \\x form
+        ("plain ünïcode ⟦⟧ العربية 中文", "plain ünïcode ⟦⟧ العربية 中文"),  # visible text stays
+        ("\u0600\u0661", "\u0600\u0661"),  # ARABIC NUMBER SIGN: shapes the digits after it, kept
+    ],
+)
+def test_bidi_and_format_controls_are_made_visible(text: str, shown: str) -> None:
+    assert inert(text) == shown
+    assert inert(text, mark=lambda e: f"[{e}]").replace("[", "").replace("]", "") == shown
+
+
+def test_every_format_and_separator_character_is_visible_or_named_as_kept() -> None:
+    """Every Cf, Zl and Zp character of this Python's Unicode database: made visible, or in KEPT_FORMAT."""
+    kept = {cp for a, b in KEPT_FORMAT for cp in range(a, b + 1)}
+    missed = [
+        f"U+{cp:04X}"
+        for cp in range(0x110000)
+        if unicodedata.category(chr(cp)) in ("Cf", "Zl", "Zp")
+        and cp not in kept
+        and inert(chr(cp)) == chr(cp)
+    ]
+    assert missed == []
+    assert all(inert(chr(cp)) == chr(cp) for cp in kept)  # kept ones are left as they are

@@ -172,3 +172,18 @@ def test_control_characters_in_outputs_are_visible_escapes_in_html_and_markdown(
         in html
     )
     assert md_escape(escapes) == "\\\\x1b\\[2J\\\\x1b\\]0;t\\\\x07"  # reads `\x1b[2J\x1b]0;t\x07` on GitHub
+
+
+def test_bidi_controls_in_outputs_are_visible_escapes_in_html_and_markdown(tmp_path: Path) -> None:
+    hostile = "ok \u202etxt.exe\u202c and \u2066isolated\u2069"
+    texts = {("qas01", "warm", 0): hostile, ("qas01", "repeat", 0): hostile}
+    base, variant = base_and_variant(tmp_path, texts=texts)
+    runs = tmp_path / "runs"
+    c = compare(score_run(write_run(runs, base)), score_run(write_run(runs, variant)))
+    md_path, _, html_path = write_reports(c, tmp_path / "out")
+    html, md = html_path.read_text(), md_path.read_text()
+    for text in (html, md):
+        assert re.findall(r"[\u202a-\u202e\u2066-\u2069]", text) == []
+    assert '<span class="ctl">\\u202e</span>txt.exe<span class="ctl">\\u202c</span>' in html
+    assert '<span class="ctl">\\u2066</span>isolated<span class="ctl">\\u2069</span>' in html
+    assert "\\\\u202etxt.exe" in md  # reads `\u202etxt.exe` on GitHub
