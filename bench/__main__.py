@@ -8,22 +8,27 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
+
+# the commands with their own options and servers, never part of a plain `python -m bench`: name -> module
+COMMANDS = {
+    "faults": "bench.faults",  # the fault matrix (real servers)
+    "aa-sessions": "bench.aa_sessions",  # the repeated real A/A sessions under load
+    "aa-methods": "bench.aa_methods",  # every candidate interval on real A/A sessions' pairs (reads run folders)
+    "power-real": "bench.power_real",  # the timing rule's power in the real engine (two real servers a session)
+}
+
+
+def command(name: str) -> Callable[[list[str]], int]:
+    """The main(argv) -> exit code of one of COMMANDS."""
+    entry: Callable[[list[str]], int] = importlib.import_module(COMMANDS[name]).main
+    return entry
 
 
 def main(argv: list[str]) -> int:
-    # the fault matrix (bench/faults.py): real servers and its own options, so never part of a plain `python -m bench`
-    if argv[:1] == ["faults"]:
-        return importlib.import_module("bench.faults").main(argv[1:])
-    # the repeated real A/A sessions under load (bench/aa_sessions.py): likewise its own options and server
-    if argv[:1] == ["aa-sessions"]:
-        return importlib.import_module("bench.aa_sessions").main(argv[1:])
-    # every candidate interval on real A/A sessions' pairs (bench/aa_methods.py): reads run folders
-    if argv[:1] == ["aa-methods"]:
-        return importlib.import_module("bench.aa_methods").main(argv[1:])
-    # the timing rule's power in the real engine (bench/power_real.py): two real servers per session
-    if argv[:1] == ["power-real"]:
-        return importlib.import_module("bench.power_real").main(argv[1:])
+    if argv[:1] and argv[0] in COMMANDS:
+        return command(argv[0])(argv[1:])
     here = Path(__file__).parent
     names = sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
     wanted = [n for n in names if not argv or n.removeprefix("bench_") in argv]

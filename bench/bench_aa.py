@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from bench import SMOKE_ENV, smoke
 from eval.analyze.ab_timing import paired_values, session_pairs
 from eval.analyze.compare import Change, Comparison, compare
 from eval.analyze.score import score_run
@@ -225,6 +226,9 @@ def say(line: str) -> None:
 
 
 def main() -> None:
+    if smoke():
+        say(f"bench_aa: skipped ({SMOKE_ENV} set: it needs the real CPU server)")
+        return
     spec = get_launch_spec(SPEC)
     try:
         check_requirements(spec)

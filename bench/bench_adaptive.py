@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench import smoke
 from bench.bench_coverage import NOISES, TIMING_S, Schedule, schedule, simulate, wilson
 from eval.run.ab import pair_orders
 from eval.run.adaptive import (
@@ -179,7 +180,7 @@ def run(noise: str, sessions: int) -> list[Row]:
 
 
 def main() -> None:
-    sessions = int(os.environ.get("LBEVAL_ADAPTIVE_SESSIONS", str(QUICK_SESSIONS)))
+    sessions = int(os.environ.get("LBEVAL_ADAPTIVE_SESSIONS", str(2 if smoke() else QUICK_SESSIONS)))
     started = time.time()
     print(f"adaptive: {sessions} A/A sessions per noise model, {INPUTS} inputs, {PLANNED} planned repetitions, "
           f"--timing-until {TARGET:g}, at most {MAX_REPS}; load avg {os.getloadavg()[0]:.2f}")  # fmt: skip

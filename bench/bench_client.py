@@ -12,6 +12,7 @@ import statistics
 import time
 from dataclasses import replace
 
+from bench import smoke
 from eval.prepare.inputs import InputRow, sha256_text
 from eval.records.codec import decode_topk, dumps_record, encode_topk
 from eval.records.types import RequestRecord
@@ -40,9 +41,9 @@ def _row(mode: str) -> InputRow:
     )
 
 
-def _cpu_ms(fn: object, reps: int = REPS) -> tuple[float, float]:
+def _cpu_ms(fn: object, reps: int | None = None) -> tuple[float, float]:
     samples = []
-    for _ in range(reps):
+    for _ in range(reps or (2 if smoke() else REPS)):
         t0 = time.thread_time()
         fn()  # type: ignore[operator]
         samples.append((time.thread_time() - t0) * 1000)
@@ -61,7 +62,7 @@ def _record(req: dict[str, object], resp: object) -> RequestRecord:
         seq=0,
         group=0,
         endpoint="chat",
-        settings=request_settings(req),  # type: ignore[arg-type]
+        settings=request_settings(req),
         cache_salt="lbeval-0123456789abcdef01234567",
         prompt_sha256="0" * 64,
         status="ok",
@@ -99,7 +100,7 @@ def main() -> None:
     assert resp.topk is not None
     median, _ = _cpu_ms(lambda: dumps_record(rec))
     print(f"record encode (top-k pack + zlib + JSON line): median {median:5.2f} ms per {TOKENS}-token record")
-    median, _ = _cpu_ms(lambda: decode_topk(encode_topk(resp.topk)))  # type: ignore[arg-type]
+    median, _ = _cpu_ms(lambda: decode_topk(encode_topk(resp.topk)))
     print(f"top-k encode + decode round trip: median {median:5.2f} ms")
     assert decode_topk(encode_topk(resp.topk)) == resp.topk
     topk_bytes = len(str(encode_topk(resp.topk)["data"]))

@@ -32,6 +32,9 @@ beyond it), by the number of inputs.
 
 `python -m bench coverage` runs the full experiment (SESSIONS sessions per cell); LBEVAL_COVERAGE_QUICK=1 runs
 QUICK_SESSIONS per cell with fewer resamples (under a minute). LBEVAL_COVERAGE_JSON=path writes every cell.
+LBEVAL_COVERAGE_SEED_OFFSET=K adds K to every session's seed (coverage cells and power): K = FRESH_OFFSET draws
+sessions the method's selection never saw (every seed of the default run is below it).
+LBEVAL_COVERAGE_SESSIONS=N overrides the sessions per cell.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from bench import smoke
 from eval.records.vocabulary import UNIT_TIMING
 from eval.run.ab import pair_orders, session_order
 from eval.run.steps import plan_units
@@ -63,6 +67,9 @@ EFFECTS = (5.0, 10.0, 20.0, 40.0)
 POWER_INPUTS = (6, 12, 20, 32)
 POWER_REPS = 4
 RULE_LIMIT = 10.0  # the shipped timing rules' max_change_pct (eval/gate/policy_default.toml)
+# above every seed of an offset-0 run (cells: 1_000_003 * 32 + 10_007 * 5 + sessions; power: 7_000_001 + ...), so
+# a run with this offset draws only sessions the selection of CHOSEN never saw
+FRESH_OFFSET = 1_000_000_000
 
 
 @dataclass(frozen=True)
@@ -215,7 +222,19 @@ class Cell:
     rule_undecided: float = 0.0  # ... whose interval straddles it (no verdict)
 
 
-def run_cell(n_inputs: int, reps: int, noise: str, sessions: int, resamples: int) -> list[Cell]:
+def seed_offset() -> int:
+    """LBEVAL_COVERAGE_SEED_OFFSET: added to every session's seed (0: the seeds the figures were chosen on)."""
+    return int(os.environ.get("LBEVAL_COVERAGE_SEED_OFFSET", "0"))
+
+
+def cell_seed(n_inputs: int, reps: int, k: int, offset: int = 0) -> int:
+    """The seed of session k of a cell (its schedule's AB/BA orders, its noise draws, its method's resamples)."""
+    return offset + 1_000_003 * n_inputs + 10_007 * reps + k
+
+
+def run_cell(
+    n_inputs: int, reps: int, noise: str, sessions: int, resamples: int, offset: int = 0
+) -> list[Cell]:
     methods = _methods()
     hits = {m: 0 for m in methods}
     gate = {m: 0 for m in methods}
@@ -223,7 +242,7 @@ def run_cell(n_inputs: int, reps: int, noise: str, sessions: int, resamples: int
     undecided = {m: 0 for m in methods}
     widths: dict[str, list[float]] = {m: [] for m in methods}
     for k in range(sessions):
-        seed = 1_000_003 * n_inputs + 10_007 * reps + k
+        seed = cell_seed(n_inputs, reps, k, offset)
         rng = np.random.default_rng([seed, NOISES.index(noise)])
         s = simulate(schedule(n_inputs, reps, seed), noise, 0.0, rng)
         for name, method in methods.items():
@@ -242,7 +261,7 @@ def run_cell(n_inputs: int, reps: int, noise: str, sessions: int, resamples: int
     return out
 
 
-def power(method: str, sessions: int, resamples: int) -> list[dict[str, object]]:
+def power(method: str, sessions: int, resamples: int, offset: int = 0) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     for noise in ("quiet", "load"):
         for effect in EFFECTS:
@@ -250,7 +269,7 @@ def power(method: str, sessions: int, resamples: int) -> list[dict[str, object]]
                 above0 = above5 = 0
                 length = 0.0
                 for k in range(sessions):
-                    seed = 7_000_001 + 1009 * n + k
+                    seed = offset + 7_000_001 + 1009 * n + k
                     rng = np.random.default_rng([seed, int(effect), NOISES.index(noise)])
                     sched = schedule(n, POWER_REPS, seed)
                     length = sched.length_s
@@ -297,7 +316,7 @@ def end_to_end(sessions: int, n_inputs: int = 6, reps: int = 2) -> list[str]:
             reps_of = {(p.dataset, p.example_id, p.repetition) for p in pairs}
             assert len(v.a) == n_inputs * reps, f"session {k}: {len(v.a)} pairs of {len(reps_of)}"
             s = Session(v.input_ids, v.blocks, np.array(v.a), np.array(v.b))  # type: ignore[arg-type]
-            seed = 1_000_003 * n_inputs + 10_007 * reps + k
+            seed = cell_seed(n_inputs, reps, k)
             t = simulate(
                 schedule(n_inputs, reps, k), "load", 0.0, np.random.default_rng([seed, 99]), position=0.0
             )
@@ -362,16 +381,20 @@ def main() -> None:
         print("\n".join(end_to_end(e2e)))
         return
     quick = os.environ.get("LBEVAL_COVERAGE_QUICK") == "1"
-    sessions = QUICK_SESSIONS if quick else SESSIONS
-    resamples = QUICK_RESAMPLES if quick else RESAMPLES
+    sessions = int(
+        os.environ.get("LBEVAL_COVERAGE_SESSIONS", 2 if smoke() else QUICK_SESSIONS if quick else SESSIONS)
+    )
+    resamples = 50 if smoke() else QUICK_RESAMPLES if quick else RESAMPLES
+    offset = seed_offset()
     started = time.time()
     cells: list[Cell] = []
     for noise in NOISES:
         for n in INPUTS:
             for reps in REPS:
-                cells.extend(run_cell(n, reps, noise, sessions, resamples))
+                cells.extend(run_cell(n, reps, noise, sessions, resamples, offset))
     print(
-        f"coverage: {sessions} A/A sessions per cell, {resamples} resamples, load avg {os.getloadavg()[0]:.2f}"
+        f"coverage: {sessions} A/A sessions per cell, {resamples} resamples, seed offset {offset}, "
+        f"load avg {os.getloadavg()[0]:.2f}"
     )
     if quick:
         print(
@@ -388,7 +411,8 @@ def main() -> None:
         print(f"  {'':15s} three-way rule at +{RULE_LIMIT:g}%: A/A FAIL at most {fail:.3f}, no verdict at most "
               f"{undecided:.3f} of the sessions of a cell")  # fmt: skip
     chosen = CHOSEN
-    rows = power(chosen, max(40, sessions // 5), resamples) if chosen in _methods() else []
+    power_sessions = sessions if smoke() else max(40, sessions // 5)
+    rows = power(chosen, power_sessions, resamples, offset) if chosen in _methods() else []
     for r in rows:
         print(
             f"  power {chosen} {r['noise']:5s} +{r['effect_pct']:.0f}% {r['inputs']:2d} inputs x{r['reps']}: "

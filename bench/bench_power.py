@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import smoke
 from eval.gate.policy import parse_policy
 from eval.gate.settle import stop_check
 from eval.records.stop import SETTLED_FAIL, SETTLED_PASS
@@ -103,13 +104,20 @@ def cell_line(noise: str, effect: float, limit: float, outs: list[Outcome]) -> s
 
 
 def main() -> None:
-    seeds = int(os.environ.get("LBEVAL_POWER_SEEDS", "3"))
-    cells = QUICK_CELLS if os.environ.get("LBEVAL_POWER_QUICK") == "1" else CELLS
+    seeds = int(os.environ.get("LBEVAL_POWER_SEEDS", "1" if smoke() else "3"))
+    cells = (
+        QUICK_CELLS[:1] if smoke() else QUICK_CELLS if os.environ.get("LBEVAL_POWER_QUICK") == "1" else CELLS
+    )
     only = os.environ.get("LBEVAL_POWER_NOISE")  # one noise model's cells (quiet or load)
     cells = tuple(c for c in cells if only in (None, "", c[0]))
     started = time.time()
-    plan = Plan(
-        int(os.environ.get("LBEVAL_POWER_INPUTS", PLANNED)), int(os.environ.get("LBEVAL_POWER_REPS", REPS))
+    plan = (
+        Plan(4, 2)
+        if smoke()
+        else Plan(
+            int(os.environ.get("LBEVAL_POWER_INPUTS", PLANNED)),
+            int(os.environ.get("LBEVAL_POWER_REPS", REPS)),
+        )
     )
     print(f"power: {plan.inputs} planned inputs x {plan.reps} timing repetitions, {seeds} seeds per cell, "
           f"load avg {os.getloadavg()[0]:.1f}")  # fmt: skip

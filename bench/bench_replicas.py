@@ -20,6 +20,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import smoke
 from bench.bench_gap import counting_scrapes
 from eval.prepare.inputs import InputRow, InputsHeader, sha256_text, write_inputs
 from eval.records.final import select_final
@@ -44,9 +45,9 @@ class Scaling:
     scrapes_per_request: float  # GET /metrics by the client (the probes' included)
 
 
-def _rows() -> list[InputRow]:
+def _rows(inputs: int) -> list[InputRow]:
     rows = []
-    for i in range(INPUTS):
+    for i in range(inputs):
         words = WORDS + 7 * (i % 5)  # unequal prompts: the assignment balances them
         prompt = f"Example ex{i}: " + " ".join(f"ex{i}w{j}" for j in range(words)) + "\n\nAnswer:"
         rows.append(
@@ -92,10 +93,10 @@ def _fake_servers(n: int) -> Iterator[list[str]]:
         yield urls
 
 
-def measure(n: int, work: Path) -> Scaling:
+def measure(n: int, work: Path, n_inputs: int = INPUTS) -> Scaling:
     inputs = work / "inputs.jsonl"
     if not inputs.exists():
-        write_inputs(inputs, _header(), _rows())
+        write_inputs(inputs, _header(), _rows(n_inputs))
     with _fake_servers(n) as urls:
         config = RunConfig(
             variant=f"x{n}", inputs=inputs, base_url=urls[0], base_urls=tuple(urls) if n > 1 else (),
@@ -125,10 +126,11 @@ def measure(n: int, work: Path) -> Scaling:
 
 
 def main() -> None:
+    replicas, inputs = ((1, 2), 4) if smoke() else (REPLICAS, INPUTS)
     with tempfile.TemporaryDirectory() as tmp:
-        results = [measure(n, Path(tmp)) for n in REPLICAS]
+        results = [measure(n, Path(tmp), inputs) for n in replicas]
     base, base_span = results[0].wall_s, results[0].span_s
-    print(f"{INPUTS} inputs x {'/'.join(PASSES)}, fake latency {LATENCY_S * 1000:.0f} ms, concurrency 1 each")
+    print(f"{inputs} inputs x {'/'.join(PASSES)}, fake latency {LATENCY_S * 1000:.0f} ms, concurrency 1 each")
     print(
         "| replicas | requests | wall s | speed-up | units s | units speed-up | within 10% of N "
         "(wall / units) | client CPU ms/request | /metrics scrapes/request |"

@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import smoke
+
 SEED = 20260909
 ROWS = {name: 200 for name in (
     "narrativeqa", "qasper", "multifieldqa_zh", "hotpotqa", "2wikimqa", "musique", "dureader", "gov_report",
@@ -136,13 +138,14 @@ def example(name: str, t: Text) -> dict[str, Any]:
     return {"pred": pred, "answers": answers, "all_classes": classes, "length": rng.randint(500, 20000)}
 
 
-def generate(folder: Path, seed: int = SEED) -> int:
+def generate(folder: Path, seed: int = SEED, rows: dict[str, int] | None = None) -> int:
     t = Text(random.Random(seed))
-    for name, n in ROWS.items():
+    sizes = ROWS if rows is None else rows
+    for name, n in sizes.items():
         with open(folder / f"{name}.jsonl", "w", encoding="utf-8") as handle:
             for _ in range(n):
                 handle.write(json.dumps(example(name, t), ensure_ascii=False) + "\n")
-    return sum(ROWS.values())
+    return sum(sizes.values())
 
 
 def child(folder: str, workers: str) -> None:
@@ -205,7 +208,7 @@ def official_sample(folder: Path, per_dataset: int = 6) -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="lbeval-bench-") as tmp:
         folder = Path(tmp)
-        rows = generate(folder)
+        rows = generate(folder, rows={name: 2 for name in ROWS} if smoke() else None)
         runs = {workers: measure(folder, workers) for workers in ("auto", "1")}
         for workers, r in runs.items():
             label = f"{os.cpu_count()} CPUs, auto workers" if workers == "auto" else "1 process"
@@ -214,7 +217,7 @@ def main() -> None:
                   f"{r['self_mb']:.0f} MB + largest worker {r['worker_mb']:.0f} MB")  # fmt: skip
         if json.dumps(runs["auto"]["result"]) != json.dumps(runs["1"]["result"]):
             print("scoring: MISMATCH between worker counts")
-        official_sample(folder)
+        official_sample(folder, 1 if smoke() else 6)
 
 
 if __name__ == "__main__":

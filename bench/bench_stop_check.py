@@ -23,6 +23,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from bench import smoke
 from eval.gate.policy import load_policy
 from eval.gate.settle import scratch_check, stop_check
 from eval.records.ab_pairs import read_pairs
@@ -35,8 +36,8 @@ N = 192
 LOOKS = (12, 48, 192)
 
 
-def _session(tmp: Path) -> tuple[tuple[Path, Path], list[tuple[str, str]]]:
-    rows = [make_row(i, words=40 + i % 17) for i in range(N)]
+def _session(tmp: Path, n: int) -> tuple[tuple[Path, Path], list[tuple[str, str]]]:
+    rows = [make_row(i, words=40 + i % 17) for i in range(n)]
     inputs = write_rows(tmp / "inputs.jsonl", rows)
     with FakeServer() as a, FakeServer() as b:
         ca = config_for(a, inputs, tmp / "runs", variant="base", passes=("cold", "warm", "timing"))
@@ -72,34 +73,35 @@ def _live_copy(run_dir: Path, live: Path) -> Path:
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as d:
-        dirs, order = _session(Path(d))
+        n, looks = (4, (4,)) if smoke() else (N, LOOKS)
+        dirs, order = _session(Path(d), n)
         live = tuple(_live_copy(run_dir, Path(d) / "live") for run_dir in dirs)
         ends = [_prefix_ends(run_dir, order) for run_dir in dirs]
         data = [(run_dir / RECORDS_NAME).read_bytes() for run_dir in dirs]
         policy = load_policy(None)
         scratch, inc = scratch_check(policy), stop_check(policy)
         total = total_cpu = 0.0
-        for k in range(1, N + 1):  # the session's looks, replayed: the folders as they were after input k
+        for k in range(1, n + 1):  # the session's looks, replayed: the folders as they were after input k
             for side in (0, 1):
                 (live[side] / RECORDS_NAME).write_bytes(data[side][: ends[side][k - 1]])
-            query = StopQuery((live[0], live[1]), tuple(order[:k]), N)
+            query = StopQuery((live[0], live[1]), tuple(order[:k]), n)
             t0, c0 = time.perf_counter(), time.process_time()
             inc(query)
             t_inc, c_inc = time.perf_counter() - t0, time.process_time() - c0
             total, total_cpu = total + t_inc, total_cpu + c_inc
-            if k not in LOOKS:
+            if k not in looks:
                 continue
             t0, c0 = time.perf_counter(), time.process_time()
             scratch(query)
             t_scratch, c_scratch = time.perf_counter() - t0, time.process_time() - c0
             print(
-                f"stop check after {k:3d} of {N} inputs: from scratch {1000 * t_scratch:7.1f} ms "
+                f"stop check after {k:3d} of {n} inputs: from scratch {1000 * t_scratch:7.1f} ms "
                 f"(CPU {1000 * c_scratch:7.1f} ms), incremental {1000 * t_inc:7.1f} ms (CPU {1000 * c_inc:7.1f} ms) "
                 f"per look (load {os.getloadavg()[0]:.1f})",
                 flush=True,
             )
         print(
-            f"stop check over the whole session: {N} incremental looks {total:.1f} s in all "
+            f"stop check over the whole session: {n} incremental looks {total:.1f} s in all "
             f"(CPU {total_cpu:.1f} s; load {os.getloadavg()[0]:.1f})",
             flush=True,
         )
