@@ -568,6 +568,15 @@ def _view(run: ScoredRun, stop: StopRecord, side: int) -> tuple[ScoredRun, list[
     return restrict(run, keys, planned), problems + mismatched
 
 
+def open_at_stop(settlement: Settlement, s: RuleSettlement) -> str:
+    """A rule the session stopped before it settled: it was not checked, and says after how many inputs the
+    session stopped and how it would have settled (never "settled after": it did not)."""
+    return (
+        f"not settled when the session stopped after {settlement.inputs_run} of {settlement.inputs_planned} "
+        f"inputs ({s.how})"
+    )
+
+
 def _stopped_results(verdict: Verdict, settlement: Settlement) -> list[RuleResult]:
     """The gate's rule results on the inputs run, each settled rule's replaced by its settled decision."""
     by_rule = {r.rule: r for r in settlement.rules}
@@ -577,12 +586,10 @@ def _stopped_results(verdict: Verdict, settlement: Settlement) -> list[RuleResul
         if s is None or s.state == NOT_CHECKED:
             out.append(r)
             continue
-        where = f"settled after {settlement.inputs_run} of {settlement.inputs_planned} inputs ({s.how})"
         if s.state == OPEN:
-            out.append(
-                RuleResult(r.rule, SKIPPED, "not checked", f"not settled when the session stopped: {where}")
-            )
+            out.append(RuleResult(r.rule, SKIPPED, "not checked", open_at_stop(settlement, s)))
         else:
+            where = f"settled after {settlement.inputs_run} of {settlement.inputs_planned} inputs ({s.how})"
             status = PASS if s.state == SETTLED_PASS else FAIL
             out.append(RuleResult(r.rule, status, s.detail, f"{r.threshold}; {where}", r.detail, r.rows))
     return out
