@@ -217,9 +217,8 @@ def run_info(
     adaptive = read_adaptive(loaded.run_dir)  # an ab session's added timing repetitions are in its plan
     reps_done = adaptive.reps_done if adaptive is not None else 0
     filled = completeness(m.settings, m.expected_records, keys, cot_keys, sel, reps_done)
-    damaged = damage(loaded, sel)
-    outside = filled.damage()
-    damaged += [outside] if outside is not None else []
+    damaged = damage(loaded, sel)  # lost or unreadable records explain the plan's empty slots
+    damaged += filled.damage(bool(m.complete) and not damaged)
     complete = bool(m.complete) and filled.all_filled and not damaged
     warnings = list(m.warnings) + [str(w) for w in (m.probe.get("warnings") or [])]
     warnings += [f"damaged: {d}" for d in damaged]
@@ -235,7 +234,7 @@ def run_info(
         complete=complete,
         started_at=m.started_at,
         ended_at=m.ended_at,
-        expected_records=m.expected_records,
+        expected_records=filled.plan_size,  # recomputed from the settings, not the manifest's figure alone
         n_records=len(loaded.records),
         n_slots=filled.filled,
         torn_lines=loaded.torn_lines,

@@ -18,7 +18,10 @@ a timing record beyond reps_done is outside the plan.
 
 `expected_records` (the manifest) counts the plan's slots. `filled` counts the planned slots holding a final
 record, so a record edited to another repetition (7 where timing_reps is 2) leaves its own slot empty and is
-named in `outside`: damage, never a complete run.
+named in `outside`: damage, never a complete run. The manifest's figures are checked, not trusted: the cache
+scenario's slots are recomputed from the settings and the inputs manifest, so a planned slot without a record
+(`missing`) leaves the run incomplete whatever expected_records says, and an expected_records below them, or a
+manifest that says complete with a planned slot empty (settings.timing_reps raised), is damage.
 """
 
 from __future__ import annotations
@@ -47,21 +50,49 @@ class Completeness:
     outside: tuple[str, ...]  # final records in slots the plan does not name, described (damage)
     scenario_filled: int = 0  # of `filled`, the slots of scenarios other than cache
     added: int = 0  # final records of adaptive timing repetitions (module docstring), not among `filled`
+    # the cache scenario's slots the settings plan (recomputed: `cache_slots`), and those without a final record
+    planned: int = 0
+    missing: tuple[str, ...] = ()
+
+    @property
+    def plan_size(self) -> int:
+        """The plan's slots as recomputed: the manifest's expected_records, or more when the settings plan more
+        cache slots than it leaves room for (the scenarios' count is known only from expected_records)."""
+        return max(self.expected, self.planned + self.scenario_filled)
 
     @property
     def all_filled(self) -> bool:
-        return self.filled >= self.expected and not self.outside
+        return self.filled >= self.expected and not self.outside and not self.missing
 
-    def damage(self) -> str | None:
-        """One line naming the records outside the plan (None when there are none)."""
-        if not self.outside:
-            return None
-        more = f" and {len(self.outside) - 3} more" if len(self.outside) > 3 else ""
-        return (
-            f"{len(self.outside)} record(s) in a slot the run's plan does not name (edited or foreign): "
-            + ", ".join(self.outside[:3])
-            + more
-        )
+    def damage(self, claimed_complete: bool) -> list[str]:
+        """What contradicts the plan (empty: nothing): records outside it; an expected_records below the cache
+        slots the settings plan; a run that claims to be complete (`claimed_complete`: the manifest's, when
+        no other damage explains it) with planned slots empty and no record outside the plan."""
+        out = []
+        if self.outside:
+            out.append(
+                f"{len(self.outside)} record(s) in a slot the run's plan does not name (edited or foreign): "
+                + _named(self.outside)
+            )
+        if self.planned > self.expected:
+            out.append(
+                f"the manifest's expected_records {self.expected} is fewer than the {self.planned} requests its "
+                "settings plan (settings or expected_records edited)"
+            )
+        if claimed_complete and self.missing and not self.outside:
+            out.append(
+                f"the manifest says complete, but {len(self.missing)} request(s) its settings plan have no "
+                f"record: {_named(self.missing)}"
+            )
+        return out
+
+
+def _named(slots: Sequence[str]) -> str:
+    return ", ".join(slots[:3]) + (f" and {len(slots) - 3} more" if len(slots) > 3 else "")
+
+
+def _describe(s: Slot) -> str:
+    return f"{s.dataset}/{s.example_id} {s.pass_name} rep {s.repetition}"
 
 
 def cache_slots(
@@ -148,8 +179,9 @@ def completeness(
             filled += 1
             scenario_filled += scenario is not None
         else:
-            outside.append(f"{s.dataset}/{s.example_id} {s.pass_name} rep {s.repetition}")
-    return Completeness(expected, filled, tuple(outside), scenario_filled, n_added)
+            outside.append(_describe(s))
+    missing = tuple(_describe(s) for s in sorted(planned - sel.final.keys()))
+    return Completeness(expected, filled, tuple(outside), scenario_filled, n_added, len(planned), missing)
 
 
 def planned_inputs(settings: Mapping[str, Any], keys: Sequence[ExampleKey]) -> list[ExampleKey]:

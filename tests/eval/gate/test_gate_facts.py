@@ -181,3 +181,42 @@ def test_warm_and_repeat_pass_names_swapped_are_damage(
     _gate_damage(
         runs, capsys, f"records.jsonl:{warm}:pass_name: its unit sent cold, repeat, warm in that order"
     )
+
+
+# ---------------------------------------------------------------- the plan, recomputed
+
+
+def _edit_manifest(run_dir: Path, edit: Edit) -> None:
+    path = run_dir / "manifest.json"
+    obj = json.loads(path.read_text())
+    edit(obj)
+    path.write_text(json.dumps(obj))
+
+
+@pytest.mark.parametrize("also_expected", [False, True])
+def test_timing_reps_raised_in_the_manifest_is_an_unfilled_plan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], also_expected: bool
+) -> None:
+    # 6 inputs, timing_reps 2 -> 3: 12 more planned slots (timing_cold and timing_warm rep 2) with no record;
+    # with expected_records raised to match (54 -> 66) the manifest still says complete: damage either way
+    runs, _, variant_dir = _runs(tmp_path)
+
+    def raise_reps(obj: dict[str, Any]) -> None:
+        obj["settings"]["timing_reps"] = 3
+        if also_expected:
+            obj["expected_records"] += 12
+
+    _edit_manifest(variant_dir, raise_reps)
+    if also_expected:
+        named = "the manifest says complete, but only 54/66 planned requests have a record"
+    else:
+        named = (
+            "the manifest's expected_records 54 is fewer than the 66 requests its settings plan (settings or "
+            "expected_records edited); the manifest says complete, but 12 request(s) its settings plan have no "
+            "record: gov_report/gov00 timing_cold rep 2, gov_report/gov00 timing_warm rep 2"
+        )
+    code, out = _score(variant_dir, capsys)
+    assert code == 0, out
+    assert "INCOMPLETE" in out and "54/66 planned requests recorded" in out, out
+    assert named.replace("; ", "; damaged: ") in out, out
+    _gate_damage(runs, capsys, named.replace("; the", f"; variant run {VARIANT_ID} is damaged: the"))
