@@ -42,6 +42,7 @@ SLOT = "slot"  # position in the batch: 0 the member, 1..B-1 the fillers
 INPUT = "input"  # "dataset/id" of the input whose prompt a filler or noise request sent
 HIT_LEN = "hit_len"  # L: prompt tokens primed before the full request
 HIT_CLASS = "hit_class"  # how L was chosen: "1B-1", "2B", "last block", "n-1", "budget+1", "given"...
+PRIME_LEN = "prime_len"  # P: prompt tokens the hitlen prime sent, when the cache model needs other than L
 EXPECTED_CACHED = "expected_cached"  # floor(min(L, n-1)/block)*block
 FULL_CACHED = "full_cached"  # floor((n-1)/block)*block: the whole prompt's blocks (a hit below it is partial)
 PROMPT_IDS = "prompt_ids"  # n: the full prompt's token IDs

@@ -100,32 +100,52 @@ class UnitFailed(Exception):
     pass
 
 
-def _shared_tokens(ctx: Context, row: InputRow, sibling: str, base: str | None = None) -> int | None:
-    """Tokens the sibling prompt shares with `base` (the input's prompt by default), as the server tokenizes
-    them, or None."""
+@dataclass(frozen=True)
+class Share:
+    """What a partial-share request (the sibling control, a CoT answer call whose reasoning diverged) shares
+    with the prompt sent before it under its salt: `shared` tokens, as the server tokenizes both; `ids` the
+    request's own prompt IDs (for a prime sent as token IDs); None fields when /tokenize is unavailable."""
+
+    expect: str  # "sibling" (a partial share) or the step's own expectation
+    shared: int | None = None
+    ids: tuple[int, ...] | None = None
+
+
+def _tokenized(ctx: Context, row: InputRow, text: str) -> list[int]:
+    if row.mode == "chat":
+        messages = [{"role": "user", "content": text}]
+        kwargs = ctx.settings.chat_template_kwargs
+        return ctx.client.tokenize(ctx.model, messages=messages, chat_template_kwargs=kwargs)
+    return ctx.client.tokenize(ctx.model, prompt=text)
+
+
+def _shared_ids(ctx: Context, row: InputRow, sibling: str, base: str | None = None) -> Share:
+    """The tokens the sibling prompt shares with `base` (the input's prompt by default), as the server
+    tokenizes them, and the sibling's IDs (Share with None fields without /tokenize)."""
     if not ctx.tokenize:
-        return None
-    kwargs = ctx.settings.chat_template_kwargs
-    first = row.prompt if base is None else base
+        return Share("sibling")
     try:
-        if row.mode == "chat":
-            a = ctx.client.tokenize(
-                ctx.model, messages=[{"role": "user", "content": first}], chat_template_kwargs=kwargs
-            )
-            b = ctx.client.tokenize(
-                ctx.model, messages=[{"role": "user", "content": sibling}], chat_template_kwargs=kwargs
-            )
-        else:
-            a = ctx.client.tokenize(ctx.model, prompt=first)
-            b = ctx.client.tokenize(ctx.model, prompt=sibling)
+        a = _tokenized(ctx, row, row.prompt if base is None else base)
+        b = _tokenized(ctx, row, sibling)
     except (RequestFailed, KeyError, TypeError, ValueError):
-        return None
+        return Share("sibling")
     n = 0
     for x, y in zip(a, b, strict=False):
         if x != y:
             break
         n += 1
-    return n
+    return Share("sibling", n, tuple(b))
+
+
+def _share_of(ctx: Context, row: InputRow, step: Step, at: Attempt) -> Share:
+    """The attempt's expectation, and for a partial share what it shares (before it is sent: a cache model of
+    recurrent-state checkpoints needs it primed first)."""
+    if step.expect == "sibling" and at.prompt is not None:
+        return _shared_ids(ctx, row, at.prompt)
+    if at.reference is not None and at.prompt is not None and at.reference != at.prompt:
+        # a CoT answer call whose reasoning differs from its reference's: only the common prefix is cached
+        return _shared_ids(ctx, row, at.prompt, base=at.reference)
+    return Share(step.expect)
 
 
 def _reset_cache(ctx: Context) -> None:
@@ -160,6 +180,25 @@ def _reprime(ctx: Context, row: InputRow, salt: str | None, prompt: str | None) 
         ctx.client, endpoint_for(row), req, ctx.policy, f"{row.dataset}/{row.id} re-prime", ctx.sleep
     )
     ctx.count("reprimes")
+
+
+def _prime_share(ctx: Context, row: InputRow, at: Attempt, share: Share) -> None:
+    """Before a partial-share request on a cache of recurrent-state checkpoints (eval/records/cache_model.py):
+    the first `prime_tokens(shared, n)` of its own token IDs under its salt, max_tokens 1, sent to
+    /v1/completions as IDs (not recorded; `partial_primes` counted). The prime's replay boundary is then the
+    shared prefix's last whole block, where the request must resume; on dense blocks nothing is sent."""
+    model = ctx.facts.model
+    if model is None or share.shared is None or share.ids is None:
+        return
+    primed = model.prime_tokens(share.shared, len(share.ids))
+    if primed == share.shared:
+        return  # dense blocks: the shared prefix is cached already
+    raw = replace(row, mode="raw")
+    req = build_request(raw, ctx.settings, model=ctx.model, cache_salt=at.salt, stream=False, max_tokens=1)
+    req["prompt"] = list(share.ids[:primed])
+    what = f"{row.dataset}/{row.id} partial-share prime"
+    send_with_retries(ctx.client, "completions", req, ctx.policy, what, ctx.sleep)
+    ctx.count("partial_primes")
 
 
 @dataclass
@@ -247,7 +286,9 @@ def _own_figures(ctx: Context, server: dict[str, float] | None, response: Reply 
     return check
 
 
-def _send_attempt(ctx: Context, row: InputRow, unit: Unit, gs: GroupState, at: Attempt) -> RequestRecord:
+def _send_attempt(
+    ctx: Context, row: InputRow, unit: Unit, gs: GroupState, at: Attempt, share: Share
+) -> RequestRecord:
     step = at.step
     req = build_request(
         row, ctx.settings, model=ctx.model, cache_salt=at.salt, stream=step.stream,
@@ -265,14 +306,8 @@ def _send_attempt(ctx: Context, row: InputRow, unit: Unit, gs: GroupState, at: A
     resp = obs.out.response
     if resp is None:
         return replace(base, error=obs.out.failure.message if obs.out.failure else "no response")
-    sibling = step.expect == "sibling" and at.prompt is not None
-    shared = _shared_tokens(ctx, row, at.prompt) if sibling and at.prompt is not None else None
-    expect = step.expect
-    if at.reference is not None and at.prompt is not None and at.reference != at.prompt:
-        # a CoT answer call whose reasoning differs from its reference's: only the common prefix is cached
-        expect, shared = "sibling", _shared_tokens(ctx, row, at.prompt, base=at.reference)
     status, reason, expected = verify(
-        expect, checked_usage(resp.usage, obs.server, obs.finding), ctx.facts, shared
+        share.expect, checked_usage(resp.usage, obs.server, obs.finding), ctx.facts, share.shared
     )
     if step.salt != "fresh" and gs.epoch is not None and obs.epoch != gs.epoch:
         status, reason = "invalid", "server restart detected during the group; the group is re-run from cold"
@@ -313,7 +348,10 @@ def run_step(ctx: Context, row: InputRow, unit: Unit, step: Step, gs: GroupState
                 _reset_cache(ctx)
             elif ctx.cold_mode == "evict" and step.salt == "fresh":
                 _evict(ctx)
-        rec = _send_attempt(ctx, row, unit, gs, replace(base, attempt=attempt, salt=salt))
+        at = replace(base, attempt=attempt, salt=salt)
+        share = _share_of(ctx, row, step, at)
+        _prime_share(ctx, row, at, share)
+        rec = _send_attempt(ctx, row, unit, gs, at, share)
         if rec.status == "error" and ctx.stop.is_set():
             raise UnitFailed("interrupted")  # a failure caused by the shutdown is not recorded
         if row.answer_template is not None and step.pass_name in ANSWER_PASSES and rec.status != "error":

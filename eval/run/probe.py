@@ -19,6 +19,7 @@ from typing import Any
 
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import InputRow
+from eval.records.cache_model import BLOCKS, CHECKPOINTS, CacheModel
 from eval.records.types import Usage
 from eval.run.client import Client
 from eval.run.metrics_text import CACHE_CONFIG_INFO, FINISHED_COUNTER, PROCESS_START, Snapshot, parse_metrics
@@ -90,6 +91,9 @@ class ProbeResult:
     # "unverified": it reports none, so no record's cache state is known
     cache_verification: str = "verified"
     request_fields: dict[str, Any] = field(default_factory=dict)  # sent with every request (RequestSettings)
+    # what the prefix cache can hit (eval/records/cache_model.py), measured by `_cache_model_check`; None when
+    # nothing about hits can be known (no cached-token count, prefix caching off, no block size)
+    cache_model: CacheModel | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -224,11 +228,16 @@ def _send_probe(pr: _Probing, res: ProbeResult, row: InputRow, salt: str) -> int
     return None if usage is None else usage.cached_tokens
 
 
-def _probe_usage(pr: _Probing, res: ProbeResult, row: InputRow, salt: str) -> Usage | None:
-    """`_send_probe`'s request; returns its usage (None when the request was refused for a capability)."""
+def _probe_usage(
+    pr: _Probing, res: ProbeResult, row: InputRow, salt: str, ids: list[int] | None = None
+) -> Usage | None:
+    """`_send_probe`'s request (`ids`: token IDs sent as a raw row's prompt instead of its text); returns its
+    usage (None when the request was refused for a capability)."""
     client, settings = pr.client, pr.settings
     endpoint = endpoint_for(row)
     req = build_request(row, settings, model=res.model, cache_salt=salt, stream=False, max_tokens=1)
+    if ids is not None:
+        req["prompt"] = list(ids)
     out = with_retries(lambda: client.send(endpoint, req), pr.policy)
     if out.failure is not None:
         exc = out.failure
@@ -312,15 +321,16 @@ def _salt_fault(pr: _Probing, res: ProbeResult, other: int, cold_mode: str, auto
 USAGE_FAULT = "usage over-reports cached tokens: the server's own prefix-cache counters disagree"
 
 
-def _hits(pr: _Probing, res: ProbeResult, row: InputRow, salt: str) -> int:
+def _hits(pr: _Probing, res: ProbeResult, row: InputRow, salt: str, ids: list[int] | None = None) -> int:
     """A probe request's cached tokens as the server counted them where /metrics can tell (a clean window,
     eval/run/probe_counts.py), else as its usage says. A usage claim of a hit the server did not count is a
     finding of its own (the records' counter check, the gate's cache_reports_consistent, then counts every
     such request), not a salt or reset that failed."""
     if not res.metrics:
-        return _send_probe(pr, res, row, salt) or 0
+        usage = _probe_usage(pr, res, row, salt, ids)
+        return (usage.cached_tokens if usage is not None else None) or 0
     got = counted(
-        pr.client, pr.policy, lambda: _probe_usage(pr, res, row, salt), expect=res.finished_requests
+        pr.client, pr.policy, lambda: _probe_usage(pr, res, row, salt, ids), expect=res.finished_requests
     )
     if got.usage_overreports:
         finding = (
@@ -457,10 +467,69 @@ def probe_server(
     for mode in ordered[1:]:
         _send_probe(pr, res, _probe_row(mode), _probe_salt())
     _tokenize_check(pr, res)
+    _cache_model_check(pr, res)
     res.warnings += [n for n in kind.notes if n not in res.warnings]
     res.cache_verification = "verified" if res.cached_tokens_reported else "unverified"
     res.cold_method = cold_method(res, kind)
     return res
+
+
+def _model_row(block: int) -> InputRow:
+    """A raw probe row long enough for the cache-model check: more than two blocks of about one-token words."""
+    vocab = _VOCAB_TEXT.split()
+    words = " ".join(vocab[(i * 11) % len(vocab)] for i in range(2 * block + 48))
+    return replace(_probe_row("raw"), id="probe-cache-model", prompt=f"lbeval cache model probe. {words}")
+
+
+def _cache_model_check(pr: _Probing, res: ProbeResult) -> None:
+    """Which cache model the server's hits follow (eval/records/cache_model.py): prime the first 2B token IDs
+    of a prompt of n > 2B + 1 under a fresh salt, then send all n. Dense blocks hit 2B; recurrent-state
+    checkpoints hit B (the prime's replay boundary, floor((2B-1)/B)*B). Anything else is a finding; the run
+    then expects dense blocks and says so."""
+    block = res.block_size
+    if block is None or not res.cached_tokens_reported or res.prefix_caching is False:
+        return  # nothing about hits is verified (the probe warned why)
+    why = _unmeasurable(pr, res)
+    if why is None:
+        try:
+            ids = with_retries(
+                lambda: pr.client.tokenize(res.model, prompt=_model_row(block).prompt), pr.policy
+            )
+            token_ids = ids.result()
+        except (RequestFailed, KeyError, TypeError, ValueError) as exc:
+            token_ids, why = [], f"POST /tokenize failed ({exc})"
+        if why is None and len(token_ids) < 2 * block + 2:
+            why = f"the probe prompt is {len(token_ids)} tokens, not more than 2 blocks of {block}"
+    if why is not None:
+        res.cache_model = CacheModel(BLOCKS, block, source="assumed", evidence=f"not measured: {why}")
+        return
+    res.cache_model = _measure_model(pr, res, token_ids, block)
+
+
+def _unmeasurable(pr: _Probing, res: ProbeResult) -> str | None:
+    if not res.tokenize:
+        return "no /tokenize"
+    if res.cache_hit_seen is False:
+        return "the probe's repeated prompt did not hit"
+    return None
+
+
+def _measure_model(pr: _Probing, res: ProbeResult, ids: list[int], block: int) -> CacheModel:
+    row, salt, primed = _model_row(block), _probe_salt(), 2 * block
+    first = _hits(pr, res, row, salt, ids[:primed])
+    hit = _hits(pr, res, row, salt, ids)
+    evidence = f"a prime of {primed} of {len(ids)} token IDs, then all {len(ids)}: {hit} cached"
+    if first == 0 and hit == primed:
+        return CacheModel(BLOCKS, block, evidence=evidence)
+    if first == 0 and hit == block:
+        return CacheModel(CHECKPOINTS, block, evidence=evidence)
+    finding = (
+        f"prefix-cache hits follow no known cache model ({evidence}; {first} on the prime; dense blocks would "
+        f"hit {primed}, recurrent-state checkpoints {block}): warm hits are checked as dense blocks"
+    )
+    res.findings.append(finding)
+    res.warnings.append(finding)
+    return CacheModel(BLOCKS, block, source="assumed", evidence=evidence)
 
 
 def _kind_facts(res: ProbeResult, info: dict[str, Any]) -> None:

@@ -32,6 +32,7 @@ from eval.atomic import WriteFailed
 from eval.errors import ConfigError, DataError
 from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
 from eval.provenance import git_state, host_info, lbeval_version, package_versions
+from eval.records.cache_model import with_blocks
 from eval.records.final import UnitKey, describe_duplicates, select_final, unit_of
 from eval.records.run_folder import (
     MANIFEST_NAME,
@@ -210,7 +211,8 @@ def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> RunSession:
         else []
     )
     units += plan_scenario_units(
-        config.scenarios, rows, block_size=probe.block_size, max_tokens_override=config.request.max_tokens_override,
+        config.scenarios, rows, cache_model=with_blocks(probe.cache_model, probe.block_size),
+        max_tokens_override=config.request.max_tokens_override,
         token_ids=fetch_token_ids(config.scenarios, rows, client, probe, config.request),
         replicas=max(1, len(config.base_urls)),  # the replicas' path gives every replica's URL here
     )  # fmt: skip
@@ -472,7 +474,12 @@ def _context(
         run_id=session.manifest.run_id,
         variant=config.variant,
         cold_mode=config.cold_mode,
-        facts=CacheFacts(probe.prefix_caching, probe.block_size, reported=probe.cached_tokens_reported),
+        facts=CacheFacts(
+            probe.prefix_caching,
+            probe.block_size,
+            reported=probe.cached_tokens_reported,
+            cache_model=probe.cache_model,
+        ),  # fmt: skip
         policy=config.retry,
         per_request_metrics=probe.metrics and config.concurrency == 1,
         tokenize=probe.tokenize,

@@ -8,6 +8,12 @@ Units of one input run in that order (main, then timing r = 0..R-1: cold and war
 Verification per request (vLLM caches whole blocks and never the last prompt token):
     cold, timing_cold, control_salt   must report 0 cached tokens
     warm, repeat, timing_warm         must report floor((prompt_tokens - 1) / block) * block cached tokens
+    control_sibling                   must report floor(min(shared, n - 1) / block) * block cached tokens
+The block and what a hit can be come from the server's cache model (eval/records/cache_model.py, the probe's):
+on recurrent-state checkpoints (a hybrid model) a prompt that shares only part of one sent before finds only a
+checkpoint kept below its shared prefix, so a partial-share request (the control, a CoT answer call whose reasoning
+diverged) is preceded by a prime of its own first shared+1 token IDs (its salt, max_tokens 1, counted as
+`partial_primes`, not recorded: eval/run/passes.py), which keeps a checkpoint at the shared prefix's last block.
 
 LongBench v2 CoT inputs (a row with `answer_template`): each of cold, warm and repeat is the reasoning call, and
 the main unit ends with its answer calls, cold_answer -> warm_answer -> repeat_answer, each prompt built from
@@ -29,6 +35,7 @@ from dataclasses import dataclass
 from eval.benchmarks.registry import benchmark_of
 from eval.errors import ConfigError
 from eval.prepare.inputs import InputRow
+from eval.records.cache_model import CacheModel, block_hit, with_blocks
 from eval.records.server_figures import checked_cached
 from eval.records.types import RequestRecord, Usage
 from eval.records.vocabulary import ANSWER_PASSES, PASS_CHOICES, UNIT_MAIN, UNIT_TIMING
@@ -139,10 +146,9 @@ def plan_units(
     return units
 
 
-def expected_cached(prompt_tokens: int, shared_tokens: int, block_size: int) -> int:
-    """Cached tokens vLLM reports: whole blocks of the shared prefix, never covering the last prompt token."""
-    usable = max(0, min(shared_tokens, prompt_tokens - 1))
-    return (usable // block_size) * block_size
+expected_cached = (
+    block_hit  # cached tokens vLLM reports: whole blocks of the shared prefix, never the last token
+)
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,13 @@ class CacheFacts:
     prefix_caching: bool | None  # None: unknown (treated as on)
     block_size: int | None
     reported: bool = True  # the server reports cached tokens per request (False: nothing can be verified)
+    # what a hit can be (the probe's cache model; eval/records/cache_model.py): None reads as dense blocks
+    cache_model: CacheModel | None = None
+
+    @property
+    def model(self) -> CacheModel | None:
+        """The cache model every expectation reads (dense blocks of block_size when the probe had none)."""
+        return with_blocks(self.cache_model, self.block_size)
 
 
 def verify(
@@ -169,11 +182,12 @@ def verify(
         return "ok", None, 0  # warm cannot hit on this server: recorded, not verified (the probe warned)
     n = usage.prompt_tokens
     shared = n if expect == "hit" else shared_tokens
-    if facts.block_size is None or n is None or shared is None:
+    model = facts.model
+    if model is None or n is None or shared is None:
         if cached > 0:
             return "ok", None, None
         return "invalid", f"expected a prefix-cache hit ({expect}), but 0 tokens were cached", None
-    expected = expected_cached(n, shared, facts.block_size)
+    expected = model.expected_hit(n, shared)
     if cached >= expected:
         return "ok", None, expected
     if cached > 0:

@@ -200,6 +200,8 @@ class Histogram:
 class FakeState:
     start_time: float = field(default_factory=time.time)
     cache: set[bytes] = field(default_factory=set)
+    # cache_checkpoints: the block hashes whose end a recurrent-state checkpoint was kept at (a hit ends there)
+    checkpoints: set[bytes] = field(default_factory=set)
     seen: dict[tuple[str, str | None], int] = field(default_factory=dict)
     queries: int = 0
     hits: int = 0
@@ -247,6 +249,7 @@ class FakeServer:
         dp_engines: int = 1,
         dp_honor_header: bool = True,
         dp_ignore_to: int | None = None,
+        cache_checkpoints: bool = False,
     ) -> None:
         if dialect not in DIALECTS:
             raise ValueError(f"dialect {dialect!r}: one of {', '.join(DIALECTS)}")
@@ -255,6 +258,10 @@ class FakeServer:
         self.owned_by = owned_by or {"sglang": "sglang", "llama-cpp-python": "me"}.get(dialect, "fake")
         self.model = model
         self.block_size = block_size
+        # a hybrid model's cache (vLLM --mamba-cache-mode align; eval/records/cache_model.py CHECKPOINTS): a hit
+        # ends only where a checkpoint was kept: at each prompt's replay boundary floor((n-1)/B)*B, and at the
+        # attention hit of a request whose blocks hit further than any checkpoint (the shared-prefix junction)
+        self.cache_checkpoints = cache_checkpoints
         self.max_model_len = max_model_len
         self.max_logprobs = max_logprobs
         self.prefix_caching = prefix_caching
@@ -516,7 +523,20 @@ class FakeServer:
                     break
                 hit_blocks += 1
             cache.update(hashes)
+            if self.cache_checkpoints:
+                hit_blocks = self._checkpoint_hit(hashes, hit_blocks, usable, engine)
         return hit_blocks * self.block_size
+
+    def _checkpoint_hit(self, hashes: list[bytes], attention: int, usable: int, engine: int) -> int:
+        """Blocks hit on a checkpointed cache: the last checkpoint within the attention hit; then keep one at
+        the replay boundary and, when the attention blocks hit further, at that junction."""
+        kept = self.engine_states[engine].checkpoints
+        hit = next((j for j in range(attention, 0, -1) if hashes[j - 1] in kept), 0)
+        if usable >= 1:
+            kept.add(hashes[usable - 1])
+        if attention > hit:
+            kept.add(hashes[attention - 1])
+        return hit
 
     def generate(
         self, ids: list[int], body: dict[str, Any], diverge_at: int | None, jitter: float
@@ -737,6 +757,7 @@ class _Handler(BaseHTTPRequestHandler):
             fake.reset_calls += 1
             if fake.reset_success:
                 fake.state.cache.clear()
+                fake.state.checkpoints.clear()
         if fake.reset_success:
             self._send(200, b"Cache flushed.\nPlease check backend logs for more details.", "text/plain")
         else:
@@ -817,6 +838,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if fake.reset_success:
                     for st in fake.engine_states:
                         st.cache.clear()
+                        st.checkpoints.clear()
             self._json(200, {"success": fake.reset_success})
         elif self.path == "/tokenize" and fake.tokenize_enabled:
             text, ids = fake.prompt_ids(body, chat="messages" in body)

@@ -51,7 +51,7 @@ from eval.run.reply import Reply
 from eval.run.request import build_request, endpoint_for, request_settings
 from eval.run.retry import SendOutcome, send_with_retries
 from eval.run.scenarios.base import ScenarioStep, steps_of
-from eval.run.steps import CacheFacts, Unit, expected_cached, new_salt, verify
+from eval.run.steps import CacheFacts, Unit, new_salt, verify
 
 RESTART_REASON = "server restart detected during the group; the group is re-run from cold"
 BARRIER_TIMEOUT_S = 60.0
@@ -275,10 +275,10 @@ def check_cache(step: ScenarioStep, usage: Usage, facts: CacheFacts) -> tuple[st
         return "invalid", "the server reported no usage.prompt_tokens_details.cached_tokens", None
     if facts.prefix_caching is False:
         return "ok", None, 0
-    n = usage.prompt_tokens
-    if facts.block_size is None or n is None or step.shared is None:
+    n, model = usage.prompt_tokens, facts.model
+    if model is None or n is None or step.shared is None:
         return "ok", None, None
-    return "ok", None, expected_cached(n, step.shared, facts.block_size)
+    return "ok", None, model.expected_hit(n, step.shared)
 
 
 def _record(

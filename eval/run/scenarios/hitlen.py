@@ -5,8 +5,12 @@ chat-templated IDs) or `prompt` (raw inputs), then /v1/completions with `prompt`
 reference and the measured request alike (the pair differs only in the cache).
 
     hitlen_cold    all n IDs, fresh salt                                    repetition 0
-    hitlen_prime   the first L IDs, fresh salt S_L, max_tokens 1            repetition j (the j-th L)
+    hitlen_prime   the first P IDs, fresh salt S_L, max_tokens 1            repetition j (the j-th L)
     hitlen_full    all n IDs, salt S_L: expects floor(min(L, n-1)/block)*block cached tokens
+
+P is what the server's cache model needs primed for that hit (eval/records/cache_model.py `prime_tokens`): L on
+dense blocks; L + 1 (at most n) on recurrent-state checkpoints, whose prime keeps a checkpoint at its replay
+boundary floor((P-1)/block)*block only. The variation records both (`hit_len` L, `prime_len` P).
 
 Default hit lengths, from the block size B (those from 1 to n-1): k*B-1, k*B, k*B+1 for k = 1..3, the last
 full block below n, n-1, and, when the chunked-prefill budget b (max_num_batched_tokens) is known, b-1, b and
@@ -22,10 +26,10 @@ from typing import Any
 
 from eval.prepare.inputs import InputRow
 from eval.records import scenarios as sc
+from eval.records.cache_model import CacheModel
 from eval.run.client import Client
 from eval.run.reply import RequestFailed
 from eval.run.scenarios.base import ScenarioStep, scenario_step
-from eval.run.steps import expected_cached
 
 
 def hit_lengths(
@@ -58,13 +62,13 @@ def hit_lengths(
 
 def plan_hitlen(
     ids: Sequence[int],
-    block: int,
+    model: CacheModel,
     budget: int | None,
     given: Sequence[int] | None,
     max_tokens: int | None,
     classes: Sequence[str] | None = None,
 ) -> list[ScenarioStep]:
-    n = len(ids)
+    n, block = len(ids), model.block_size
     lengths = hit_lengths(n, block, budget, given, classes)
     all_ids = tuple(ids)
     cold_vary: dict[str, Any] = {
@@ -74,17 +78,20 @@ def plan_hitlen(
     }
     steps = [scenario_step("hitlen_cold", 0, "miss", cold_vary, token_ids=all_ids, max_tokens=max_tokens)]
     for j, (length, name) in enumerate(lengths):
+        primed = model.prime_tokens(length, n)
         vary = {
             sc.HIT_LEN: length,
             sc.HIT_CLASS: name,
-            sc.EXPECTED_CACHED: expected_cached(n, length, block),
-            sc.FULL_CACHED: expected_cached(n, n, block),
+            sc.EXPECTED_CACHED: model.expected_hit(n, length),
+            sc.FULL_CACHED: model.expected_hit(n, n),
             sc.PROMPT_IDS: n,
         }
+        if primed != length:
+            vary[sc.PRIME_LEN] = primed
         salt = f"L{j}"
         steps.append(
             scenario_step(
-                "hitlen_prime", j, "miss", vary, token_ids=all_ids[:length], salt_key=salt, max_tokens=1
+                "hitlen_prime", j, "miss", vary, token_ids=all_ids[:primed], salt_key=salt, max_tokens=1
             )
         )
         steps.append(

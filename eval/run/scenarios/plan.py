@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import InputRow
+from eval.records.cache_model import CacheModel
 from eval.records.final import select_final
 from eval.records.scenarios import scenario_inputs
 from eval.records.types import RequestRecord
@@ -62,7 +63,7 @@ def plan_scenario_units(
     rows: Sequence[InputRow],
     *,
     token_ids: Mapping[int, Sequence[int]],
-    block_size: int | None,
+    cache_model: CacheModel | None,
     max_tokens_override: int | None,
     replicas: int = 1,
 ) -> list[Unit]:
@@ -82,12 +83,12 @@ def plan_scenario_units(
             if name == "batch":
                 steps = plan_batch(rows, i, s.batch_sizes, s.max_tokens)
             elif name == "hitlen":
-                if block_size is None:
+                if cache_model is None:
                     raise ConfigError(
                         "--scenarios hitlen needs the server's block size (vllm:cache_config_info in /metrics)"
                     )
                 steps = plan_hitlen(
-                    token_ids[i], block_size, s.hit_budget, s.hit_lengths, s.max_tokens, s.hit_classes
+                    token_ids[i], cache_model, s.hit_budget, s.hit_lengths, s.max_tokens, s.hit_classes
                 )
             elif name == "repeats":
                 steps = plan_repeats(s.repeats, s.max_tokens)

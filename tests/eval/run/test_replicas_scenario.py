@@ -21,6 +21,7 @@ from eval.gate.policy import load_policy, parse_policy
 from eval.gate.rules import evaluate
 from eval.gate.verdict import FAIL, NO_DATA, PASS, RuleResult
 from eval.records import scenarios as sc
+from eval.records.cache_model import BLOCKS, CacheModel
 from eval.records.final import select_final
 from eval.records.run_folder import load_run
 from eval.records.types import RequestRecord
@@ -75,7 +76,7 @@ def test_the_unit_is_a_cold_and_a_warm_on_each_replica_in_turn() -> None:
 def test_one_replica_plans_nothing_in_the_default_plan_and_refuses_the_named_scenario() -> None:
     rows = [make_row(i) for i in range(12)]
     plan = ScenarioSettings(scenarios=("cache", "replicas"), inputs=1, default_plan=True)
-    kw = {"token_ids": {}, "block_size": 16, "max_tokens_override": None}
+    kw = {"token_ids": {}, "cache_model": CacheModel(BLOCKS, 16), "max_tokens_override": None}
     assert plan_scenario_units(plan, rows, replicas=1, **kw) == []  # type: ignore[arg-type]
     assert [u.kind for u in plan_scenario_units(plan, rows, replicas=2, **kw)] == ["replicas"]  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="needs 2 or more replicas"):
