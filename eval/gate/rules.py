@@ -237,6 +237,26 @@ def until_pct(estimate: float, limit: float) -> float:
     return max(0.5, math.floor(want * 2) / 2)
 
 
+def straddle_advice(c: Comparison, estimate: float, limit: float) -> str:
+    """What to re-run when the interval straddles the limit. After `lbeval ab --timing-until` stopped on its
+    --timing-budget (or the repetition cap) short of its target, a smaller target would stop at the same place:
+    the advice is then the budget (or more inputs), not a --timing-until the session already asked for."""
+    a = c.paired.adaptive if c.paired is not None else None
+    reached = "" if a is None or a.half_width_pct is None else f", half-width {a.half_width_pct:.1f}%"
+    if a is not None and a.stopped == "budget":
+        return (
+            f"the --timing-budget of {a.budget_s:g} server-seconds stopped the added repetitions before "
+            f"--timing-until {a.until_pct:g} was reached ({a.reps_done} per input{reached}): re-run with a "
+            "larger --timing-budget"
+        )
+    if a is not None and a.stopped == "max_reps":
+        return (
+            f"the added repetitions reached their cap ({a.reps_done} per input{reached}) before --timing-until "
+            f"{a.until_pct:g} was reached: re-run with more inputs"
+        )
+    return f"re-run with --timing-until {until_pct(estimate, limit):g}"
+
+
 def _timing_no_data(c: Comparison, p: Mapping[str, Any], measure: str) -> str:
     """Why the timing rule on `measure` has no data ("": it has)."""
     what = measure.removesuffix("_ms").replace("_", " ")
@@ -277,7 +297,7 @@ def rule_prefill_change(c: Comparison, p: Mapping[str, Any], name: str, measure:
         return RuleResult(name, PASS, measured, threshold, rows=(RowRef(TIMING, measure, False),))
     if ch.low > limit:
         return RuleResult(name, FAIL, measured, threshold, rows=(RowRef(TIMING, measure, True),))
-    detail = f"{STRADDLES}: re-run with --timing-until {until_pct(ch.estimate, limit):g}"
+    detail = f"{STRADDLES}: {straddle_advice(c, ch.estimate, limit)}"
     return RuleResult(name, NO_DATA, measured, threshold, detail, (RowRef(TIMING, measure, False),))
 
 

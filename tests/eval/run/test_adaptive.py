@@ -147,14 +147,23 @@ def test_adds_repetitions_until_the_half_width_is_reached(tmp_path: Path) -> Non
     )
 
 
-def test_budget_stops_it_and_says_so(tmp_path: Path) -> None:
+def test_budget_stops_it_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with FakeServer() as server:
         _noisy(server, 0.5)
-        da, _ = execute_ab(_config(server, tmp_path, TimingTarget(1.0, budget_s=1e-6)))
+        da, db = execute_ab(_config(server, tmp_path, TimingTarget(1.0, budget_s=1e-6)))
     rec = read_adaptive(da)
     assert rec is not None and rec.stopped == "budget" and "budget" in rec.reason
     # the budget counts the whole session: the planned repetitions already spent it, so none was added
     assert rec.reps_done == REPS and rec.pairs == N_INPUTS * REPS and rec.spent_s > 1e-6
+    # the gate's advice names what stopped it: the budget, not the target (a smaller --timing-until would stop
+    # at the same place)
+    capsys.readouterr()
+    main(["gate", str(da), str(db)])
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        "re-run with a larger --timing-budget" in out and "--timing-budget of 1e-06 server-seconds" in out
+    ), out
+    assert "re-run with --timing-until" not in out
 
 
 def test_resume_continues_the_added_repetitions(tmp_path: Path) -> None:
