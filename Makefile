@@ -116,6 +116,13 @@ HYBRID_MODEL := $(LBEVAL_CACHE)/models/hybrid-qwen3next-tiny
 server-hybrid: server-model
 	$(SERVER_PY) -m eval.serve.model_hybrid --tokenizer-from $(SERVER_MODEL) --out $(HYBRID_MODEL)
 
+# The speculative draft of cpu-smollm2-draft (docs/servers/drafts.md): SmolLM2's own first 4 layers, sliced from
+# the target's safetensors (same tokenizer and vocabulary); idempotent by its stamp (eval/serve/model_draft.py).
+DRAFT_MODEL := $(LBEVAL_CACHE)/models/smollm2-135m-draft-l4
+.PHONY: server-draft
+server-draft: server-model
+	$(SERVER_PY) -m eval.serve.model_draft --target $(SERVER_MODEL) --out $(DRAFT_MODEL)
+
 # The whole suite on the shipped longbench-mini sample for two variants of the embedded CPU server: prepare, one
 # interleaved `lbeval ab` session of both (both servers live at once, ~8 GB; cold, warm, repeat, timing, controls,
 # then the batch, hitlen and repeats scenarios on 2 inputs), score, compare (paired timing), gate; prints where

@@ -39,8 +39,8 @@ def test_tokenizer_without_transformers_names_the_extra(
 IMPORT_NAMES = {"rouge-score": "rouge_score"}
 # third-party modules imported by code that runs in the server's environment, not lbeval's: the engine fault
 # plugin (installed into the vLLM venv), `make server-model`'s GGUF conversion (eval/serve/model.py) and
-# `make server-hybrid`'s seeded model (eval/serve/model_hybrid.py)
-SERVER_SIDE = {"torch", "vllm", "transformers"}
+# `make server-hybrid`'s seeded model (eval/serve/model_hybrid.py) and `make server-draft`'s sliced draft
+SERVER_SIDE = {"torch", "vllm", "transformers", "safetensors"}
 
 
 def third_party_imports(package: str, skip: tuple[str, ...] = ()) -> set[str]:
@@ -80,5 +80,6 @@ def test_dependencies_are_declared_as_imported() -> None:
         third_party_imports("eval/serve/faults")
         | third_party_imports("eval/serve/model.py")
         | third_party_imports("eval/serve/model_hybrid.py")
+        | third_party_imports("eval/serve/model_draft.py")
     )
     assert server_side <= SERVER_SIDE
