@@ -37,7 +37,7 @@ from pathlib import Path
 
 from bench.aa_sessions import pct
 from bench.bench_aa import Load
-from bench.faults import Case, Outcome, ab_case, prepare
+from bench.faults import Case, Failing, Outcome, ab_case, prepare
 from eval.analyze.compare import compare
 from eval.analyze.score import score_run
 from eval.atomic import atomic_write
@@ -99,7 +99,8 @@ def warm_interval(outcome: Outcome) -> tuple[float | None, float | None, float |
 def run_effect(
     effect: int, inputs: Path, out: Path, specs: Path, args: argparse.Namespace, stamp: str
 ) -> Row:
-    case = Case(f"warm_slowdown_{effect}", spec_name(effect), "warm_prefill_change", "warm", "ab", ())
+    expect = (Failing("warm_prefill_change", ("timing/warm_prefill_ms",), "the warm path only"),)
+    case = Case(f"warm_slowdown_{effect}", spec_name(effect), expect, "ab", ())
     # a run id per effect and invocation: the base side's default one would hold the previous effect's pairing
     plan = ["--specs", str(specs), "--passes", "timing", "--scenarios", "cache", "--timing-reps", str(args.reps),
             "--run-id", f"power-{effect}-{stamp}"]  # fmt: skip
