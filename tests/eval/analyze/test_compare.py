@@ -256,7 +256,7 @@ def test_end_to_end_on_fake_server_runs(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["gate", "main", "patched", "--runs", str(runs)]) == 1
     text = capsys.readouterr().out
     assert (
-        "gate: FAIL (exit 1): 4 of 8 rules failed: cold_warm_equality, warm_repeat_equality, no_invalid_warm, "
+        "gate: FAIL (exit 1): 4 of 9 rules failed: cold_warm_equality, warm_repeat_equality, no_invalid_warm, "
         "cause_rows [cache_cold_warm, cache_warm_repeat]" in " ".join(text.split())
     )
 

@@ -182,7 +182,7 @@ def test_lbeval_gate_names_the_failing_rows_in_its_output_and_junit(
     lines = out.splitlines()
     assert all(len(line) <= 100 for line in lines)
     joined = " ".join(out.split())
-    assert "gate: FAIL (exit 1): 1 of 9 rules failed: cause_rows [hitlen, hitlen_L_32]" in joined
+    assert "gate: FAIL (exit 1): 1 of 10 rules failed: cause_rows [hitlen, hitlen_L_32]" in joined
     assert "causes 2 cause row(s) where the variant differs from the base" in joined
     assert any(line.lstrip().startswith("hitlen_L_32 ") and "FAIL cause_rows" in line for line in lines)
     assert "failing rows: hitlen, hitlen_L_32" in junit.read_text()

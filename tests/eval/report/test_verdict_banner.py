@@ -29,7 +29,6 @@ SEQUENTIAL_MD = (
 )
 SKIPPED_MD = (
     f"Skipped: warm\\_prefill\\_change ({SEQUENTIAL_MD}); cold\\_prefill\\_change ({SEQUENTIAL_MD}); "
-    "cross\\_variant\\_cold (disabled in the policy); "
     "hitlen\\_cache\\_honoured (neither run has the hitlen scenario); batch\\_invariant (disabled in the policy)"
 )
 
@@ -57,7 +56,7 @@ def _marked_html(html: str) -> list[str]:
 def test_passing_comparison(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     md, html, summary = _compare(tmp_path, capsys)
     assert "### Gate verdict: PASS" in md
-    assert "**PASS: all 8 checked rules hold (lbeval gate exits 0).**" in md
+    assert "**PASS: all 9 checked rules hold (lbeval gate exits 0).**" in md
     assert md.index("### Gate verdict") < md.index("### 1. Accuracy")  # at the top
     assert "| PASS | cold\\_warm\\_equality | variant 6/6, base 6/6 | variant &gt;= base - 0 = 6 |" in md
     assert SKIPPED_MD in md
@@ -67,9 +66,11 @@ def test_passing_comparison(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert html.index('id="verdict"') < html.index('<h2 id="accuracy">')
     v = summary["verdict"]
     assert (v["outcome"], v["exit_code"], v["reasons"]) == ("PASS", 0, [])
-    # the two timing rules (sequential runs), cross_variant_cold and 5 scenario rules skipped, then cause_rows
-    # and cache_isolation (on by default)
-    assert [r["status"] for r in v["results"]] == ["pass"] * 6 + ["skipped"] * 8 + ["pass"] * 2
+    # the two timing rules (sequential runs) skipped, cross_variant_cold, 5 scenario rules skipped, then
+    # cause_rows and cache_isolation (on by default)
+    assert [r["status"] for r in v["results"]] == ["pass"] * 6 + ["skipped"] * 2 + ["pass"] + [
+        "skipped"
+    ] * 5 + ["pass"] * 2
 
 
 def test_failing_comparison_marks_the_rows_that_fail(
@@ -80,19 +81,24 @@ def test_failing_comparison_marks_the_rows_that_fail(
     texts = {("qas00", p, 0): "no idea" for p in ("cold", "warm", "repeat")}
     md, html, summary = _compare(tmp_path, capsys, texts=texts, errors={("qas01", "control_salt", 0)})
     assert "### Gate verdict: FAIL" in md
-    assert "**FAIL: 2 of 8 rules failed: cold\\_scores, no\\_errors (lbeval gate exits 1).**" in md
+    assert (
+        "**FAIL: 3 of 9 rules failed: cold\\_scores, no\\_errors, cross\\_variant\\_cold (lbeval gate exits 1).**"
+        in md
+    )
     assert (
         "| **FAIL** | cold\\_scores | qasper 75.00 vs base 100.00 (-25.00); gov\\_report cold outputs identical "
         "2/2 (outside tolerance: qasper) | \\|variant - base\\| &lt;= 0.5 points per dataset, or identical cold "
         "outputs |"
     ) in md
     assert "| **FAIL** | no\\_errors | errored requests: base 0, variant 1 | &lt;= 0 per run |" in md
-    # the accuracy row of qasper (not gov_report) and the cache table's errors row
+    # the accuracy row of qasper (not gov_report), the cross-variant cold row (qas00's cold output differs from
+    # the base's) and the cache table's errors row
     assert _marked_md(md) == [
         "| **✗ qasper** (fails cold\\_scores)",
+        "| **✗ base cold vs variant cold: outputs equal (text)** (fails cross\\_variant\\_cold)",
         "| **✗ errored requests (all passes)** (fails no\\_errors)",
     ]
-    assert _marked_html(html) == ["accuracy-qasper", "cache-errors"]
+    assert _marked_html(html) == ["accuracy-qasper", "cross-cross_cold_text", "cache-errors"]
     assert (
         '<tr id="accuracy-qasper" class="failed"><td>qasper <span class="failtag">✗ fails cold_scores</span></td>'
         in html
