@@ -42,6 +42,11 @@ REQUESTS_KEY = "requests"  # observations added to the request histograms
 OBSERVATIONS_DIFFER_KEY = "observations_differ"  # 1.0: the histograms moved by different counts
 QUERIES_KEY = "prefix_cache_queries"
 HITS_KEY = "prefix_cache_hits"
+# speculative decoding's counters over the request's window (eval/analyze/spec_decode.py reads them)
+SPEC_DRAFTS_KEY = "spec_drafts"
+SPEC_DRAFT_TOKENS_KEY = "spec_draft_tokens"
+SPEC_ACCEPTED_KEY = "spec_accepted"
+SPEC_POSITION_PREFIX = "spec_accepted_pos"  # + the draft position: accepted tokens at that position
 
 
 def own_prefill_s(rec: RequestRecord) -> float | None:

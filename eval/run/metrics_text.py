@@ -10,7 +10,15 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from eval.records.server_figures import FINISHED_KEY, OBSERVATIONS_DIFFER_KEY, REQUESTS_KEY
+from eval.records.server_figures import (
+    FINISHED_KEY,
+    OBSERVATIONS_DIFFER_KEY,
+    REQUESTS_KEY,
+    SPEC_ACCEPTED_KEY,
+    SPEC_DRAFT_TOKENS_KEY,
+    SPEC_DRAFTS_KEY,
+    SPEC_POSITION_PREFIX,
+)
 
 # the histograms whose per-request deltas a record keeps, by record key
 REQUEST_HISTOGRAMS = {
@@ -22,7 +30,13 @@ REQUEST_HISTOGRAMS = {
 REQUEST_COUNTERS = {
     "prefix_cache_queries": "vllm:prefix_cache_queries",
     "prefix_cache_hits": "vllm:prefix_cache_hits",
+    # speculative decoding (a server with --speculative-config; absent otherwise): eval/analyze/spec_decode.py
+    SPEC_DRAFTS_KEY: "vllm:spec_decode_num_drafts",
+    SPEC_DRAFT_TOKENS_KEY: "vllm:spec_decode_num_draft_tokens",
+    SPEC_ACCEPTED_KEY: "vllm:spec_decode_num_accepted_tokens",
 }
+# accepted draft tokens by draft position (label `position`): record keys SPEC_POSITION_PREFIX + position
+SPEC_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
 CACHE_CONFIG_INFO = "vllm:cache_config_info"
 FINISHED_COUNTER = "vllm:request_success"  # finished requests (summed over finished_reason)
 PROCESS_START = "process_start_time_seconds"
@@ -89,6 +103,7 @@ class Snapshot:
 def _watched_names() -> frozenset[str]:
     counters = (*REQUEST_COUNTERS.values(), FINISHED_COUNTER)
     histograms = tuple(REQUEST_HISTOGRAMS.values())
+    counters += (SPEC_PER_POSITION,)
     return frozenset(
         (PROCESS_START, *counters, *(c + "_total" for c in counters))
         + tuple(h + part for h in histograms for part in ("_count", "_sum"))
@@ -197,6 +212,21 @@ def request_deltas(before: Snapshot, after: Snapshot) -> dict[str, float]:
     finished = counter_delta(before, after, FINISHED_COUNTER)
     if finished is not None:
         out[FINISHED_KEY] = finished
+    out.update(position_deltas(before, after))
+    return out
+
+
+def position_deltas(before: Snapshot, after: Snapshot) -> dict[str, float]:
+    """Accepted draft tokens by draft position over a window: {SPEC_POSITION_PREFIX + position: delta}."""
+    out: dict[str, float] = {}
+    for name in (SPEC_PER_POSITION + "_total", SPEC_PER_POSITION):
+        positions = {dict(labels).get("position") for labels, _ in after.samples.get(name, [])}
+        for pos in sorted(p for p in positions if p is not None and p.isdigit()):
+            a, b = before.total(name, position=pos), after.total(name, position=pos)
+            if a is not None and b is not None:
+                out[SPEC_POSITION_PREFIX + pos] = b - a
+        if out:
+            return out
     return out
 
 
