@@ -29,10 +29,12 @@ from eval.analyze.agreement import Pair, PairStats, UniqueOutputs, collect_pairs
 from eval.analyze.attribution import Attribution, attribution
 from eval.analyze.cache import CacheCheck, InvalidCounts, cache_check, invalid_counts
 from eval.analyze.memo import ScoreMemo
+from eval.analyze.spec_decode import SpecDecode, spec_decode
 from eval.analyze.timing import Timing, timing
 from eval.analyze.verification import CacheVerification, cache_verification
 from eval.errors import DataError
 from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
+from eval.records.ab_pairs import pairing_damage
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection, select_final
 from eval.records.plan import completeness
@@ -102,6 +104,8 @@ class RunScores:
     attribution: Attribution | None = None
     # the server, how cold was made, and whether its cached-token count verified the cache state
     cache_verification: CacheVerification | None = None
+    # speculative decoding's drafts and acceptance (None: no record has speculative figures)
+    spec_decode: SpecDecode | None = None
 
 
 @dataclass(frozen=True)
@@ -204,6 +208,7 @@ def score_loaded(loaded: LoadedRun, rows: list[InputRow], memo: ScoreMemo | None
         invalid=invalid_counts(sel),
         attribution=attribution(keys, sel, m.settings, agreement, memo),
         cache_verification=cache_verification(m, sel),
+        spec_decode=spec_decode(finals),
     )
     return ScoredRun(loaded, rows, sel, ex_scores, pairs, scores)
 
@@ -218,6 +223,7 @@ def run_info(
     reps_done = adaptive.reps_done if adaptive is not None else 0
     filled = completeness(m.settings, m.expected_records, keys, cot_keys, sel, reps_done)
     damaged = damage(loaded, sel)  # lost or unreadable records explain the plan's empty slots
+    damaged += pairing_damage(m, loaded.run_dir)  # a side of an lbeval ab session: its pairing file checked
     damaged += filled.damage(bool(m.complete) and not damaged)
     complete = bool(m.complete) and filled.all_filled and not damaged
     warnings = list(m.warnings) + [str(w) for w in (m.probe.get("warnings") or [])]

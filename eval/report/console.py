@@ -19,6 +19,7 @@ from pathlib import Path
 from eval.analyze.causes import CauseRow, RowSide, cause_rows
 from eval.analyze.compare import Comparison
 from eval.analyze.score import RunScores
+from eval.analyze.spec_decode import SpecDecode
 from eval.gate.policy import RULE_PARAMS, Policy
 from eval.gate.verdict import FAIL, NO_DATA, SKIPPED, RuleResult, Verdict, named
 from eval.report.banner import banner, failed_rows, table_marks
@@ -113,7 +114,24 @@ def score_summary(s: RunScores, paths: Sequence[Path]) -> list[str]:
     if v is not None and not v.verified:  # nothing was checked: say so, never "met"
         text = v.describe() + f"; cold: {v.cold_method}" + (f"; {text}" if unmet else "")
     lines += wrap("cache", text)
+    if s.spec_decode is not None:
+        lines += wrap("drafts", spec_decode_text(s.spec_decode))
     return lines + [paths_line(paths)]
+
+
+def spec_decode_text(d: SpecDecode) -> str:
+    """Speculative decoding in one line: acceptance, mean acceptance length, per position, what was counted."""
+    if not d.drafts:
+        return f"speculative decoding: no drafts counted ({d.counted} requests measured)"
+    positions = ", ".join(f"{r:.0%}" for r in d.position_rates)
+    left = [
+        f"{n} {what}" for n, what in ((d.foreign, "with foreign figures"), (d.unmeasured, "unmeasured")) if n
+    ]
+    return (
+        f"accepted {d.accepted}/{d.draft_tokens} draft tokens ({_fmt(d.acceptance_rate, '.1%')}), mean "
+        f"acceptance length {_fmt(d.mean_acceptance_length, '.2f')} over {d.drafts} drafts; by position "
+        f"{positions}; {d.counted} requests" + (f" ({', '.join(left)} left out)" if left else "")
+    )
 
 
 def _run_timing(s: RunScores) -> str:
