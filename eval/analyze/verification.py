@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from eval.errors import DataError
+from eval.records.cache_model import CHECKPOINTS, CacheModel, cache_model_from_dict
 from eval.records.final import Selection
-from eval.records.run_folder import RunManifest
+from eval.records.run_folder import MANIFEST_NAME, RunManifest
 from eval.records.types import CACHE_UNVERIFIED
 
 VERIFIED, UNVERIFIED, PARTLY = "verified", "unverified", "partly verified"
@@ -36,6 +38,8 @@ class CacheVerification:
     cold_mode: str  # salt | reset | evict
     cold_method: str  # how cold requests missed the cache, in words, and whether that was verified
     reason: str  # why the cache state is unverified ("" when verified)
+    # what a hit can be on this server (the probe's, eval/records/cache_model.py; None: a run from before)
+    cache_model: CacheModel | None = None
 
     @property
     def verified(self) -> bool:
@@ -45,7 +49,10 @@ class CacheVerification:
         """One line: the server and the cache state (what the reports and the gate say)."""
         version = f" {self.server_version}" if self.server_version else ""
         if self.verified:
-            return f"{self.server_label}{version}: cache state verified (cold: {self.cold_method})"
+            hits = ""
+            if self.cache_model is not None and self.cache_model.kind == CHECKPOINTS:
+                hits = f"; prefix cache: {self.cache_model.describe()}"
+            return f"{self.server_label}{version}: cache state verified (cold: {self.cold_method}){hits}"
         counted = f"{self.unverified_records}/{self.records} records"
         return f"{self.server_label}{version}: cache state {self.state.upper()} ({counted}; {self.reason})"
 
@@ -81,4 +88,12 @@ def cache_verification(manifest: RunManifest, sel: Selection) -> CacheVerificati
         cold_mode=cold_mode,
         cold_method=method,
         reason=reason,
+        cache_model=_cache_model(manifest),
     )
+
+
+def _cache_model(manifest: RunManifest) -> CacheModel | None:
+    try:
+        return cache_model_from_dict((manifest.probe or {}).get("cache_model"), "probe")
+    except ValueError as exc:
+        raise DataError(f"{manifest.run_id}/{MANIFEST_NAME}", None, "probe.cache_model", str(exc)) from None

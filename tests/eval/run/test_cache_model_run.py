@@ -4,15 +4,18 @@ reads the model, so a correct hybrid server gives 0 invalid requests and the hit
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import eval.run.probe as probe_module
+from eval.analyze.score import score_run
+from eval.errors import DataError
 from eval.records.cache_model import BLOCKS, CHECKPOINTS, CacheModel, cache_model_from_dict
 from eval.records.final import select_final
-from eval.records.run_folder import load_run
+from eval.records.run_folder import MANIFEST_NAME, load_run
 from eval.records.types import RequestRecord
 from eval.run.client import Client
 from eval.run.probe import ProbeResult, probe_server
@@ -119,3 +122,22 @@ def test_dense_server_runs_as_before(tmp_path: Path) -> None:
     assert all(r.status == "ok" for r in finals)
     full = [r for r in finals if r.pass_name == "hitlen_full"]
     assert full and all("prime_len" not in r.variation for r in full)
+
+
+def test_the_report_names_a_checkpointed_cache_and_refuses_a_damaged_model(
+    hybrid: FakeServer, tmp_path: Path
+) -> None:
+    rows = [make_row(0, words=90)]
+    inputs = write_rows(tmp_path / "inputs.jsonl", rows)
+    run_dir = execute_run(config_for(hybrid, inputs, tmp_path / "runs", passes=("cold", "warm")))
+    described = score_run(run_dir).scores.cache_verification
+    assert (
+        described is not None
+        and "prefix cache: recurrent-state checkpoints every 16 tokens" in described.describe()
+    )
+    manifest = run_dir / MANIFEST_NAME
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    data["probe"]["cache_model"]["kind"] = "paged"
+    manifest.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(DataError, match="probe.cache_model.*kind 'paged'"):
+        score_run(run_dir)
