@@ -47,9 +47,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--dp-ranks",
-        type=options.positive_int,
+        type=options.dp_ranks,
         metavar="N",
-        help="the one --base-url (or spec) routes to N data-parallel ranks: replica r's requests carry "
+        help=f"the one --base-url (or spec) routes to N (1-{options.MAX_DP_RANKS}) data-parallel ranks: replica r's requests carry "
         "X-data-parallel-rank: r and are verified on engine r's /metrics (docs/servers/replicas.md)",
     )
     p.add_argument(
@@ -61,9 +61,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_specs_option(p)
     p.add_argument(
         "--concurrency",
-        type=options.positive_int,
+        type=options.concurrency,
         default=1,
-        help="units in flight (timing is valid only at 1)",
+        help=f"units in flight, 1-{options.MAX_CONCURRENCY} (timing is valid only at 1)",
     )
     add_side_arguments(p, passes=",".join(DEFAULT_PASSES), seed="--seed")
     add_scenario_arguments(
@@ -94,7 +94,10 @@ def add_side_arguments(
         "--passes", default=passes, help=f"comma list of {', '.join(PASS_CHOICES)} (default %(default)s)"
     )
     p.add_argument(
-        "--timing-reps", type=options.positive_int, default=5, help="timing repetitions per input (default 5)"
+        "--timing-reps",
+        type=options.timing_reps,
+        default=5,
+        help=f"timing repetitions per input, 1-{options.MAX_TIMING_REPS} (default 5)",
     )
     p.add_argument(
         "--cold",
@@ -255,6 +258,7 @@ def run_config(
         server=spec if spec is not None and spec.managed else None,
         launch_spec=spec.name if spec is not None else None,
         numerics=spec.numerics if spec is not None else "",
+        cache_model=spec.cache_model if spec is not None else "",
         secrets=spec.secrets if spec is not None else NO_SECRETS,
     )
 

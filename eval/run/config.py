@@ -16,7 +16,6 @@ from eval.errors import ConfigError, LbevalError
 from eval.records.run_folder import refuse_reserved_variant
 from eval.records.vocabulary import PASS_CHOICES
 from eval.redact import NO_SECRETS, Secrets
-from eval.run.endpoints import refuse_repeated_endpoints
 from eval.run.probe import ProbeResult
 from eval.run.request import RequestSettings
 from eval.run.retry import RetryPolicy
@@ -27,6 +26,7 @@ from eval.run.scenarios.settings import (
     validate_scenarios,
 )
 from eval.run.steps import validate_passes
+from eval.serve.endpoints import MAX_REPLICAS, refuse_repeated_endpoints
 from eval.serve.launch_specs import LaunchSpec
 
 EXIT_INCOMPLETE = 3  # `lbeval run`: the run is not complete (interrupted, errors left, a file not written)
@@ -77,6 +77,9 @@ class RunConfig:
     # ("changed: REASON", "" none): written into each session of the manifest for the gate (eval/gate/cross_numerics.py)
     launch_spec: str | None = None
     numerics: str = ""
+    # the cache model kind the launch spec states ("" none): the probe's measured one must agree
+    # (`check_stated_model`; eval/records/cache_model.py)
+    cache_model: str = ""
     # what the launch spec read from the environment (its ${VAR}s): the session's secrets, with the API key
     # (eval/run/session.run_secrets); never written, never shown
     secrets: Secrets = field(default=NO_SECRETS, repr=False, compare=False)
@@ -107,6 +110,8 @@ def validate_config(config: RunConfig) -> None:
         raise ConfigError("--top-logprobs must be between 0 and 20")
     validate_scenarios(config.scenarios, cold_mode="salt" if config.cold_mode == "auto" else config.cold_mode)
     refuse_repeated_endpoints(config.base_urls)  # replicas are distinct servers, however each is spelled
+    if len(config.base_urls) > MAX_REPLICAS:
+        raise ConfigError(f"--base-url: at most {MAX_REPLICAS} replicas, got {len(config.base_urls)}")
 
 
 def _validate_cold(config: RunConfig) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import InputRow
-from eval.records.cache_model import BLOCKS, CHECKPOINTS, CacheModel
+from eval.records.cache_model import BLOCKS, CACHE_MODEL_KINDS, CHECKPOINTS, CacheModel
 from eval.records.types import Usage
 from eval.run.client import Client
 from eval.run.metrics_text import CACHE_CONFIG_INFO, FINISHED_COUNTER, PROCESS_START, Snapshot, parse_metrics
@@ -112,6 +112,25 @@ class ProbeResult:
             for cap in self.capabilities.values()
             if cap.required and cap.ok is False and cap.fault
         ]
+
+    def check_stated_model(self, stated: str, spec: str | None) -> None:
+        """Stop when a launch spec states a cache model kind the probe did not measure (one line)."""
+        if not stated:
+            return
+        where = f"launch spec {spec}" if spec else "the launch spec"
+        if stated not in CACHE_MODEL_KINDS:
+            kinds = ", ".join(CACHE_MODEL_KINDS)
+            raise ConfigError(f"{where}: cache_model {stated!r} is not one of {kinds}")
+        got = self.cache_model
+        if got is None or got.source != "probe":
+            why = got.evidence if got is not None else "the server reports no cached-token count"
+            raise ConfigError(
+                f"{where} states cache_model {stated!r}, which the probe could not check ({why})"
+            )
+        if got.kind != stated:
+            raise ConfigError(
+                f"{where} states cache_model {stated!r}, but the server's hits follow {got.kind!r} ({got.evidence})"
+            )
 
     def require(self) -> None:
         faulty, missing = self.faulty(), self.missing()

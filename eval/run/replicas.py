@@ -305,6 +305,7 @@ def _probe(config: RunConfig, client: Client, inputs: Inputs) -> ProbeResult:
         policy=config.retry,
     )  # fmt: skip
     probe.require()
+    probe.check_stated_model(config.cache_model, config.launch_spec)
     return probe
 
 

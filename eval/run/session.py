@@ -199,6 +199,7 @@ def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> RunSession:
         check_reset=not resuming, policy=config.retry,
     )  # fmt: skip
     probe.require()
+    probe.check_stated_model(config.cache_model, config.launch_spec)
     config = resolved_for_server(config, probe)
     announce_server(probe)
     config = replace(

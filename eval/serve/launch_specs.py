@@ -33,6 +33,7 @@ else:  # pragma: no cover
 
 from eval.errors import ConfigError
 from eval.redact import NO_SECRETS, Secrets
+from eval.serve.endpoints import MAX_REPLICAS, refuse_repeated_endpoints
 from eval.serve.numerics import declared_reason
 
 SHIPPED_SPECS = "variants.toml"
@@ -66,6 +67,7 @@ KNOWN_KEYS = frozenset(
         "dp_ranks",
         "scenarios",
         "numerics",
+        "cache_model",
     }
 )
 # `scenarios = { names = ["cache", "batch"], batch_sizes = [1, 4], repeats = 10, hit_lengths = [...],
@@ -139,6 +141,9 @@ class LaunchSpec:
     # `numerics = "changed: REASON"`: the variant changes numerics on purpose (eval/serve/numerics.py); "" none.
     # The run writes it into each session of its manifest, the gate's cross_variant_cold rule names it
     numerics: str = ""
+    # `cache_model = "checkpoints"`: what the server's prefix cache can hit, as the spec states it (the probe
+    # still measures it, and the run stops when the two disagree: eval/run/config.py); "" not stated
+    cache_model: str = ""
     # the values its `${VAR}`s read from the environment: redacted wherever lbeval writes or prints them
     secrets: Secrets = field(default=NO_SECRETS, repr=False, compare=False)
 
@@ -270,7 +275,16 @@ def _external(
         api_key_env=_text(raw, "api_key_env", where, env),
         scenarios=_scenarios(raw.get("scenarios", {}), f"{where}.scenarios"),
         numerics=_numerics(raw, where),
+        cache_model=_stated_model(raw, where),
     )
+
+
+def _stated_model(raw: Mapping[str, Any], where: str) -> str:
+    """`cache_model`, a kind name ("" when the spec states none; the run checks it against the known kinds)."""
+    value = raw.get("cache_model", "")
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}.cache_model: expected a cache model kind (a string), got {value!r}")
+    return value
 
 
 def _numerics(raw: Mapping[str, Any], where: str) -> str:
@@ -283,20 +297,21 @@ def _numerics(raw: Mapping[str, Any], where: str) -> str:
 def _urls(value: Any, where: str, env: Mapping[str, str]) -> tuple[str, ...]:
     """`url`: one running server's URL, or a list of them (N running replicas, like --base-url repeated)."""
     listed = value if isinstance(value, list) else [value]
-    if not listed or len(listed) > 64 or not all(isinstance(u, str) for u in listed):
-        raise ConfigError(f"{where}: expected a URL or a list of 1-64 URLs, got {value!r}")
+    if not listed or len(listed) > MAX_REPLICAS or not all(isinstance(u, str) for u in listed):
+        raise ConfigError(f"{where}: expected a URL or a list of 1-{MAX_REPLICAS} URLs, got {value!r}")
     out = tuple(_expand(u, where, env).rstrip("/") for u in listed)
     for url in out:
         if not re.match(r"^https?://[^/\s]+", url):
             raise ConfigError(f"{where}: expected http(s)://host:port/v1, got {url!r}")
-    if len(set(out)) != len(out):
-        raise ConfigError(f"{where}: a URL is listed twice (one replica each; a routing endpoint: dp_ranks)")
+    refuse_repeated_endpoints(out, where)  # one replica each, however each URL is spelled
     return out
 
 
 def _dp_ranks(value: Any, where: str, endpoints: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
-        raise ConfigError(f"{where}: expected a whole number of data-parallel ranks 1-64, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPLICAS:
+        raise ConfigError(
+            f"{where}: expected a whole number of data-parallel ranks 1-{MAX_REPLICAS}, got {value!r}"
+        )
     if value > 1 and endpoints > 1:
         raise ConfigError(f"{where}: dp_ranks routes through one endpoint, not {endpoints} (url or replicas)")
     return value
@@ -316,8 +331,8 @@ def _devices(value: Any, where: str) -> tuple[int, ...] | str:
 
 
 def _replicas(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
-        raise ConfigError(f"{where}: expected a whole number of servers 1-64, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPLICAS:
+        raise ConfigError(f"{where}: expected a whole number of servers 1-{MAX_REPLICAS}, got {value!r}")
     return value
 
 
@@ -352,6 +367,7 @@ def parse_spec(name: str, raw: Mapping[str, Any], source: str, environ: Mapping[
         hint=_text(raw, "hint", where, environ) or "",
         scenarios=_scenarios(raw.get("scenarios", {}), f"{where}.scenarios"),
         numerics=_numerics(raw, where),
+        cache_model=_stated_model(raw, where),
         replicas=_replicas(raw.get("replicas", 1), f"{where}.replicas"),
         devices=None if raw.get("devices") is None else _devices(raw["devices"], f"{where}.devices"),
         dp_ranks=_dp_ranks(
@@ -371,7 +387,8 @@ def _merge(parent: Mapping[str, Any], child: Mapping[str, Any]) -> dict[str, Any
         merged = {
             k: v
             for k, v in merged.items()
-            if k in ("description", "model", "api_key_env", "scenarios", "dp_ranks", "numerics")
+            if k
+            in ("description", "model", "api_key_env", "scenarios", "dp_ranks", "numerics", "cache_model")
         }
     if child.keys() & {"python", "command", "url"}:
         for key in ("python", "module", "command", "url"):

@@ -12,6 +12,7 @@ import pytest
 
 import eval.run.probe as probe_module
 from eval.analyze.score import score_run
+from eval.cli import main as cli_main
 from eval.errors import DataError
 from eval.records.cache_model import BLOCKS, CHECKPOINTS, CacheModel, cache_model_from_dict
 from eval.records.final import select_final
@@ -141,3 +142,29 @@ def test_the_report_names_a_checkpointed_cache_and_refuses_a_damaged_model(
     manifest.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(DataError, match="probe.cache_model.*kind 'paged'"):
         score_run(run_dir)
+
+
+@pytest.mark.parametrize(
+    ("checkpoints", "stated", "rc", "message"),
+    [
+        (False, "checkpoints", 78, "states cache_model 'checkpoints', but the server's hits follow 'blocks'"),
+        (True, "blocks", 78, "states cache_model 'blocks', but the server's hits follow 'checkpoints'"),
+        (True, "paged", 78, "cache_model 'paged' is not one of blocks, checkpoints"),
+        (True, "checkpoints", 0, ""),
+    ],
+)
+def test_a_stated_cache_model_is_checked_by_the_probe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], checkpoints: bool, stated: str, rc: int, message: str
+) -> None:
+    inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(0, words=90)])
+    with FakeServer(cache_checkpoints=checkpoints, block_size=BLOCK) as server:
+        specs = tmp_path / "specs.toml"
+        specs.write_text(
+            f'[variants.stated]\nurl = "{server.base_url}"\ncache_model = "{stated}"\n', encoding="utf-8"
+        )
+        argv = ["run", "--variant", "v", "--spec", "stated", "--specs", str(specs), "--inputs", str(inputs)]
+        got = cli_main([*argv, "--out", str(tmp_path / "runs"), "--passes", "cold,warm", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert got == rc, err
+    if message:
+        assert len(err) == 1 and message in err[0] and "launch spec stated" in err[0], err
