@@ -16,19 +16,28 @@ One JSON line per pair, appended and fsync'd after the pair ran (a torn last lin
      "runs": ["<variant>/<run_id>" of side a, of side b]}
 
 A unit can have several lines (a pair re-run after a fault or an interrupt); the last one counts (`last_pairs`).
+
+The pairing file is part of the session: as each session ends, both runs' manifests mark the run one side of an
+interleaved session (`RunManifest.interleaved`, a `PairingMark`: its side, its partner run, and how many lines its
+pairing file held then, with their sha256). A reader checks the file against the mark (`pairing_damage`): missing,
+short, or other lines than the session wrote (one removed, duplicated or edited) is damage, so no gate verdict
+falls back to reading the two runs as overlapping ones. Lines beyond the mark are a session killed before it
+ended; the run is then not complete, and they are damage when its manifest says it is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from eval.atomic import write_failed
-from eval.records.run_folder import PAIRS_NAME
+from eval.records.codec import FieldError, check_fields
+from eval.records.run_folder import MANIFEST_NAME, PAIRS_NAME, ManifestError, RunManifest
 
 ORDERS = ("AB", "BA")
 
@@ -145,3 +154,76 @@ def last_pairs(pairs: list[PairRecord]) -> dict[tuple[str, str, str, int], PairR
     for p in pairs:
         out[p.unit] = p
     return out
+
+
+# ---------------------------------------------------------------- the session's mark in each manifest
+
+
+@dataclass(frozen=True)
+class PairingMark:
+    """`RunManifest.interleaved`: this run was side `side` of an lbeval ab session with run `partner`; when the
+    session last ended its pairing file held `pairs` lines whose sha256 is `pairs_sha256` (module docstring)."""
+
+    ab_id: str
+    side: str  # "a" | "b"
+    partner: str  # "<variant>/<run_id>" of the other side
+    pairs: int
+    pairs_sha256: str
+
+
+def _complete_lines(run_dir: Path) -> list[bytes] | None:
+    """The pairing file's complete lines (each with its newline); None without the file."""
+    try:
+        data = pairs_path(run_dir).read_bytes()
+    except FileNotFoundError:
+        return None
+    lines = data.splitlines(keepends=True)
+    return lines if not lines or lines[-1].endswith(b"\n") else lines[:-1]
+
+
+def _digest(lines: list[bytes]) -> str:
+    return hashlib.sha256(b"".join(lines)).hexdigest()
+
+
+def pairing_mark(run_dir: Path, side: str, partner: str) -> PairingMark:
+    """The mark of the run's pairing file as it is now (written as the session ends)."""
+    lines = _complete_lines(run_dir) or []
+    pairs = read_pairs(run_dir)
+    return PairingMark(pairs[0].ab_id if pairs else "", side, partner, len(lines), _digest(lines))
+
+
+def read_mark(manifest: RunManifest, run_dir: Path) -> PairingMark | None:
+    """The manifest's mark (None: not a side of an lbeval ab session, or written before marks); a malformed one
+    is a ManifestError naming its field."""
+    raw = manifest.interleaved
+    if raw is None:
+        return None
+    path = run_dir / MANIFEST_NAME
+    names = {f.name for f in fields(PairingMark)}
+    try:
+        check_fields(raw, PairingMark, prefix="interleaved.")
+    except FieldError as exc:
+        raise ManifestError(path, None, exc.field, str(exc).split(": ", 1)[1]) from None
+    if set(raw) != names or raw["side"] not in ("a", "b") or raw["pairs"] < 0:
+        raise ManifestError(path, None, "interleaved", f"not a pairing mark: {raw!r:.80}")
+    return PairingMark(**raw)
+
+
+def pairing_damage(manifest: RunManifest, run_dir: Path) -> list[str]:
+    """What is wrong with the pairing file of a run its manifest marks as one side of an lbeval ab session
+    (empty: nothing, or no mark); module docstring."""
+    mark = read_mark(manifest, run_dir)
+    if mark is None:
+        return []
+    what = f"{PAIRS_NAME} (the manifest marks this run side {mark.side} of an lbeval ab session with {mark.partner}"
+    lines = _complete_lines(run_dir)
+    if lines is None:
+        return [] if mark.pairs == 0 else [f"{what}, {mark.pairs} pair lines): missing"]
+    if len(lines) < mark.pairs:
+        return [f"{what}, {mark.pairs} pair lines): holds {len(lines)}, lines were removed"]
+    if _digest(lines[: mark.pairs]) != mark.pairs_sha256:
+        return [f"{what}): its first {mark.pairs} lines are not the ones the session wrote (removed, duplicated "
+                "or edited)"]  # fmt: skip
+    if len(lines) > mark.pairs and manifest.complete:
+        return [f"{what}, {mark.pairs} pair lines): holds {len(lines)}, lines were added or duplicated"]
+    return []

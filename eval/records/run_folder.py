@@ -108,6 +108,9 @@ class RunManifest:
     expected_records: int  # number of slots a complete run holds (see module docstring)
     sessions: list[dict[str, Any]] = field(default_factory=list)  # one per invocation (resumes append)
     stats: dict[str, Any] = field(default_factory=dict)  # counts by pass and status, invalid warm, retries
+    # `lbeval ab` only: this run is one side of an interleaved session, its pairing file part of it (written as
+    # each session ends; eval/records/ab_pairs.PairingMark, checked by ab_pairs.pairing_damage)
+    interleaved: dict[str, Any] | None = None
 
 
 @dataclass
@@ -257,7 +260,10 @@ class RecordWriter:
 
 def write_manifest(run_dir: Path, manifest: RunManifest) -> Path:
     path = run_dir / MANIFEST_NAME
-    atomic_write(path, json.dumps(asdict(manifest), ensure_ascii=False, indent=2, sort_keys=True) + "\n")
+    obj = asdict(manifest)
+    if obj["interleaved"] is None:  # written only for a side of an lbeval ab session
+        del obj["interleaved"]
+    atomic_write(path, json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
     return path
 
 

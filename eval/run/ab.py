@@ -47,14 +47,22 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from eval.atomic import WriteFailed
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import InputRow
-from eval.records.ab_pairs import ORDERS, PairRecord, PairSide, append_pair, last_pairs, read_pairs
+from eval.records.ab_pairs import (
+    ORDERS,
+    PairRecord,
+    PairSide,
+    append_pair,
+    last_pairs,
+    pairing_mark,
+    read_pairs,
+)
 from eval.records.run_folder import RECORDS_NAME, RecordWriter, run_lock, write_manifest
 from eval.records.stop import STOP_SCHEMA_VERSION, Settlement, StopRecord, remove_stop, write_stop
 from eval.records.types import RequestRecord
@@ -337,6 +345,14 @@ def note_session(seed: int, sessions: tuple[RunSession, RunSession]) -> None:
         write_manifest(session.run_dir, session.manifest)
 
 
+def mark_pairing(sessions: tuple[RunSession, RunSession]) -> None:
+    """Each run's manifest marks it one side of this session, with its pairing file as it is now (its lines and
+    their sha256: eval/records/ab_pairs.PairingMark); called as the session ends, before each manifest is
+    written, so a reader can tell a pairing file removed, cut or added to since."""
+    for side, session, partner in zip(SIDES, sessions, reversed(sessions), strict=True):
+        session.manifest.interleaved = asdict(pairing_mark(session.run_dir, side, _run_name(partner)))
+
+
 def _repair_pairing(a: Path, b: Path) -> None:
     """A kill between the two appends of a pair line left one file a line short: append it there."""
     pa, pb = read_pairs(a), read_pairs(b)
@@ -367,10 +383,12 @@ def _interleave(
         ok = _pairs(config, sides[0], sides[1], between, stopped)  # side name -> all its units complete
     except BaseException as exc:
         outcome = f"stopped: {exc}" if isinstance(exc, LbevalError) else "interrupted"
+        mark_pairing((sa, sb))
         for s in (sa, sb):
             ctx = next((x.ctx for x in sides if x.session is s), None)
             s.end(ctx, outcome, exc)
         raise
+    mark_pairing((sa, sb))
     for side in sides:
         outcome = "complete" if ok[side.name] else "incomplete"
         if stopped:  # the manifest's session says so: stopped early, by a settled decision, after k of N
@@ -616,9 +634,11 @@ def _execute_replicas(
         ok = _replica_pairs(config, sides[0], sides[1], between)
     except BaseException as exc:
         outcome = f"stopped: {exc}" if isinstance(exc, LbevalError) else "interrupted"
+        mark_pairing((sessions[0], sessions[1]))
         for k, session in enumerate(sessions):
             session.end(merged_context(session, sides[k].ctxs) if k < len(sides) else None, outcome, exc)
         raise
+    mark_pairing((sessions[0], sessions[1]))
     for name, session, side in zip(SIDES, sessions, sides, strict=True):
         session.end(merged_context(session, side.ctxs), "complete" if ok[name] else "incomplete", None)
 

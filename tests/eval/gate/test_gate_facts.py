@@ -220,3 +220,73 @@ def test_timing_reps_raised_in_the_manifest_is_an_unfilled_plan(
     assert "INCOMPLETE" in out and "54/66 planned requests recorded" in out, out
     assert named.replace("; ", "; damaged: ") in out, out
     _gate_damage(runs, capsys, named.replace("; the", f"; variant run {VARIANT_ID} is damaged: the"))
+
+
+# ---------------------------------------------------------------- an interleaved session's pairing file
+
+
+@pytest.fixture(name="session", scope="module")
+def session_fixture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """One clean lbeval ab session on two fake servers (3 inputs, cold, warm and 2 timing repetitions)."""
+    from eval.run.ab import AbConfig, execute_ab
+    from eval.serve.fake_server import FakeServer
+    from tests.eval.fake_fixtures import config_for, make_row, write_rows
+
+    tmp = tmp_path_factory.mktemp("ab")
+    inputs = write_rows(tmp / "inputs.jsonl", [make_row(i) for i in range(3)])
+    with FakeServer() as a, FakeServer() as b:
+        ca = config_for(a, inputs, tmp / "runs", variant="base", passes=("cold", "warm", "timing"))
+        return execute_ab(AbConfig(ca, replace(ca, variant="var", base_url=b.base_url), seed=7, quiet=True))
+
+
+def _cut(lines: list[str]) -> list[str]:
+    return lines[:3] + lines[4:]
+
+
+def _swapped(lines: list[str]) -> list[str]:
+    return [lines[1], lines[0], *lines[2:]]
+
+
+def _doubled(lines: list[str]) -> list[str]:
+    return [*lines, lines[-1]]
+
+
+@pytest.mark.parametrize(
+    ("damage", "named"),
+    [
+        (None, "9 pair lines): missing"),
+        (_cut, "9 pair lines): holds 8, lines were removed"),
+        (_swapped, "its first 9 lines are not the ones the session wrote (removed, duplicated or edited)"),
+        (_doubled, "9 pair lines): holds 10, lines were added or duplicated"),
+    ],
+)
+def test_an_interleaved_sessions_pairing_file_is_part_of_it(
+    session: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    damage: Callable[[list[str]], list[str]] | None,
+    named: str,
+) -> None:
+    import shutil
+
+    from eval.records.ab_pairs import pairing_damage
+    from eval.records.run_folder import read_manifest
+
+    da, db = (Path(shutil.copytree(d, tmp_path / d.parent.name / d.name)) for d in session)
+    for side, d, partner in (("a", da, db), ("b", db, da)):  # both manifests say so
+        mark = read_manifest(d).interleaved
+        assert mark is not None and mark["side"] == side and mark["pairs"] == 9
+        assert mark["partner"] == f"{partner.parent.name}/{partner.name}"
+        assert pairing_damage(read_manifest(d), d) == []  # as the session left it
+    pairs = db / "ab_pairs.jsonl"
+    if damage is None:
+        pairs.unlink()
+    else:
+        pairs.write_text("".join(damage(pairs.read_text().splitlines(keepends=True))))
+    code = main(["gate", str(da), str(db)])
+    out = unwrap(capsys.readouterr().out)
+    assert code == 2, out
+    marked = (
+        f"variant run {db.name} is damaged: ab_pairs.jsonl (the manifest marks this run side b of an lbeval "
+    )
+    assert marked + f"ab session with base/{da.name}" in out and named in out, out
