@@ -22,7 +22,10 @@ blocks evicted first), a restart before a request (counters, version start time 
 Causes a scenario isolates (knobs set on the server, each off by default; tests/eval/run/test_scenarios.py):
 - `batch_effect` (BatchEffect): outputs depend on batch composition. Every generation request waits `window_s`;
   one that saw another generation request in flight meanwhile gets `jitter` added to every logprob and, with
-  `flip_at`, its greedy tokens change from that position on.
+  `flip_at`, its greedy tokens change from that position on. With `window_s=None` a batch forms on a count of
+  arrivals instead of a time window: `expect_batch(bodies)` announces one (tests/eval/batch_hook.py does, from
+  lbeval's batch sender), each announced request waits until every member has arrived and is then a batch of
+  that size; a request nobody announced is alone, at once.
 - `prefix_effect` (PrefixEffect): outputs depend on the prefix-hit length. The fake remembers each salt's
   prompts; when an earlier prompt with the same salt is a proper prefix of this one (length p), p % modulus ==
   residue makes the output diverge from `position`, and p in `drop_hit_at` drops the hit to 0 (cached_tokens 0).
@@ -164,9 +167,27 @@ class Fault:
 
 @dataclass
 class BatchEffect:
-    window_s: float = 0.15  # how long each request waits, seeing who else is in flight
+    # how long each request waits, seeing who else is in flight (None: batches form as announced, expect_batch)
+    window_s: float | None = 0.15
     jitter: float = 3e-5  # added to every logprob of a request that was in a batch
     flip_at: int | None = None  # and its tokens change from this position
+
+
+# what tells an announced batch's members apart
+BATCH_KEYS = ("messages", "prompt", "cache_salt", "max_tokens")
+BATCH_GUARD_S = 60.0  # an announced member that never comes: a guard against a hang, never a batch window
+
+
+def batch_key(body: dict[str, Any]) -> str:
+    return json.dumps({k: body.get(k) for k in BATCH_KEYS}, sort_keys=True)
+
+
+@dataclass
+class AnnouncedBatch:
+    """A batch announced by `FakeServer.expect_batch`: the members still to arrive, and how many there are."""
+
+    waiting: list[str]  # batch_key of each member not arrived yet
+    size: int
 
 
 @dataclass
@@ -290,6 +311,7 @@ class FakeServer:
         self.logprob_shift = 0.0  # added to every reported logprob (see the module docstring)
         self.words: dict[int, str] = {}  # token id -> word, from /tokenize (token-ID prompts' text)
         self._in_flight: list[dict[str, int]] = []
+        self._announced: list[AnnouncedBatch] = []
         self.requests: list[tuple[str, dict[str, Any]]] = []  # (path, body) of every generation request
         # called with each generation request's body as it arrives, before it is answered (tests/eval/run/
         # test_foreign.py: a second client that sends alongside chosen requests, whatever the machine's load)
@@ -301,6 +323,7 @@ class FakeServer:
         # what each generation request added to the metrics, in the order recorded: (prompt, cached, prefill)
         self.observed: list[tuple[int, int, float]] = []
         self.lock = threading.RLock()
+        self._batch_formed = threading.Condition(self.lock)  # an announced batch's last member arrived
         if dp_engines < 1:
             raise ValueError(f"dp_engines must be at least 1, got {dp_engines}")
         self.engine_states = [FakeState() for _ in range(dp_engines)]  # routing mode: one per engine
@@ -439,11 +462,34 @@ class FakeServer:
             if word != "\n":
                 self.words.setdefault(tokenize_text(word)[0], word)
 
-    def in_batch(self) -> int:
-        """With batch_effect: wait its window; the number of other generation requests seen in flight."""
+    def expect_batch(self, bodies: list[dict[str, Any]]) -> None:
+        """Announce a batch (BatchEffect with window_s None): these requests will arrive together."""
+        with self.lock:
+            self._announced.append(AnnouncedBatch([batch_key(b) for b in bodies], len(bodies)))
+
+    def _join_announced(self, body: dict[str, Any]) -> int:
+        """The announced batch this request belongs to, once all its members arrived: its size - 1 (0: alone)."""
+        key = batch_key(body)
+        with self._batch_formed:
+            batch = next((b for b in self._announced if key in b.waiting), None)
+            if batch is None:
+                return 0
+            batch.waiting.remove(key)
+            if not batch.waiting:
+                self._announced.remove(batch)
+                self._batch_formed.notify_all()
+            elif not self._batch_formed.wait_for(lambda: not batch.waiting, timeout=BATCH_GUARD_S):
+                raise RuntimeError(f"fake server: an announced batch of {batch.size} never completed")
+            return batch.size - 1
+
+    def in_batch(self, body: dict[str, Any]) -> int:
+        """With batch_effect: wait its window (or its announced batch); the number of other generation requests
+        seen in flight (in the batch)."""
         effect = self.batch_effect
         if effect is None:
             return 0
+        if effect.window_s is None:
+            return self._join_announced(body)
         entry = {"peers": 0}
         with self.lock:
             entry["peers"] = len(self._in_flight)
@@ -882,7 +928,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as exc:
             self._error(400, str(exc))
             return
-        peers = fake.in_batch()
+        peers = fake.in_batch(body)
         cached = fake.cache_lookup_and_fill(ids, salt, evict="warm_miss" in faults, engine=engine)
         diverge = faults["divergence"].position if "divergence" in faults else None
         jitter = faults["jitter"].amount if "jitter" in faults else 0.0

@@ -35,6 +35,7 @@ from eval.report.attribution import reading
 from eval.run.runner import execute_run
 from eval.run.scenarios.settings import ScenarioSettings
 from eval.serve.fake_server import BatchEffect, FakeServer, PrefixEffect, StopEffect
+from tests.eval.batch_hook import announced_batches
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 
 BLOCK = 16
@@ -60,7 +61,8 @@ def run_with(tmp_path: Path, name: str, knobs: dict[str, Any], **kw: Any) -> Sco
         for attr, value in knobs.items():
             setattr(fake, attr, value)
         config = config_for(fake, inputs, tmp_path / "runs", variant=name, passes=("cold", "warm", "repeat"))
-        run_dir = execute_run(replace(config, scenarios=kw.pop("scenarios", SCENARIOS), **kw))
+        with announced_batches(fake):
+            run_dir = execute_run(replace(config, scenarios=kw.pop("scenarios", SCENARIOS), **kw))
     scored = score_run(run_dir)
     assert scored.scores.run.complete
     return scored
@@ -70,12 +72,12 @@ def run_with(tmp_path: Path, name: str, knobs: dict[str, Any], **kw: Any) -> Sco
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ScoredRun]:
     tmp = tmp_path_factory.mktemp("attribution")
     window = BatchEffect(
-        window_s=0.25, jitter=0.0
-    )  # every run waits the same window: batches overlap (0.25 s: wide enough for a loaded 2-core CI machine)
+        window_s=None, jitter=0.0
+    )  # batches form on a count of arrivals (announced): every batch a batch, whatever the load
     return {
         "clean": run_with(tmp, "clean", {"batch_effect": window}),
         "batch": run_with(
-            tmp, "batch", {"batch_effect": BatchEffect(window_s=0.25, jitter=JITTER, flip_at=FLIP_AT)}
+            tmp, "batch", {"batch_effect": BatchEffect(window_s=None, jitter=JITTER, flip_at=FLIP_AT)}
         ),
         "hitlen": run_with(
             tmp, "hitlen", {"prefix_effect": PrefixEffect(modulus=16, residue=1, drop_hit_at=frozenset({32}))}
@@ -217,7 +219,7 @@ def test_variation_between_repeats_shows_in_the_repeats_rows_only(tmp_path: Path
 
 def test_cache_pairs_at_concurrency_above_one_are_marked_confounded(tmp_path: Path) -> None:
     scenarios = ScenarioSettings(scenarios=("cache", "batch"), batch_sizes=(1, 2))
-    confounded = run_with(tmp_path, "conc", {"batch_effect": BatchEffect(window_s=0.05, jitter=JITTER)},
+    confounded = run_with(tmp_path, "conc", {"batch_effect": BatchEffect(window_s=None, jitter=JITTER)},
                           scenarios=scenarios, concurrency=2)  # fmt: skip
     a = att(confounded)
     assert row(confounded, "cache_cold_warm").confounded_with == "batch composition"

@@ -22,6 +22,7 @@ from eval.report.console import cause_lines
 from eval.run.runner import execute_run
 from eval.run.scenarios.settings import ScenarioSettings
 from eval.serve.fake_server import BatchEffect, FakeServer, PrefixEffect
+from tests.eval.batch_hook import announced_batches
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 
 WORDS = (40, 47)
@@ -34,7 +35,8 @@ def make_run(tmp: Path, variant: str, s: ScenarioSettings, knobs: dict[str, Any]
         for attr, value in knobs.items():
             setattr(fake, attr, value)
         config = config_for(fake, inputs, tmp / "runs", variant=variant, passes=("cold", "warm", "repeat"))
-        return score_run(execute_run(replace(config, scenarios=s)))
+        with announced_batches(fake):
+            return score_run(execute_run(replace(config, scenarios=s)))
 
 
 def result(v: Verdict, rule: str) -> RuleResult:
@@ -49,14 +51,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ScoredRun]:
     """A clean base, a clean second run, a partial-prefix fault (outputs change after a primed prefix of 32
     tokens only), batch noise of a correct kernel (4e-5 vs the base's 3e-5) and a batch numerics fault (1.5)."""
     tmp = tmp_path_factory.mktemp("cause-rows")
-    noise = {"batch_effect": BatchEffect(window_s=0.05, jitter=3e-5)}
+    noise = {"batch_effect": BatchEffect(window_s=None, jitter=3e-5)}
     return {
         "base": make_run(tmp, "base", SCEN, {}),
         "clean": make_run(tmp, "clean", SCEN, {}),
         "partial": make_run(tmp, "partial", SCEN, {"prefix_effect": PrefixEffect(residue=0, position=1)}),
         "noisy_base": make_run(tmp, "noisy_base", SCEN, noise),
-        "noisy": make_run(tmp, "noisy", SCEN, {"batch_effect": BatchEffect(window_s=0.05, jitter=4e-5)}),
-        "batch_fault": make_run(tmp, "batch_fault", SCEN, {"batch_effect": BatchEffect(window_s=0.05, jitter=1.5)}),
+        "noisy": make_run(tmp, "noisy", SCEN, {"batch_effect": BatchEffect(window_s=None, jitter=4e-5)}),
+        "batch_fault": make_run(tmp, "batch_fault", SCEN, {"batch_effect": BatchEffect(window_s=None, jitter=1.5)}),
     }  # fmt: skip
 
 

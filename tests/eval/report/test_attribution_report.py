@@ -24,6 +24,7 @@ from eval.report.write import write_reports, write_scores
 from eval.run.runner import execute_run
 from eval.run.scenarios.settings import ScenarioSettings
 from eval.serve.fake_server import BatchEffect, FakeServer, PrefixEffect
+from tests.eval.batch_hook import announced_batches
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 
 JITTER = 4e-5
@@ -40,7 +41,8 @@ def make_run(
         config = config_for(
             fake, inputs, tmp / "runs", variant=variant, passes=("cold", "warm", "repeat"), **kw
         )
-        return score_run(execute_run(replace(config, scenarios=scenarios)))
+        with announced_batches(fake):
+            return score_run(execute_run(replace(config, scenarios=scenarios)))
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +51,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Comparison:
     tmp = tmp_path_factory.mktemp("attribution-report")
     base = make_run(tmp, "base", ScenarioSettings(), {})
     knobs = {
-        "batch_effect": BatchEffect(window_s=0.05, jitter=JITTER),
+        "batch_effect": BatchEffect(window_s=None, jitter=JITTER),
         "prefix_effect": PrefixEffect(drop_hit_at=frozenset({32})),
     }
     s = ScenarioSettings(scenarios=("cache", "batch", "hitlen"), batch_sizes=(1, 2), hit_lengths=(17, 32))
@@ -118,7 +120,7 @@ def test_plots_only_for_what_a_run_measured(pair: Comparison) -> None:
 def test_confounding_is_read_out(tmp_path: Path) -> None:
     at2 = ScenarioSettings(scenarios=("cache", "batch"), batch_sizes=(1, 2))
     quiet = make_run(
-        tmp_path / "a", "quiet", at2, {"batch_effect": BatchEffect(window_s=0.05, jitter=0.0)}, concurrency=2
+        tmp_path / "a", "quiet", at2, {"batch_effect": BatchEffect(window_s=None, jitter=0.0)}, concurrency=2
     )
     table = run_attribution_table(quiet.scores)
     assert table is not None
@@ -131,7 +133,7 @@ def test_confounding_is_read_out(tmp_path: Path) -> None:
         tmp_path / "b",
         "moved",
         at2,
-        {"batch_effect": BatchEffect(window_s=0.05, jitter=JITTER)},
+        {"batch_effect": BatchEffect(window_s=None, jitter=JITTER)},
         concurrency=2,
     )
     text = run_attribution_table(moved.scores).reading  # type: ignore[union-attr]
