@@ -18,10 +18,16 @@ from typing import Any
 
 from eval.prepare.inputs import unicode_problem
 from eval.run.retry import RetryPolicy
+from eval.serve.endpoints import MAX_REPLICAS
 
 MAX_TIMEOUT_S = 86_400.0  # one request may take at most a day as a whole
 MAX_RETRIES = 100  # beyond this the doubling backoff has long reached its ceiling: a hang in all but name
 MAX_BACKOFF_S = RetryPolicy().max_backoff_s  # the longest wait between two tries
+# counts that size a plan or what runs at once: each unit of the plan is held in memory before anything is sent
+# (`--timing-reps 100000000` took 930 MB with nothing sent), each request in flight is a thread
+MAX_TIMING_REPS = 1000  # timing repetitions per input (2,000 requests per input)
+MAX_CONCURRENCY = 256  # requests in flight per server
+MAX_DP_RANKS = MAX_REPLICAS  # a routing endpoint's ranks: replicas, as a launch spec's dp_ranks
 
 
 def _number(text: str) -> float:
@@ -71,6 +77,28 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
     return value
+
+
+def _count_up_to(limit: int, text: str) -> int:
+    value = positive_int(text)
+    if value > limit:
+        raise argparse.ArgumentTypeError(f"from 1 to {limit}, got {text!r}")
+    return value
+
+
+def timing_reps(text: str) -> int:
+    """`--timing-reps`: 1 to MAX_TIMING_REPS."""
+    return _count_up_to(MAX_TIMING_REPS, text)
+
+
+def concurrency(text: str) -> int:
+    """`--concurrency`: 1 to MAX_CONCURRENCY."""
+    return _count_up_to(MAX_CONCURRENCY, text)
+
+
+def dp_ranks(text: str) -> int:
+    """`--dp-ranks`: 1 to MAX_DP_RANKS."""
+    return _count_up_to(MAX_DP_RANKS, text)
 
 
 def _no_constant(name: str) -> Any:

@@ -8,7 +8,7 @@ import pytest
 
 from eval.cli import main
 from eval.errors import EXIT_CONFIG
-from eval.run.endpoints import endpoint_key
+from eval.serve.endpoints import endpoint_key
 from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import make_row, write_rows
 

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from eval.errors import ConfigError
 from eval.redact import safe_url
 
+MAX_REPLICAS = 64  # servers of one variant: --base-url repeated, a spec's url list or replicas, dp ranks
 DEFAULT_PORTS = {"http": 80, "https": 443}
 LOOPBACK = "loopback"  # the key's host for every loopback name and address
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
@@ -50,10 +51,10 @@ def endpoint_key(url: str) -> tuple[str, str, int | None, str]:
     return (scheme, _host(parts.hostname or ""), port or DEFAULT_PORTS.get(scheme), path)
 
 
-def refuse_repeated_endpoints(urls: Sequence[str]) -> None:
+def refuse_repeated_endpoints(urls: Sequence[str], where: str = "") -> None:
     """Replicas are distinct servers: one server given twice (by any spelling) would share its prefix cache
     across "replicas", and `--cold reset` on one would empty the other's. ConfigError naming both spellings
-    and how many times the server was given."""
+    and how many times the server was given (`where`: the spec field listing them, else the command line's)."""
     first: dict[tuple[str, str, int | None, str], int] = {}
     for i, url in enumerate(urls):
         key = endpoint_key(url)
@@ -63,6 +64,6 @@ def refuse_repeated_endpoints(urls: Sequence[str]) -> None:
         j = first[key]
         times = sum(1 for u in urls if endpoint_key(u) == key)
         raise ConfigError(
-            f"replicas {j} ({safe_url(urls[j])}) and {i} ({safe_url(url)}) are one server, given {times} times: "
-            "each replica must be its own server; give each server's URL once"
+            f"{where + ': ' if where else ''}replicas {j} ({safe_url(urls[j])}) and {i} ({safe_url(url)}) are one server, given {times} times: "
+            "each replica must be its own server; give each server's URL once (a routing endpoint: dp_ranks)"
         )
