@@ -41,7 +41,9 @@ BATCH_SIZE = "batch_size"  # requests in flight together (1: alone)
 SLOT = "slot"  # position in the batch: 0 the member, 1..B-1 the fillers
 INPUT = "input"  # "dataset/id" of the input whose prompt a filler or noise request sent
 HIT_LEN = "hit_len"  # L: prompt tokens primed before the full request
-HIT_CLASS = "hit_class"  # how L was chosen: "1B-1", "2B", "last block", "n-1", "budget+1", "given"...
+HIT_CLASS = (
+    "hit_class"  # how L was chosen: "1B-1", "2B", "middle", "last block", "n-1", "budget+1", "L=<L>"...
+)
 PRIME_LEN = "prime_len"  # P: prompt tokens the hitlen prime sent, when the cache model needs other than L
 EXPECTED_CACHED = "expected_cached"  # floor(min(L, n-1)/block)*block
 FULL_CACHED = "full_cached"  # floor((n-1)/block)*block: the whole prompt's blocks (a hit below it is partial)
@@ -68,7 +70,7 @@ class DefaultPlan:
     """The plan of `lbeval run`, `lbeval ab` and `make eval` when no scenario option names one (neither
     `--scenarios` nor a launch spec's `scenarios.names`): the cache passes on every input, and a little of each
     other scenario on one input per `inputs_per`, enough to catch each class of engine fault (docs/scenarios.md gives the
-    cost it was tuned to): a partial prefix hit and a full one (hitlen), one batch size above 1 (batch), two
+    cost it was tuned to): partial prefix hits at three depths and a full one (hitlen), one batch size above 1 (batch), two
     repeats (repeats), one round of traffic (traffic), and on a run with 2+ replicas the cold request and its
     warm twin on every replica (replicas; on one replica it plans nothing). Any scenario option given falls back to these values for
     the others; `--scenarios` given (`--scenarios cache`: the cache passes alone) falls back to the scenarios'
@@ -88,8 +90,9 @@ class DefaultPlan:
 DEFAULT_PLAN = DefaultPlan(
     scenarios=SCENARIO_NAMES,
     inputs_per=12,  # 12 mini inputs: 1; 32 inputs: 2 (docs/scenarios.md: about +20% server-seconds either way)
-    # a hit one block long (partial when the prompt has 2+ full blocks) and a full one
-    hit_classes=("1B", "last block"),
+    # partial hits at three depths (1 block, half the prompt's full blocks, one block short of them: partial
+    # when the prompt has 2+ full blocks) and the full one
+    hit_classes=("1B", "middle", "deepest partial", "last block"),
     batch_sizes=(1, 2),
     repeats=2,
     max_tokens=16,

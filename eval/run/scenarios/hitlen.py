@@ -13,10 +13,13 @@ dense blocks; L + 1 (at most n) on recurrent-state checkpoints, whose prime keep
 boundary floor((P-1)/block)*block only. The variation records both (`hit_len` L, `prime_len` P).
 
 Default hit lengths, from the block size B (those from 1 to n-1): k*B-1, k*B, k*B+1 for k = 1..3, the last
-full block below n, n-1, and, when the chunked-prefill budget b (max_num_batched_tokens) is known, b-1, b and
-b+1. A length that two rules give is planned once, under the first rule's class (a budget length is named by
-both: "2B (budget)"); `--hit-lengths` replaces the defaults (class "L=<L>"). `classes` (the default plan's,
-records/scenarios.DEFAULT_PLAN) keeps only the lengths that one of those rules gives, whatever class names them.
+full block below n (F = (n-1)//B blocks: the full hit), n-1, partial hits at two depths, F//2 blocks ("middle")
+and F-1 blocks ("deepest partial"), and, when the chunked-prefill budget b (max_num_batched_tokens) is known,
+b-1, b and b+1. A length that two rules give is planned once, under the first rule's class (a budget length is
+named by both: "2B (budget)"); `--hit-lengths` replaces the defaults (class "L=<L>"). `classes` (the default
+plan's, records/scenarios.DEFAULT_PLAN) keeps only the lengths that one of those rules gives, each named by the
+first of its rules among `classes` (so the default plan's rows keep one name on every input: a 967-token
+prompt's middle, 384, is "middle" there, "3B" in the full list).
 """
 
 from __future__ import annotations
@@ -43,21 +46,35 @@ def hit_lengths(
     if given is not None:
         return [(length, f"L={length}") for length in sorted(set(given)) if 1 <= length <= n]
     found: dict[int, str] = {}
-    rules: dict[int, set[str]] = {}  # every rule that gives each length
+    rules: dict[int, list[str]] = {}  # every rule that gives each length, in the order of the rules
     for k in sc.HIT_BLOCK_MULTIPLES:
         for delta, tag in ((-1, "-1"), (0, ""), (1, "+1")):
             found.setdefault(k * block + delta, f"{k}B{tag}")
-            rules.setdefault(k * block + delta, set()).add(f"{k}B{tag}")
+            rules.setdefault(k * block + delta, []).append(f"{k}B{tag}")
     if budget is not None:
         for delta, tag in ((-1, "-1"), (0, ""), (1, "+1")):
             length, name = budget + delta, f"budget{tag}"
             found[length] = f"{found[length]} ({name})" if length in found else name
-            rules.setdefault(length, set()).add(name)
-    for length, name in (((n - 1) // block * block, "last block"), (n - 1, "n-1")):
+            rules.setdefault(length, []).append(name)
+    for length, name in n_dependent(n, block):
         found.setdefault(length, name)  # n-dependent: a length the rules above give keeps their class
-        rules.setdefault(length, set()).add(name)
-    kept = found if classes is None else {k: v for k, v in found.items() if rules[k] & set(classes)}
-    return sorted((length, name) for length, name in kept.items() if 1 <= length <= n - 1)
+        rules.setdefault(length, []).append(name)
+    if classes is not None:  # each kept length named by the first of its rules the plan keeps
+        found = {k: next(r for r in rules[k] if r in classes) for k in found if set(rules[k]) & set(classes)}
+    return sorted((length, name) for length, name in found.items() if 1 <= length <= n - 1)
+
+
+def n_dependent(n: int, block: int) -> list[tuple[int, str]]:
+    """The lengths that depend on the prompt: its full hit (`last block`: the F = (n-1)//block blocks a whole
+    prompt can hit), n-1, and partial hits at two depths inside it: `middle` (F//2 blocks) and `deepest
+    partial` (F-1 blocks, one block short of the full hit). A depth of 0 blocks gives no length."""
+    full = (n - 1) // block
+    return [
+        (full * block, "last block"),
+        (n - 1, "n-1"),
+        (full // 2 * block, "middle"),
+        ((full - 1) * block, "deepest partial"),
+    ]
 
 
 def plan_hitlen(

@@ -16,6 +16,7 @@ from eval.commands import run as run_command
 from eval.errors import ConfigError
 from eval.records.final import select_final
 from eval.records.run_folder import load_run, read_manifest
+from eval.records.scenarios import DEFAULT_PLAN
 from eval.records.types import RequestRecord
 from eval.report.attribution import reading
 from eval.run.client import Client
@@ -67,7 +68,7 @@ def test_no_scenario_option_gives_the_default_plan_and_scenarios_cache_the_cache
     )  # inputs: from the run's
     sized = [sized_default_plan(s, n).inputs for n in (1, 4, 12, 23, 24, 32, 100)]
     assert sized == [1, 1, 1, 1, 2, 2, 8]  # one per 12 inputs, at least 1
-    assert s.hit_classes == ("1B", "last block") and s.hit_lengths is None
+    assert s.hit_classes == ("1B", "middle", "deepest partial", "last block") and s.hit_lengths is None
     cache = default_plan(["--scenarios", "cache"])
     assert cache.scenarios == ("cache",) and not cache.default_plan
     named = default_plan(["--scenarios", "cache,hitlen"])  # named scenarios keep their own defaults
@@ -82,13 +83,26 @@ def test_no_scenario_option_gives_the_default_plan_and_scenarios_cache_the_cache
     )
 
 
-def test_the_default_plans_hit_classes_keep_a_partial_and_a_full_hit() -> None:
-    # 958 tokens, block 128: 1B = 128 (partial: 7 full blocks usable), last block = 896 (full)
-    assert hit_lengths(958, 128, classes=("1B", "last block")) == [(128, "1B"), (896, "last block")]
-    # 300 tokens: the last full block (256) is also 2B, the class it is named by; it is still kept
-    assert hit_lengths(300, 128, classes=("1B", "last block")) == [(128, "1B"), (256, "2B")]
-    # 100 tokens: no block below n-1, neither rule gives a length
-    assert hit_lengths(100, 128, classes=("1B", "last block")) == []
+def test_the_default_plans_hit_classes_keep_partial_hits_at_three_depths_and_a_full_hit() -> None:
+    classes = DEFAULT_PLAN.hit_classes
+    # 958 tokens, block 128: 7 full blocks a whole prompt can hit (957 // 128). 1B = 128, middle = 7 // 2 = 3
+    # blocks (384, also 3B: named by the plan's class), deepest partial = 6 blocks (768), last block = 896 (full)
+    assert hit_lengths(958, 128, classes=classes) == [
+        (128, "1B"),
+        (384, "middle"),
+        (768, "deepest partial"),
+        (896, "last block"),
+    ]
+    # 1,103 tokens (the first mini Qasper input): 8 full blocks; middle 4 blocks, deepest partial 7
+    assert [length for length, _ in hit_lengths(1103, 128, classes=classes)] == [128, 512, 896, 1024]
+    # 300 tokens: 2 full blocks; middle and deepest partial are both 1 block: 1B, planned once; the full hit
+    # (256, also 2B) named by the plan's class
+    assert hit_lengths(300, 128, classes=classes) == [(128, "1B"), (256, "last block")]
+    assert hit_lengths(300, 128, classes=("1B", "last block")) == [(128, "1B"), (256, "last block")]
+    # 200 tokens: 1 full block, the full hit; no partial depth (0 blocks gives no length)
+    assert hit_lengths(200, 128, classes=classes) == [(128, "1B")]
+    # 100 tokens: no block below n-1, no rule gives a length
+    assert hit_lengths(100, 128, classes=classes) == []
 
 
 def test_a_default_plan_run_sends_every_scenario_on_one_input_of_four(tmp_path: Path) -> None:
@@ -100,7 +114,10 @@ def test_a_default_plan_run_sends_every_scenario_on_one_input_of_four(tmp_path: 
     m = loaded.manifest
     assert m.complete
     assert m.settings["scenarios"] == ["cache", "batch", "hitlen", "repeats", "traffic", "replicas"]
-    assert m.settings["hit_classes"] == ["1B", "last block"] and m.settings["scenario_inputs"] == 1
+    assert (
+        m.settings["hit_classes"] == ["1B", "middle", "deepest partial", "last block"]
+        and m.settings["scenario_inputs"] == 1
+    )
     finals = select_final(loaded.records).final.values()
     per_scenario: dict[str, set[str]] = {}
     for r in finals:
@@ -110,7 +127,8 @@ def test_a_default_plan_run_sends_every_scenario_on_one_input_of_four(tmp_path: 
         assert per_scenario[name] == {"ex0"}, name  # the first input (round robin over the datasets)
     assert "replicas" not in per_scenario  # one server: the replicas scenario plans nothing
     full = sorted(r.variation["hit_len"] for r in finals if r.pass_name == "hitlen_full")
-    assert full == [16, 64]  # 1B and the last full block (79 tokens: 4 blocks)
+    # 79 tokens, block 16: 4 full blocks (78 // 16); 1B, middle (2 blocks), deepest partial (3), the last block
+    assert full == [16, 32, 48, 64]
     assert all(
         r.settings["max_tokens"] == 16 for r in finals if r.pass_name in ("hitlen_full", "batch_member")
     )
@@ -242,8 +260,9 @@ def test_a_miss_is_still_retried(tmp_path: Path) -> None:
 def test_the_default_plan_catches_partial_prefix_numerics_and_the_reading_names_them(tmp_path: Path) -> None:
     """The fake's prefix effect with modulus 64, residue 16: a request whose longest earlier same-salt prompt
     is a proper prefix of 16 tokens (mod 64) diverges. In the default plan only hitlen's 1B hit (L = 16 of a
-    79-token prompt: a partial prefix) is one; its last-block hit (64: the full blocks) and every warm request
-    of the other scenarios (same prompt, not a proper prefix) are untouched."""
+    79-token prompt: a partial prefix) is one; its middle and deepest partial hits (32, 48), its last-block hit
+    (64: the full blocks) and every warm request of the other scenarios (same prompt, not a proper prefix) are
+    untouched."""
     with FakeServer(block_size=BLOCK) as server:
         server.prefix_effect = PrefixEffect(modulus=64, residue=16)
         run_dir = execute_run(
@@ -255,7 +274,7 @@ def test_the_default_plan_catches_partial_prefix_numerics_and_the_reading_names_
     assert p.kind == POINT_PARTIAL and [r.key for r in p.differing] == ["hitlen"]
     assert [(r.value, r.partial) for r in p.sub_rows] == [("1B", True)]
     assert reading(a).endswith(
-        "Points at: differences only where a partial prefix was resumed: hitlen 1/2 (1B 0/1); "
+        "Points at: differences only where a partial prefix was resumed: hitlen 3/4 (1B 0/1); "
         "cache, batch, repeats, traffic clean."
     )
 
@@ -288,4 +307,7 @@ def test_lbeval_ab_without_scenario_options_runs_the_default_plan_on_both_sides(
             "traffic",
             "replicas",
         ]
-        assert m.settings["hit_classes"] == ["1B", "last block"] and m.settings["repeats"] == 2
+        assert (
+            m.settings["hit_classes"] == ["1B", "middle", "deepest partial", "last block"]
+            and m.settings["repeats"] == 2
+        )

@@ -61,8 +61,11 @@ def finals(run_dir: Path) -> list[RequestRecord]:
 
 def test_default_hit_lengths_are_the_issues_for_a_958_token_prompt() -> None:
     got = hit_lengths(958, 128)
-    assert [length for length, _ in got] == [127, 128, 129, 255, 256, 257, 383, 384, 385, 896, 957]
+    assert [length for length, _ in got] == [127, 128, 129, 255, 256, 257, 383, 384, 385, 768, 896, 957]
     assert dict(got)[896] == "last block" and dict(got)[957] == "n-1" and dict(got)[129] == "1B+1"
+    # the depths: middle (3 of the 7 full blocks) is 3B's length, named 3B; deepest partial (6 blocks) its own
+    assert dict(got)[384] == "3B" and dict(got)[768] == "deepest partial"
+    assert dict(hit_lengths(1103, 128))[512] == "middle"  # 8 full blocks: middle 4 blocks, no other rule
 
 
 def test_the_chunked_prefill_budget_and_its_neighbours_are_hit_lengths() -> None:
