@@ -23,8 +23,10 @@ SERVER_IDENTITY_KEYS = (
     "prefix_caching",
     "cold_mode",
 )
-# the server's cache model (a typed object in the probe): compared only when both probes have one
+# the server's cache model (eval/records/cache_model.CacheModel in the probe): compared only when both probes
+# have one, on what names the cache (its kind and hit granularity), not on how the probe saw it (evidence, source)
 CACHE_MODEL_KEY = "cache_model"
+CACHE_MODEL_IDENTITY = ("kind", "block_size")
 
 
 def server_differences(
@@ -33,7 +35,14 @@ def server_differences(
     """(key, old value, new value) for every identity fact two probe dicts (ProbeResult.to_dict()) disagree
     on, in the order of `keys`; the cache model too when both have one. Empty: the same server."""
     out = [(key, old.get(key), new.get(key)) for key in keys if old.get(key) != new.get(key)]
-    before, now = old.get(CACHE_MODEL_KEY), new.get(CACHE_MODEL_KEY)
+    before, now = _cache_model(old), _cache_model(new)
     if before is not None and now is not None and before != now:
         out.append((CACHE_MODEL_KEY, before, now))
     return out
+
+
+def _cache_model(probe: Mapping[str, Any]) -> dict[str, Any] | None:
+    model = probe.get(CACHE_MODEL_KEY)
+    if not isinstance(model, Mapping):
+        return None
+    return {key: model.get(key) for key in CACHE_MODEL_IDENTITY}

@@ -3,7 +3,6 @@ would mix another server, swapped sides or another seed into the run folders is 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -59,8 +58,6 @@ def test_a_resume_against_a_server_of_another_version_and_block_size_is_refused(
     records = (run_dir / RECORDS_NAME).read_bytes()
     with FakeServer(version="0.0.1+other", block_size=32) as other:
         assert _run_cli(inputs, tmp_path, other.base_url) == EXIT_CONFIG
-        sent = [json.dumps(body) for _, body in other.requests]
-        assert sent and all("lbeval capability probe" in b for b in sent)  # the probe's requests alone
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
     assert "version '0.0.0+fake' -> '0.0.1+other'" in err[0] and "block_size 16 -> 32" in err[0]
@@ -99,10 +96,14 @@ def test_server_differences_compare_the_cache_model_only_when_both_probes_have_o
     probe = {key: f"v-{key}" for key in SERVER_IDENTITY_KEYS}
     assert server_differences(probe, dict(probe)) == []
     assert server_differences(probe, {**probe, "block_size": 32}) == [("block_size", "v-block_size", 32)]
-    with_model = {**probe, "cache_model": {"kind": "blocks", "block_size": 16}}
+    with_model = {**probe, "cache_model": {"kind": "blocks", "block_size": 16, "evidence": "saw 16"}}
     assert server_differences(probe, with_model) == []  # an earlier probe without one: nothing to compare
-    other = {**probe, "cache_model": {"kind": "blocks", "block_size": 32}}
-    assert [d[0] for d in server_differences(with_model, other)] == ["cache_model"]
+    seen_otherwise = {**probe, "cache_model": {"kind": "blocks", "block_size": 16, "evidence": "saw 32"}}
+    assert server_differences(with_model, seen_otherwise) == []  # how the probe saw it names no other server
+    other = {**probe, "cache_model": {"kind": "checkpoints", "block_size": 16, "evidence": "saw 16"}}
+    assert server_differences(with_model, other) == [
+        ("cache_model", {"kind": "blocks", "block_size": 16}, {"kind": "checkpoints", "block_size": 16})
+    ]
 
 
 def _ab_config(
