@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from eval.analyze.causes import cause_rows
 from eval.analyze.compare import Comparison
 from eval.analyze.score import ScoredRun
 from eval.gate import cache_state, cause_rules, cross_numerics, scenario_rules
@@ -65,7 +66,8 @@ def thin_reasons(c: Comparison, policy: Policy) -> list[str]:
         cw = run.scores.agreement.get("cold_warm")
         n = run.scores.n_inputs
         if cw is None:
-            reasons.append(f"{side} run {info.run_id} has no cold/warm passes")
+            if not unplanned_passes(c, ("cold", "warm")):  # neither run planned them: nothing is missing
+                reasons.append(f"{side} run {info.run_id} has no cold/warm passes")
             continue
         need = max(policy.data["min_valid_pairs"], policy.data["min_valid_pair_fraction"] * n)
         if cw.n_pairs < need:
@@ -74,6 +76,39 @@ def thin_reasons(c: Comparison, policy: Policy) -> list[str]:
                 f"{need:g} (data.min_valid_pairs, data.min_valid_pair_fraction)"
             )
     return reasons
+
+
+# ---------------------------------------------------------------- what the runs planned
+
+# the passes each rule compares: on runs that planned none of them it has nothing to judge (not planned)
+RULE_PASSES: dict[str, tuple[str, ...]] = {
+    "cold_warm_equality": ("cold", "warm"),
+    "warm_repeat_equality": ("warm", "repeat"),
+    "cold_scores": ("cold",),
+    "cross_variant_cold": ("cold",),
+}
+
+
+def unplanned_passes(c: Comparison, passes: Sequence[str]) -> list[str]:
+    """The passes of `passes` that neither run planned (`--passes`); one run's plan is not the other's missing
+    data, so a pass only one run planned is not in the list (the rule then has no data: no verdict)."""
+    return [p for p in passes if not any(p in run.scores.run.passes for run in (c.base, c.variant))]
+
+
+def not_planned(c: Comparison, r: RuleResult) -> RuleResult:
+    """A rule with no data because neither run planned what it compares (an interleaved `--passes timing`
+    session has no cold, warm or repeat pass, and no cause row): skipped as not planned, so the verdict judges
+    what was planned instead of giving no verdict for data nobody asked for."""
+    if r.status != NO_DATA:
+        return r
+    missing = unplanned_passes(c, RULE_PASSES.get(r.rule, ()))
+    if missing:
+        what = " and ".join(missing) + (" passes" if len(missing) > 1 else " pass")
+        return RuleResult(r.rule, SKIPPED, "not checked", f"not planned: neither run planned the {what}")
+    if r.rule == "cause_rows" and not [row for row in cause_rows(c) if row.base or row.variant or row.empty]:
+        why = "not planned: neither run planned a pass pair or scenario that a cause row compares"
+        return RuleResult(r.rule, SKIPPED, "not checked", why)
+    return r
 
 
 # ---------------------------------------------------------------- rules
@@ -393,7 +428,8 @@ def evaluate(c: Comparison, policy: Policy) -> Verdict:
         elif not params["enabled"]:
             results.append(RuleResult(name, SKIPPED, "not checked", "disabled in the policy"))
         else:  # a rule that needs a verified cache state: eval/gate/cache_state.py
-            results.append(cache_state.guarded(name, fn, c, params, policy.data["accept_unverified_cache"]))
+            result = cache_state.guarded(name, fn, c, params, policy.data["accept_unverified_cache"])
+            results.append(not_planned(c, result))
     blocking = blocking_reasons(c, policy)
     if blocking:  # nothing measured on these runs can be trusted, a failure no more than a pass
         return Verdict(EXIT_NO_VERDICT, results, blocking, policy.source)

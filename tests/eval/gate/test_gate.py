@@ -461,13 +461,23 @@ def test_junit_no_verdict_has_a_data_error_case(tmp_path: Path, capsys: pytest.C
     assert error is not None and "is incomplete (53/54 planned requests have a record)" in (error.text or "")
 
 
-def test_no_verdict_when_a_rule_has_nothing_to_measure(
+def test_a_rule_on_a_pass_neither_run_planned_is_not_planned(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings = {"passes": ["cold", "warm"]}  # no repeat pass: warm/repeat equality cannot be measured
+    settings = {"passes": ["cold", "warm"]}  # no repeat pass planned by either run: nothing to measure
     base, variant = _specs(tmp_path, settings=settings)
     base.settings = settings
     code, out = _gate(tmp_path, capsys, base, variant)
+    assert "SKIPPED  warm_repeat_equality: not planned: neither run planned the repeat pass" in out
+    assert code == 0, out  # the rules on what was planned decide
+
+
+def test_no_verdict_when_a_rule_has_nothing_to_measure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = {"passes": ["cold", "warm"]}  # the base planned a repeat pass, the variant did not
+    base, variant = _specs(tmp_path, settings=settings)
+    code, out = _gate(tmp_path, capsys, base, variant)
     assert code == 2
     assert "NO DATA  warm_repeat_equality: measured the variant run has no warm/repeat pairs" in out
-    assert "gate: NO VERDICT (exit 2): rule warm_repeat_equality has no data" in out
+    assert "rule warm_repeat_equality has no data" in out

@@ -472,3 +472,27 @@ def test_the_budget_is_checked_before_every_input_segment() -> None:
     assert rec.stopped == "budget" and rec.spent_s == 18.0 and len(syn.ratios) == 18
     assert syn.inputs[12:] == [f"d/{i}" for i in (0, 0, 1, 1, 2, 2)]
     assert rec.reps_done == REPS + 2  # the most repetitions any input holds (inputs 0-2), not every input
+
+
+def test_a_timing_only_session_judges_what_it_planned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--passes timing`: the rules on the cold, warm and repeat passes and the cause rows have nothing to judge
+    because nothing of theirs was planned. They are listed as not planned and the timing rules decide (it gave
+    no verdict, every agreement rule 'no data')."""
+    with FakeServer() as server:  # one server as both sides, no noise: the paired change is 0
+        cfg = _config(server, tmp_path, TimingTarget(1.0))
+        da, db = execute_ab(replace(cfg, timing_target=None))
+    capsys.readouterr()
+    assert main(["gate", str(da), str(db)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for rule, what in (
+        ("cold_warm_equality", "the cold and warm passes"),
+        ("warm_repeat_equality", "the warm and repeat passes"),
+        ("cold_scores", "the cold pass"),
+        ("cross_variant_cold", "the cold pass"),
+    ):
+        assert f"SKIPPED {rule}: not planned: neither run planned {what}" in out, (rule, out)
+    assert "SKIPPED cause_rows: not planned" in out
+    assert "PASS warm_prefill_change" in out and "PASS cold_prefill_change" in out
+    assert "NO DATA" not in out
