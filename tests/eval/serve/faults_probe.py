@@ -35,10 +35,16 @@ def perturb_findings(faults: Any) -> dict[str, Any]:
     )
     logits = torch.zeros(3, 50)
     out: dict[str, Any] = {}
-    for fault in ("warm_numerics", "partial_prefix", "run_noise"):
-        a = faults.perturb(runner, state, fault, 0.2, logits)
-        b = faults.perturb(runner, state, fault, 0.2, logits)
-        out[fault] = {
+    for key, fault, depth in (
+        ("warm_numerics", "warm_numerics", 3),
+        ("partial_prefix", "partial_prefix", 3),
+        ("deep_partial", "deep_partial", 3),
+        ("deep_partial_4", "deep_partial", 4),
+        ("run_noise", "run_noise", 3),
+    ):
+        a = faults.perturb(runner, state, fault, 0.2, logits, depth)
+        b = faults.perturb(runner, state, fault, 0.2, logits, depth)
+        out[key] = {
             "changed_rows": [i for i in range(3) if bool(a[i].abs().max() > 0)],
             "repeatable": bool(torch.equal(a, b)),
             "rows_equal_01": bool(torch.equal(a[0], a[1])),

@@ -37,6 +37,21 @@ def test_partial_prefix_selects_hits_a_block_or_more_short_of_the_full_blocks() 
     assert cond(info(896, 1025), 1, 128) and not cond(info(1024, 1025), 1, 128)
 
 
+def test_deep_partial_selects_partial_hits_at_least_its_depth_deep() -> None:
+    # 1000 prompt tokens, block 128: 7 full blocks; depth 3 (the default): a hit of 3 to 6 blocks
+    cond = faults.CONDITIONS["deep_partial"]
+    hits = (0, 128, 256, 384, 768, 896)
+    assert [cond(info(h), 1, 128) for h in hits] == [False, False, False, True, True, False]
+    # depth 5: 640 (5 blocks) and 768 (6), not 384 (3) nor the full hit
+    deep5 = faults.deep_partial(5)
+    assert [deep5(info(h), 1, 128) for h in (384, 512, 640, 768, 896)] == [False, False, True, True, False]
+    # the depth from the environment; a depth that is not a whole number of blocks, at least 1, stops the process
+    assert faults.read_params({}).depth == 3 and faults.read_params({"LBEVAL_FAULT_DEPTH": "5"}).depth == 5
+    for bad in ("2.5", "0", "-1", "x"):
+        with pytest.raises(PatchPointError, match="LBEVAL_FAULT_DEPTH"):
+            faults.read_params({"LBEVAL_FAULT_DEPTH": bad})
+
+
 def test_each_numerics_condition_changes_one_thing() -> None:
     c = faults.CONDITIONS
     assert [c["warm_numerics"](info(h), 1, 128) for h in (0, 128)] == [False, True]
@@ -95,6 +110,12 @@ def test_every_fault_has_a_launch_spec_and_only_known_points() -> None:
     assert faults.selected(dict(specs["cpu-smollm2-before-fix"].env)) == ["partial_prefix", "warm_slowdown"]
     assert all(name == "cpu-smollm2-fault-" + f.replace("_", "-") for f, name in selected.items())
     assert "LBEVAL_FAULT" not in specs["cpu-smollm2"].env
+    # deep_partial at two depths: the class's own spec (3 blocks) and one that spares the default plan's middle hit
+    for name, depth in (("cpu-smollm2-fault-deep-partial", "3"), ("cpu-smollm2-fault-deep-partial-5", "5")):
+        assert (
+            specs[name].env["LBEVAL_FAULT"] == "deep_partial"
+            and specs[name].env["LBEVAL_FAULT_DEPTH"] == depth
+        )
     names = {p.name for p in POINTS}
     assert all(set(f.points) <= names for f in faults.FAULTS.values())
     assert all(len(p.sha256) == 64 for p in POINTS)
@@ -138,6 +159,8 @@ def test_patch_points_against_vllm_0_32_0() -> None:
     # rows: warm (full hit), partial (3 of 7 blocks), cold
     assert per["warm_numerics"]["changed_rows"] == [0, 1]
     assert per["partial_prefix"]["changed_rows"] == [1]
+    assert per["deep_partial"]["changed_rows"] == [1]  # 3 blocks: its default depth
+    assert per["deep_partial_4"]["changed_rows"] == []  # depth 4: the partial row is too shallow
     assert per["run_noise"]["changed_rows"] == [0, 1, 2]
     assert all(per[f]["repeatable"] for f in ("warm_numerics", "partial_prefix"))
     assert per["run_noise"]["rows_equal_01"] is False  # seeded per request id

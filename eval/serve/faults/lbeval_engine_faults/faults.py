@@ -37,6 +37,7 @@ class Params:
     usage: str  # LBEVAL_FAULT_USAGE: "over" (a miss claims its full-block hit) or "under" (a hit claims 0)
     block: int  # LBEVAL_FAULT_BLOCK: block size assumed where vLLM's is not at hand (the API server)
     shift: float = 0.3  # LBEVAL_FAULT_SHIFT: nats every reported logprob is moved down by (logprob_shift)
+    depth: int = 3  # LBEVAL_FAULT_DEPTH: deep_partial's K, the fewest blocks a hit it perturbs has
 
 
 def read_params(env: dict[str, str]) -> Params:
@@ -54,12 +55,18 @@ def read_params(env: dict[str, str]) -> Params:
     if usage not in ("over", "under"):
         raise PatchPointError(f"lbeval-engine-faults: LBEVAL_FAULT_USAGE={usage!r} must be over or under")
     block = int(number("LBEVAL_FAULT_BLOCK", "128"))
+    depth = number("LBEVAL_FAULT_DEPTH", str(DEPTH))
+    if depth != int(depth) or depth < 1:
+        raise PatchPointError(
+            f"lbeval-engine-faults: LBEVAL_FAULT_DEPTH={depth:g} must be a whole number of blocks, at least 1"
+        )
     return Params(
         number("LBEVAL_FAULT_SCALE", "0.2"),
         number("LBEVAL_FAULT_SLOWDOWN", "0.2"),
         usage,
         max(block, 1),
         number("LBEVAL_FAULT_SHIFT", "0.3"),
+        int(depth),
     )
 
 
@@ -101,11 +108,18 @@ def full_blocks(info: ReqInfo, block: int) -> int:
     return (info.prompt_len - 1) // block
 
 
+def deep_partial(depth: int) -> Condition:
+    """A partial hit at least `depth` blocks deep: `depth` <= hit // block < the full blocks."""
+    return lambda info, batch, block: depth <= info.hit // block < full_blocks(info, block)
+
+
+DEPTH = 3  # deep_partial's default depth (LBEVAL_FAULT_DEPTH)
 CONDITIONS: dict[str, Condition] = {
     "warm_numerics": lambda info, batch, block: info.hit > 0,
     "partial_prefix": lambda info, batch, block: (
         info.hit > 0 and info.hit // block < full_blocks(info, block)
     ),
+    "deep_partial": deep_partial(DEPTH),  # perturb() reads the depth from Params
     "batch_numerics": lambda info, batch, block: batch > 1,
     "run_noise": lambda info, batch, block: True,
     "traffic_corruption": lambda info, batch, block: info.hit > 0 and info.after_other,
@@ -136,13 +150,15 @@ def begin_step(state: RunnerState, scheduler_output: Any) -> None:
     state.scheduled = dict(scheduler_output.num_scheduled_tokens)
 
 
-def perturb(runner: Any, state: RunnerState, fault: str, scale: float, logits: Any) -> Any:
+def perturb(
+    runner: Any, state: RunnerState, fault: str, scale: float, logits: Any, depth: int = DEPTH
+) -> Any:
     import torch
 
     req_ids = list(runner.input_batch.req_ids)
     if logits.shape[0] != len(req_ids):
         raise RuntimeError(f"lbeval-engine-faults: {logits.shape[0]} logit rows for {len(req_ids)} requests")
-    condition = CONDITIONS[fault]
+    condition = deep_partial(depth) if fault == "deep_partial" else CONDITIONS[fault]
     out = logits
     for row, req_id in enumerate(req_ids):
         info = state.reqs.get(req_id)
@@ -180,7 +196,7 @@ def install_runner(names: frozenset[str], params: Params) -> None:
 
     def _sample(self: Any, logits: Any, spec_decode_metadata: Any) -> Any:
         if logits is not None and noise:
-            logits = perturb(self, runner_state(self), noise[0], params.scale, logits)
+            logits = perturb(self, runner_state(self), noise[0], params.scale, logits, params.depth)
         return orig_sample(self, logits, spec_decode_metadata)
 
     mark(execute_model, orig_execute)
@@ -278,6 +294,9 @@ class Fault:
 FAULTS: dict[str, Fault] = {
     "warm_numerics": Fault(RUNNER, install_runner, "cache (cold vs warm)"),
     "partial_prefix": Fault(RUNNER, install_runner, "hitlen partial lengths"),
+    "deep_partial": Fault(
+        RUNNER, install_runner, "hitlen partial lengths at least LBEVAL_FAULT_DEPTH blocks deep"
+    ),
     "batch_numerics": Fault(RUNNER, install_runner, "batch"),
     "run_noise": Fault(RUNNER, install_runner, "repeats, warm/repeat"),
     "traffic_corruption": Fault(RUNNER, install_runner, "traffic"),
