@@ -106,6 +106,30 @@ CASES: tuple[Case, ...] = (
             ),
         ),
     ),
+    # partial hits at least LBEVAL_FAULT_DEPTH blocks deep only; the scenario input (Qasper, 1,103 tokens) has 8
+    # full blocks: the default plan's hits are 1B (1 block), middle (4), deepest partial (7) and the full one (8)
+    Case(
+        "deep_partial",
+        "cpu-smollm2-fault-deep-partial",
+        (
+            Failing(
+                "cause_rows",
+                rows("attribution", "hitlen", "hitlen_middle", "hitlen_deepest_partial"),
+                "depth 3: the middle and deepest partial hits; the 1-block hit and the full hit clean",
+            ),
+        ),
+    ),
+    Case(
+        "deep_partial_5",
+        "cpu-smollm2-fault-deep-partial-5",
+        (
+            Failing(
+                "cause_rows",
+                rows("attribution", "hitlen", "hitlen_deepest_partial"),
+                "depth 5: the deepest partial hit only; the 1-block, middle and full hits clean",
+            ),
+        ),
+    ),
     Case(
         "batch_numerics",
         "cpu-smollm2-fault-batch-numerics",
