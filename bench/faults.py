@@ -88,6 +88,8 @@ CASES: tuple[Case, ...] = (
                     "cache_cold_warm",
                     "hitlen",
                     "hitlen_1B",
+                    "hitlen_middle",
+                    "hitlen_deepest_partial",
                     "hitlen_last_block",
                     "traffic_vs_cold",
                 ),
@@ -101,8 +103,8 @@ CASES: tuple[Case, ...] = (
         (
             Failing(
                 "cause_rows",
-                rows("attribution", "hitlen", "hitlen_1B"),
-                "the partial hit only; the full hit clean",
+                rows("attribution", "hitlen", "hitlen_1B", "hitlen_middle", "hitlen_deepest_partial"),
+                "the partial hits at every depth; the full hit clean",
             ),
         ),
     ),
@@ -165,6 +167,8 @@ CASES: tuple[Case, ...] = (
                     "batch_warm_b2",
                     "hitlen",
                     "hitlen_1B",
+                    "hitlen_middle",
+                    "hitlen_deepest_partial",
                     "hitlen_last_block",
                     "repeats",
                     "repeats_alone",
