@@ -94,6 +94,21 @@ POINTS: tuple[PatchPoint, ...] = (
         "a staticmethod, called after sampling (Sampler.forward, and the runner's prompt logprobs): returns "
         "LogprobsTensors (top-k IDs, their logprobs, the sampled token's rank) that become the response's logprobs",
     ),
+    PatchPoint(
+        "coordinator.find_longest_cache_hit",
+        "vllm.v1.core.kv_cache_coordinator",
+        "HybridKVCacheCoordinator.find_longest_cache_hit",
+        "0d109ac725cf33e2100d6a1a39dd9116d82429cd990917fceb06d1d89010eed4",
+        "returns (blocks per group, reconciled hit, num_uncached = longest single-group hit - reconciled hit); "
+        "get_computed_blocks pins hit + num_uncached as the shared-prefix boundary (seedfix caps num_uncached)",
+    ),
+    PatchPoint(
+        "coordinator.find_longest_cache_hit_per_group",
+        "vllm.v1.core.kv_cache_coordinator",
+        "HybridKVCacheCoordinator.find_longest_cache_hit_per_group",
+        "087e881e04151fd3e0ef03c5d94225aeb71e6494a93143bbccebc12fd515c8a7",
+        "each group's hit by an independent lookup, without side effects (seedfix's cap: full-attention hits)",
+    ),
 )
 
 
