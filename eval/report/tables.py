@@ -16,6 +16,7 @@ from eval.report.attribution import attribution_table
 from eval.report.cache_table import cache_table
 from eval.report.cells import Table
 from eval.report.replica_pairs import replica_pairs_table
+from eval.report.spec_decode_table import spec_decode_table
 from eval.report.timing_table import timing_table
 from eval.report.v2 import v2_compare_table
 
@@ -29,6 +30,9 @@ def build_tables(c: Comparison) -> list[Table]:
     per_replica = replica_pairs_table(c)  # lbeval ab on replicas: A's replica i vs B's replica i
     if per_replica is not None:
         tables.insert(tables.index(next(t for t in tables if t.id == "timing")) + 1, per_replica)
+    drafts = spec_decode_table(c)  # a server with a speculative draft: acceptance per run
+    if drafts is not None:
+        tables.insert(tables.index(next(t for t in tables if t.id == "timing")) + 1, drafts)
     aa = aa_floor_table(c)  # --aa-floor: the A/A floor beside each timing change
     if aa is not None:
         tables.insert(tables.index(next(t for t in tables if t.id == "timing")) + 1, aa)

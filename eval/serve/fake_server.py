@@ -233,6 +233,9 @@ class FakeState:
     prompts_by_salt: dict[str | None, list[tuple[int, ...]]] = field(default_factory=dict)
     occurrences: dict[tuple[int, ...], int] = field(default_factory=dict)
     after_stop: bool = False
+    # speculative decoding (FakeServer.spec_tokens): drafts, draft tokens, accepted tokens by position
+    spec: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    spec_accepted: dict[int, float] = field(default_factory=dict)
 
 
 HISTOGRAMS = (
@@ -309,6 +312,9 @@ class FakeServer:
         self.repeat_flips: set[int] = set()
         self.repeat_flip_position = 0
         self.logprob_shift = 0.0  # added to every reported logprob (see the module docstring)
+        # speculative decoding's counters (vllm:spec_decode_*; 0: no draft, no series): per request of c output
+        # tokens, c // 2 drafts of spec_tokens tokens each, of which position 0 is always accepted, no other
+        self.spec_tokens = 0
         self.words: dict[int, str] = {}  # token id -> word, from /tokenize (token-ID prompts' text)
         self._in_flight: list[dict[str, int]] = []
         self._announced: list[AnnouncedBatch] = []
@@ -625,6 +631,12 @@ class FakeServer:
                 st.prompt_tokens += prompt_tokens
                 st.generation_tokens += completion
                 st.success += 1
+                if self.spec_tokens:
+                    drafts = completion // 2
+                    st.spec[0] += drafts
+                    st.spec[1] += drafts * self.spec_tokens
+                    for k in range(self.spec_tokens):
+                        st.spec_accepted[k] = st.spec_accepted.get(k, 0.0) + (drafts if k == 0 else 0)
                 prefill = (1e-4 + (prompt_tokens - cached) * 1e-5) * self.slowdown
                 prefill *= self.warm_slowdown if cached else 1.0
                 if self.prefill_noise is not None:  # noise models of bench/bench_coverage.py
@@ -638,6 +650,25 @@ class FakeServer:
             threading.Timer(self.metrics_lag_s, record).start()
         else:
             record()
+
+    def _spec_lines(self, labs: list[tuple[str, FakeState]]) -> list[str]:
+        if not self.spec_tokens:
+            return []
+        lines = []
+        for lab, st in labs:
+            accepted = math.fsum(st.spec_accepted.values())
+            for name, value in (
+                ("drafts", st.spec[0]),
+                ("draft_tokens", st.spec[1]),
+                ("accepted_tokens", accepted),
+            ):
+                lines.append(f"vllm:spec_decode_num_{name}_total{{{lab}}} {value}")
+            for k in range(self.spec_tokens):
+                value = st.spec_accepted.get(k, 0.0)
+                lines.append(
+                    f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{lab},position="{k}"}} {value}'
+                )
+        return lines
 
     def sglang_metrics(self) -> str:
         with self.lock:
@@ -692,6 +723,7 @@ class FakeServer:
                 for lab, st in labs:
                     lines.append(f"{name}_total{{{lab}}} {float(getattr(st, field_name))}")
                     lines.append(f"{name}_created{{{lab}}} {st.start_time}")
+            lines += self._spec_lines(labs)
             lines += ["# TYPE vllm:request_success counter"]
             for lab, st in labs:
                 lines.append(

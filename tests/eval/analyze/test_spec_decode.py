@@ -3,9 +3,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from eval.analyze.compare import compare
+from eval.analyze.score import score_run
 from eval.analyze.spec_decode import SpecDecode, spec_decode
+from eval.records.final import select_final
+from eval.records.run_folder import load_run
+from eval.report.spec_decode_table import spec_decode_table
+from eval.run.runner import execute_run
+from eval.serve.fake_server import FakeServer
+from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from eval.run.metrics_text import parse_metrics, request_deltas
 from tests.eval.records.test_run_folder import make_record
 
@@ -73,3 +83,35 @@ def test_request_deltas_carry_the_speculative_counters() -> None:
     assert {k: v for k, v in got.items() if k.startswith("spec_")} == spec(5, 15, 6, 4, 1, 1)
     plain = parse_metrics('vllm:prefix_cache_queries_total{engine="0"} 5\n')
     assert not any(k.startswith("spec_") for k in request_deltas(plain, plain))
+
+
+def test_a_run_against_a_drafting_server_reports_its_acceptance(tmp_path: Path) -> None:
+    """End to end on the fake: its rule (c // 2 drafts of 3 tokens per request of c output tokens, position 0
+    always accepted) summed by hand over the final records equals the run's figures, and the comparison's
+    table and summary.json show them."""
+    inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(0), make_row(1)])
+    with FakeServer() as server:
+        server.spec_tokens = 3
+        runs = [
+            execute_run(config_for(server, inputs, tmp_path / "runs", variant=v, passes=("cold", "warm")))
+            for v in ("a", "b")
+        ]
+    finals = list(select_final(load_run(runs[0]).records).final.values())
+    drafts = sum(len(r.output_token_ids or []) // 2 for r in finals)
+    assert drafts > 0
+    got = score_run(runs[0]).scores.spec_decode
+    assert got == SpecDecode(len(finals), 0, 0, drafts, 3 * drafts, drafts, (drafts, 0, 0))
+    assert got.mean_acceptance_length == pytest.approx(2.0) and got.acceptance_rate == pytest.approx(1 / 3)
+    table = spec_decode_table(compare(score_run(runs[0]), score_run(runs[1])))
+    assert (
+        table is not None and table.reading == "Speculative decoding: acceptance base 33.3%, variant 33.3%."
+    )
+    assert [r.key for r in table.rows] == ["base", "variant"]
+
+
+def test_no_table_without_a_draft(tmp_path: Path) -> None:
+    inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(0)])
+    with FakeServer() as server:
+        run = execute_run(config_for(server, inputs, tmp_path / "runs", passes=("cold",)))
+    scored = score_run(run)
+    assert scored.scores.spec_decode is None and spec_decode_table(compare(scored, scored)) is None
