@@ -13,10 +13,10 @@ from eval.analyze.spec_decode import SpecDecode, spec_decode
 from eval.records.final import select_final
 from eval.records.run_folder import load_run
 from eval.report.spec_decode_table import spec_decode_table
+from eval.run.metrics_text import parse_metrics, request_deltas
 from eval.run.runner import execute_run
 from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
-from eval.run.metrics_text import parse_metrics, request_deltas
 from tests.eval.records.test_run_folder import make_record
 
 
