@@ -44,7 +44,8 @@ EXCLUDED = (
     Exclusion(r"^make (test|check)\b", "the whole suite / the linters: the suite cannot run itself"),
     Exclusion(r"^make setup\b", "builds .venv, which this test is already running in"),
     Exclusion(
-        r"^make (server-venv|server-model|server-llamacpp)\b", "downloads GBs and compiles for minutes"
+        r"^make (server-venv|server-model|server-llamacpp|server-hybrid|server-draft)\b",
+        "downloads GBs, compiles for minutes, or builds a model in the server venv",
     ),
     Exclusion(r"^make (eval|ab|serve|cross-engine)\b", REAL + " (make starts a launch spec)"),
     Exclusion(
