@@ -45,7 +45,7 @@ def data_reasons(c: Comparison, policy: Policy) -> list[str]:
 def blocking_reasons(c: Comparison, policy: Policy) -> list[str]:
     """Why no figure of the two runs can be trusted: they asked different things, a run is damaged or (with
     data.require_complete) incomplete. Then there is no verdict, whatever the rules say."""
-    reasons = [f"the runs differ in {m.describe()}" for m in c.mismatches]
+    reasons = [f"the runs differ in {m.describe()}" for m in c.mismatches] + same_run(c)
     for side, run in (("base", c.base), ("variant", c.variant)):
         info = run.scores.run
         # damaged records never pass, whatever the policy says about incomplete runs
@@ -55,6 +55,17 @@ def blocking_reasons(c: Comparison, policy: Policy) -> list[str]:
                 f"{side} run {info.run_id} is incomplete ({info.n_slots}/{info.expected_records} planned requests have a record)"
             )
     return reasons
+
+
+def same_run(c: Comparison) -> list[str]:
+    """A run compared with itself (`lbeval gate main main`: one run folder on both sides, or a copy of it: the
+    same variant and run id) agrees with itself on every rule: its PASS would say nothing about a variant."""
+    a, b = c.base.scores.run, c.variant.scores.run
+    one_folder = c.base.loaded.run_dir.resolve() == c.variant.loaded.run_dir.resolve()
+    if not (one_folder or (a.variant, a.run_id) == (b.variant, b.run_id)):
+        return []
+    where = f"folder {c.base.loaded.run_dir}" if one_folder else f"variant {a.variant}, run id {a.run_id}"
+    return [f"base and variant are the same run ({where}): a run always agrees with itself; compare two runs"]
 
 
 def thin_reasons(c: Comparison, policy: Policy) -> list[str]:

@@ -481,3 +481,23 @@ def test_no_verdict_when_a_rule_has_nothing_to_measure(
     assert code == 2
     assert "NO DATA  warm_repeat_equality: measured the variant run has no warm/repeat pairs" in out
     assert "rule warm_repeat_equality has no data" in out
+
+
+def test_a_run_gated_against_itself_gives_no_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, variant = _specs(tmp_path)
+    runs = tmp_path / "runs"
+    write_run(runs, base)
+    write_run(runs, variant)
+    run_dir = next((runs / "main").glob("2*"))
+    for args in (["main", "main", "--runs", str(runs)], [str(run_dir), str(run_dir)]):
+        capsys.readouterr()
+        assert main(["gate", *args]) == 2  # it PASSed: every rule agrees with itself
+        out = unwrap(capsys.readouterr().out)
+        assert f"base and variant are the same run (folder {run_dir}): a run always agrees with itself" in out
+        assert (
+            out.rstrip()
+            .splitlines()[-1]
+            .startswith("gate: NO VERDICT (exit 2): base and variant are the same")
+        )
