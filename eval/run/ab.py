@@ -19,7 +19,10 @@ manifest, sessions, record writer and resume), under both run locks, taken befor
 starts; one send ledger serves both sides; each run folder also gets the pairing (eval/records/ab_pairs.py).
 Resume: a unit complete on both sides is skipped; complete on one side only, the other side is re-run alone
 and its pair line says `rerun` (not adjacent in time: left out of the paired statistics and counted).
-A fault on one side is that side's error record; the pair is incomplete. A/A: both sides may be one server.
+A fault on one side is that side's error record; the pair is incomplete. A side whose server no longer answers
+at all after a unit failed (its engine died: `stop_if_dead`) stops the session on both sides; the resume says
+so first (`say_last_stop`). A session that fails before its run folders hold anything but their locks (a side
+dead at the probe) removes the folders it created. A/A: both sides may be one server.
 
 Replicas (eval/run/replicas.py): both sides with the same N >= 2 replicas (`--base-url-a` / `-b` repeated, or
 launch specs with `replicas = N`). Each input is assigned to replica i (the same seeded, balanced assignment on
@@ -44,7 +47,7 @@ import random
 import secrets
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, replace
@@ -63,7 +66,7 @@ from eval.records.ab_pairs import (
     pairing_mark,
     read_pairs,
 )
-from eval.records.run_folder import RECORDS_NAME, RecordWriter, run_lock, write_manifest
+from eval.records.run_folder import LOCK_NAME, RECORDS_NAME, RecordWriter, run_lock, write_manifest
 from eval.records.stop import STOP_SCHEMA_VERSION, Settlement, StopRecord, remove_stop, write_stop
 from eval.records.types import RequestRecord
 from eval.redact import safe_url
@@ -95,13 +98,14 @@ from eval.run.replicas import (
     serving_replicas,
     start_replicas,
 )
+from eval.run.reply import RequestFailed
 from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
 from eval.run.scenarios.replicas import spans_replicas
-from eval.run.session import Inputs, RunSession, open_client, read_inputs_of, serving
+from eval.run.session import Inputs, RunSession, open_client, read_inputs_of, run_secrets, serving
 from eval.run.steps import Unit
 from eval.serve.process import sigterm_as_interrupt
-from eval.terminal import progress_bar
+from eval.terminal import echo_err, progress_bar
 
 SIDES = ("a", "b")
 AB_SESSION_KEY = "ab"  # a run's session line: {"side", "seed", "partner"} when it was one side of lbeval ab
@@ -231,8 +235,11 @@ def execute_ab(
             in_a, in_b = read_inputs_of(cfg_a), read_inputs_of(cfg_b)
             if in_a.run_dir == in_b.run_dir:
                 raise ConfigError(f"both sides would write {in_a.run_dir}: give different run ids")
+            created = _new_folders((in_a.run_dir, in_b.run_dir))
             stack.enter_context(run_lock(in_a.run_dir))
             stack.enter_context(run_lock(in_b.run_dir))
+            # a side dead at the probe (or any failure before a run folder holds anything) leaves no folder
+            stack.enter_context(_removed_if_unused(created))
             _same_partners(
                 (in_a.run_dir, in_b.run_dir), (f"{cfg_a.variant}/{id_a}", f"{cfg_b.variant}/{id_b}")
             )
@@ -248,6 +255,7 @@ def execute_ab(
             sb = RunSession.prepare(cfg_b, cb, in_b)
             _same_plans(sa.units, sb.units, sa.rows)
             refuse_other_session(config.seed, (sa, sb))
+            say_last_stop((sa, sb))
             sa.start(server_a)
             sb.start(server_b)
             note_session(config.seed, (sa, sb))
@@ -274,6 +282,34 @@ def _side(name: str, session: RunSession, client: Client, stack: ExitStack) -> _
 
 def _run_name(session: RunSession) -> str:
     return f"{session.manifest.variant}/{session.manifest.run_id}"
+
+
+def _new_folders(run_dirs: tuple[Path, Path]) -> list[Path]:
+    """The folders taking the run folders' locks will create (each run folder and its missing parents), deepest
+    first."""
+    out: list[Path] = []
+    for run_dir in run_dirs:
+        d = run_dir
+        while not d.exists() and d not in out and d != d.parent:
+            out.append(d)
+            d = d.parent
+    return sorted(out, key=lambda d: len(d.parts), reverse=True)
+
+
+@contextlib.contextmanager
+def _removed_if_unused(created: list[Path]) -> Iterator[None]:
+    """When the session fails before a run folder this session created holds anything but its lock (a side dead at
+    the probe, a plan that cannot be paired), that folder and the parents created for it are removed, the lock
+    still held (a process that opened the lock file meanwhile finds it held and is refused)."""
+    try:
+        yield
+    except BaseException:
+        for d in created:
+            with contextlib.suppress(OSError):
+                if {p.name for p in d.iterdir()} <= {LOCK_NAME}:
+                    (d / LOCK_NAME).unlink(missing_ok=True)
+                    d.rmdir()
+        raise
 
 
 def _same_partners(dirs: tuple[Path, Path], names: tuple[str, str]) -> None:
@@ -567,6 +603,8 @@ def _pair(
             done = run_scenario_unit(side.ctx, rows, unit, gs, side.peers)
         else:
             done = run_unit(side.ctx, rows[unit.row_index], unit, gs, index)
+        if not done:
+            stop_if_dead(side)  # a dead side ends the session: the other side does not run on alone
         seqs = [q for r in side.replicas for q in side.seqs[r]]  # replica order: a spanning unit's send order
         result[side.name] = PairSide(True, done, seqs, start, time.time())
         ok[side.name] = ok[side.name] and done
@@ -586,6 +624,34 @@ def _pair(
         for side in (a, b):
             append_pair(side.session.run_dir, pair)
     return True
+
+
+def stop_if_dead(side: _Side) -> None:
+    """After a unit that did not complete: when the side's server no longer answers at all (no HTTP answer to
+    GET /v1/models once its requests spent their retries), its engine died: the session stops on both sides
+    (LbevalError; each manifest's session outcome says it, and a managed server's exit report leads the line)."""
+    client = side.ctx.client
+    try:
+        client.get_json("/models", v1=True)
+    except RequestFailed as exc:
+        if exc.status is not None:
+            return  # it answers (an HTTP error): alive; the unit's own error records say what failed
+        raise LbevalError(
+            f"side {side.name.upper()} ({_run_name(side.session)}): its engine died: {safe_url(client.base_url)} "
+            f"no longer answers ({exc.message}); the session stopped on both sides: re-run the same command to "
+            "resume once it serves again"
+        ) from None
+
+
+def say_last_stop(sessions: tuple[RunSession, RunSession]) -> None:
+    """On resume, one stderr line when the last session stopped on an error (a side's engine died): what happened
+    before the units left are sent again."""
+    for session in sessions:
+        last = session.manifest.sessions[-1] if session.manifest.sessions else {}
+        outcome = str(last.get("outcome") or "")
+        if outcome.startswith("stopped: "):
+            echo_err(f"lbeval ab: resuming; the last session {outcome}", secrets=run_secrets(session.config))
+            return
 
 
 # ---------------------------------------------------------------- replicas (module docstring)
@@ -621,6 +687,7 @@ def _execute_replicas(
     sessions = [RunSession.prepare(c, cl[0], i) for c, cl, i in zip(cfgs_now, clients, ins, strict=True)]
     _same_plans(sessions[0].units, sessions[1].units, sessions[0].rows)
     refuse_other_session(config.seed, (sessions[0], sessions[1]))
+    say_last_stop((sessions[0], sessions[1]))
     lock = threading.Lock()
     sides: list[_ReplicaSides] = []
     try:
