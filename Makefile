@@ -156,7 +156,7 @@ eval: setup
 	$(if $(or $(BASE_URL),$(SPEC)),,echo "make eval: no BASE_URL, so lbeval starts the launch spec $(VARIANT) (or give BASE_URL=http://host:port/v1)";) \
 	if [ -f $$inputs ]; then echo "make eval: reusing $$inputs (delete it to prepare again)"; else \
 	  $(LBEVAL) prepare $(EVAL_SOURCE) --datasets $(DATASETS) --n $(N) --seed $(SEED) $(EVAL_SERVER) \
-	    $(if $(MODEL),--model $(MODEL)) --out $$inputs; fi; \
+	    $(if $(MODEL),--model $(MODEL)) $(if $(API_KEY_ENV),--api-key-env $(API_KEY_ENV)) --out $$inputs; fi; \
 	run_dir=$$($(LBEVAL) run --variant $(VARIANT) --inputs $$inputs --out $(RUNS) $(EVAL_RUN_SERVER) \
 	  $(if $(MODEL),--model $(MODEL)) $(if $(API_KEY_ENV),--api-key-env $(API_KEY_ENV)) \
 	  $(if $(MAX_TOKENS),--max-tokens $(MAX_TOKENS)) $(if $(TIMING_REPS),--timing-reps $(TIMING_REPS)) \

@@ -2,7 +2,7 @@
 
 What is redacted:
 - values lbeval read from the environment: `${VAR}` in a launch spec (eval.serve.launch_specs, except the
-  cache path `${LBEVAL_CACHE}`) and the API key of `--api-key-env` (eval.run.session). They are a `Secrets`,
+  cache path `${LBEVAL_CACHE}`) and the API key of `--api-key-env` (`api_key_from_env`: lbeval run, ab, prepare). They are a `Secrets`,
   owned by whoever read them (the LaunchSpec, the run session's `run_secrets`) and passed to what redacts;
   each is replaced by value wherever it appears (values shorter than MIN_REMEMBERED are not credentials).
   There is no process-wide memory: two sessions in one process redact each its own;
@@ -22,12 +22,15 @@ eval.terminal (control characters). `safe_url` is the URL without userinfo and q
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+from eval.errors import ConfigError
 
 REDACTED = "<redacted>"
 MIN_REMEMBERED = 4  # "1", "on", "fp8": redacting such values everywhere would blank ordinary text
@@ -68,6 +71,17 @@ class Secrets:
 
 
 NO_SECRETS = Secrets()
+
+
+def api_key_from_env(var: str | None) -> str | None:
+    """The API key held by environment variable `var` (`--api-key-env VAR`; None: no key asked for); ConfigError
+    when it is unset or empty. The caller redacts it (`Secrets.with_`)."""
+    if var is None:
+        return None
+    key = os.environ.get(var)
+    if not key:
+        raise ConfigError(f"--api-key-env {var}: that environment variable is not set")
+    return key
 
 
 @contextmanager

@@ -13,7 +13,7 @@ from eval.prepare.build import PrepareConfig, parse_max_tokens, prepare
 from eval.prepare.data_source import DataSource
 from eval.prepare.select import parse_n
 from eval.prepare.tokenizers import LocalTokenizer, ServerTokenizer, Tokenizer
-from eval.redact import redacted_errors
+from eval.redact import NO_SECRETS, Secrets, api_key_from_env, redacted_errors
 from eval.serve.launch_specs import get_launch_spec, spec_context_length
 from eval.serve.process import serving, sigterm_as_interrupt
 from eval.terminal import echo, echo_err
@@ -60,6 +60,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     add_specs_option(tok)
     tok.add_argument("--model", help="model id at --base-url (default: the first one listed)")
+    tok.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="environment variable holding the server's API key (never stored or printed; default: the launch "
+        "spec's api_key_env)",
+    )
     tok.add_argument("--tokenizer", help="a local Hugging Face tokenizer folder (needs transformers)")
     tok.add_argument(
         "--no-truncate", action="store_true", help="no tokenizer, no truncation (for inspection)"
@@ -78,13 +84,14 @@ def make_tokenizer(args: argparse.Namespace) -> Tokenizer | None:
         return None
     if args.tokenizer:
         return LocalTokenizer(args.tokenizer, args.max_model_len)
-    return ServerTokenizer(args.base_url, args.model)
+    return ServerTokenizer(args.base_url, args.model, api_key=api_key_from_env(args.api_key_env))
 
 
 def run(args: argparse.Namespace) -> int:
     if args.spec and not (args.base_url or args.tokenizer or args.no_truncate):
         spec = get_launch_spec(args.spec, args.specs)
         args.model = args.model or spec.model
+        args.api_key_env = args.api_key_env or spec.api_key_env
         if args.max_model_len is None and args.max_input_tokens is None:
             args.max_model_len = spec_context_length(spec)  # llama-cpp-python reports none (its --n_ctx)
         with (
@@ -97,24 +104,30 @@ def run(args: argparse.Namespace) -> int:
     return _prepare(args)
 
 
+def _secrets(args: argparse.Namespace) -> Secrets:
+    """The API key of --api-key-env, redacted from any error line (an unset variable is refused)."""
+    return NO_SECRETS.with_(api_key_from_env(args.api_key_env) if args.base_url else None)
+
+
 def _prepare(args: argparse.Namespace) -> int:
     if args.data_dir is not None:
         source = DataSource("data_dir", path=args.data_dir)
     else:
         source = DataSource(args.source, repo=args.repo, revision=args.revision)
-    cfg = PrepareConfig(
-        source=source,
-        datasets=[d.strip() for d in args.datasets.split(",") if d.strip()],
-        n=parse_n(args.n),
-        seed=args.seed,
-        out=args.out,
-        tokenizer=make_tokenizer(args),
-        max_tokens=parse_max_tokens(args.max_tokens),
-        max_input_tokens=args.max_input_tokens,
-        max_model_len=args.max_model_len,
-        v2_mode=args.v2_mode,
-    )
-    header, rows = prepare(cfg)
+    with redacted_errors(_secrets(args)):  # the key never reaches an error line
+        cfg = PrepareConfig(
+            source=source,
+            datasets=[d.strip() for d in args.datasets.split(",") if d.strip()],
+            n=parse_n(args.n),
+            seed=args.seed,
+            out=args.out,
+            tokenizer=make_tokenizer(args),
+            max_tokens=parse_max_tokens(args.max_tokens),
+            max_input_tokens=args.max_input_tokens,
+            max_model_len=args.max_model_len,
+            v2_mode=args.v2_mode,
+        )
+        header, rows = prepare(cfg)
     truncated = sum(r.truncated for r in rows)
     echo(
         f"wrote {len(rows)} inputs ({', '.join(f'{d}: {len(v)}' for d, v in header.selected_ids.items())}; "

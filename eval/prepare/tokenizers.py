@@ -39,6 +39,13 @@ def input_budget(max_model_len: int, max_tokens: int, overhead: int) -> int:
     return budget
 
 
+def status_line(status: int, body: str) -> str:
+    """An HTTP error as one line: the status, the start of the body, and for 401/403 the option that sends a key."""
+    text = " ".join(body.split())[:300]
+    hint = "; give the server's API key with --api-key-env VAR" if status in (401, 403) else ""
+    return f"HTTP {status}: {text}{hint}"
+
+
 class ServerTokenizer:
     """The running vLLM server's /tokenize and /detokenize (no model download needed).
 
@@ -47,12 +54,15 @@ class ServerTokenizer:
     its chat prompt's token count is then the usage.prompt_tokens of a one-token chat completion, and its
     context length must be given (--max-model-len: it does not report one)."""
 
-    def __init__(self, base_url: str, model: str | None = None, timeout: float = 60.0) -> None:
+    def __init__(
+        self, base_url: str, model: str | None = None, timeout: float = 60.0, api_key: str | None = None
+    ) -> None:
         import httpx2
 
         self.base_url = base_url.rstrip("/")
         self.root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
-        self._http = httpx2.Client(timeout=timeout)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}  # never stored, never printed
+        self._http = httpx2.Client(timeout=timeout, headers=headers)
         self._max_len: int | None = None
         self._extras = False  # llama-cpp-python: /extras/tokenize and /extras/detokenize
         self.model = model or self._first_model()
@@ -66,7 +76,7 @@ class ServerTokenizer:
             raise LbevalError(f"tokenizer server {self.root}{path}: {exc}") from None
         if resp.status_code != 200:
             raise LbevalError(
-                f"tokenizer server {self.root}{path}: HTTP {resp.status_code}: {resp.text[:300]}"
+                f"tokenizer server {self.root}{path}: {status_line(resp.status_code, resp.text)}"
             )
         data: dict[str, Any] = resp.json()
         return data
@@ -89,12 +99,17 @@ class ServerTokenizer:
     def _first_model(self) -> str:
         import httpx2
 
+        url = f"{self.base_url}/models"
         try:
-            resp = self._http.get(f"{self.base_url}/models")
-            resp.raise_for_status()
+            resp = self._http.get(url)
+        except httpx2.HTTPError as exc:
+            raise LbevalError(f"cannot list models at {url}: {exc}") from None
+        if resp.status_code != 200:
+            raise LbevalError(f"cannot list models at {url}: {status_line(resp.status_code, resp.text)}")
+        try:
             models = resp.json()["data"]
-        except (httpx2.HTTPError, KeyError, ValueError) as exc:
-            raise LbevalError(f"cannot list models at {self.base_url}/models: {exc}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LbevalError(f"cannot list models at {url}: not a model list ({exc})") from None
         if not models:
             raise LbevalError(f"{self.base_url}/models lists no model")
         self._max_len = models[0].get("max_model_len")

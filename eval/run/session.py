@@ -49,7 +49,7 @@ from eval.records.server_figures import checked_cached
 from eval.records.server_identity import server_differences
 from eval.records.types import RECORD_SCHEMA_VERSION, RequestRecord
 from eval.records.vocabulary import choice_of
-from eval.redact import Secrets, safe_url
+from eval.redact import Secrets, api_key_from_env, safe_url
 from eval.run.client import Client
 from eval.run.config import (
     CLIENT_PACKAGES,
@@ -82,12 +82,7 @@ Todo = tuple[Unit, GroupState, int]  # a unit left to run, the state of its grou
 
 def api_key(config: RunConfig) -> str | None:
     """The API key from `config.api_key_env` (ConfigError when unset); `run_secrets` redacts it."""
-    if config.api_key_env is None:
-        return None
-    key = os.environ.get(config.api_key_env)
-    if not key:
-        raise ConfigError(f"--api-key-env {config.api_key_env}: that environment variable is not set")
-    return key
+    return api_key_from_env(config.api_key_env)
 
 
 def run_secrets(config: RunConfig) -> Secrets:
@@ -103,17 +98,22 @@ def open_client(config: RunConfig, ledger: SendLedger) -> Client:
 
 
 @contextmanager
-def serving(config: RunConfig) -> Iterator[tuple[str, dict[str, Any] | None]]:
+def serving(
+    config: RunConfig, ledger: SendLedger | None = None
+) -> Iterator[tuple[str, dict[str, Any] | None]]:
     """(base URL, what lbeval started) for the session: the config's managed server (`config.server`), started
     here and stopped on exit, its log under the runs folder; else (config.base_url, None). Called with the run
-    folder's lock held; the session's config then takes the URL (the manifest records it)."""
+    folder's lock held; the session's config then takes the URL (the manifest records it). With the session's
+    send `ledger`, a managed server whose engine dies is reported with the request it died on."""
     if config.server is None:
         yield config.base_url, None
         return
     secrets = run_secrets(config)
     say = lambda message: echo_err(message, secrets=secrets)  # noqa: E731
-    with start(config.server, echo=say, runs=config.out) as server, server.reported_if_dead():
-        yield server.base_url, server.describe()  # a server that dies during the session is reported dead
+    with start(config.server, echo=say, runs=config.out) as server:
+        answered = None if ledger is None else lambda: ledger.answered(server.root_url)
+        with server.reported_if_dead(answered):  # a server that dies during the session is reported dead,
+            yield server.base_url, server.describe()  # with the session's ledger: on which request
 
 
 @dataclass(frozen=True)
