@@ -7,7 +7,9 @@ record, an edited field, a bad merge): `record_damage` names it as `records.json
     run_id, variant   the manifest's: a record of another run copied in is foreign
     scenario          the scenario of its pass (eval/records/vocabulary.scenario_of)
     replica           below the number of replicas a session of the run served (1 without replicas), and the
-                      same for every record of one unit's group (a unit runs on one replica: eval/run/replicas.py)
+                      same for every record of one unit's group (a unit runs on one replica: eval/run/replicas.py;
+                      the replicas scenario's unit visits each replica in turn, and its analysis counts a record
+                      answered by another replica than its variation names as invalid)
     seq               the send order: unique within the run
     attempt           a slot's attempts within a group are 0, 1, 2, ... (a retry follows the attempt before it)
     pass order        a main unit's group sends cold, warm, repeat in that order (their first attempts' seq)
@@ -31,6 +33,7 @@ from eval.records.types import CACHE_VERIFIED, RequestRecord
 from eval.records.vocabulary import GENERATION_PASSES, MISS_EXPECTED, UNIT_MAIN, scenario_of
 
 SHOWN = 3  # problems named per kind; the rest are counted
+SPANNING = "replicas"  # the scenario whose unit runs on every replica (eval/records/scenarios.py)
 
 
 def record_lines(records: Sequence[RequestRecord], torn: Sequence[int]) -> list[int]:
@@ -75,6 +78,8 @@ def _replicas(recs: Sequence[tuple[int, RequestRecord]], n: int) -> Iterator[Fou
     for line, r in recs:
         if r.replica >= n:
             yield line, "replica", f"{r.replica}, but the run's sessions served {n} replica(s)"
+            continue
+        if r.scenario == SPANNING:  # its unit visits every replica in turn (variation.replica says which)
             continue
         other = first.setdefault((unit_of(r), r.group), r)
         if other.replica != r.replica:

@@ -132,6 +132,20 @@ def test_a_replica_other_than_its_units_is_damage() -> None:
     assert "records.jsonl:2:replica: 1, but its unit's group ran on replica 0" in line
     same = [recs[0], replace(recs[1], replica=0)]
     assert record_damage(same, [], "r1", "v", sessions, "records.jsonl") == []
+    # the replicas scenario's unit visits every replica in turn: not damage
+    spanning = [
+        make_record(
+            pass_name=p,
+            repetition=r,
+            seq=2 * r + k,
+            replica=r,
+            scenario="replicas",
+            expected_cached_tokens=None,
+        )
+        for r in (0, 1)
+        for k, p in enumerate(("replicas_cold", "replicas_warm"))
+    ]
+    assert record_damage(spanning, [], "r1", "v", sessions, "records.jsonl") == []
 
 
 def test_a_warm_record_whose_usage_contradicts_status_ok_is_damage(

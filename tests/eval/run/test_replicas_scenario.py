@@ -209,11 +209,12 @@ def test_replica_rows_measured_by_one_run_only_give_no_verdict(
     base = score_run(execute_run(one))
     fakes[1].add_fault(Fault("divergence", times=-1, position=FAULT_AT))
     variant = score_run(execute_run(replicated(fakes[:2], tmp_path, "two")))
+    assert not variant.scores.run.damage and variant.scores.run.complete  # its units on their replicas
     row = att(variant).row("replica_r1")
     assert row is not None and row.pairs is not None and row.pairs.tokens_equal < row.pairs.n_total
     v = evaluate(compare(base, variant), load_policy(None))
     r = next(x for x in v.results if x.rule == "cause_rows")
-    assert r.status == NO_DATA and v.exit_code == 2, r.measured
+    assert r.status == NO_DATA and v.exit_code != 0, r.measured  # never a PASS (cross_variant_cold may FAIL)
     assert "not comparable: " in r.measured and "replica_r1 (measured by the variant run only)" in r.measured
     skip = parse_policy("schema_version = 1\n[rules.cause_rows]\nskip_one_sided = true\n", "skip.toml")
     r = next(x for x in evaluate(compare(base, variant), skip).results if x.rule == "cause_rows")
