@@ -13,9 +13,11 @@ record, an edited field, a bad merge): `record_damage` names it as `records.json
     seq               the send order: unique within the run
     attempt           a slot's attempts within a group are 0, 1, 2, ... (a retry follows the attempt before it)
     pass order        a main unit's group sends cold, warm, repeat in that order (their first attempts' seq)
-    usage             a verified record with status ok met its cache expectation: a warm-condition record's
-                      cached tokens cover `expected_cached_tokens`, a miss-expected pass's are 0 (by its own
-                      usage or by the server's count, `server_figures.checked_cached`: either one standing)
+    usage             a verified record of the cache scenario with status ok met its cache expectation: a
+                      warm-condition record's cached tokens cover `expected_cached_tokens`, a miss-expected
+                      pass's are 0 (by its own usage or by the server's count, `server_figures.checked_cached`:
+                      either one standing). The other scenarios' status is not their cache check (their rules,
+                      hitlen_cache_honoured, judge the hits), so their usage is not held to it
 
 Not checked here, and why: a slot outside the plan or a planned slot left empty is `plan.completeness`; two
 records of the same slot, group and attempt are `final.describe_duplicates`.
@@ -30,7 +32,7 @@ from typing import Any
 from eval.records.final import slot_of, unit_of
 from eval.records.server_figures import checked_cached
 from eval.records.types import CACHE_VERIFIED, RequestRecord
-from eval.records.vocabulary import GENERATION_PASSES, MISS_EXPECTED, UNIT_MAIN, scenario_of
+from eval.records.vocabulary import GENERATION_PASSES, MISS_EXPECTED, RECORD_PASSES, UNIT_MAIN, scenario_of
 
 SHOWN = 3  # problems named per kind; the rest are counted
 SPANNING = "replicas"  # the scenario whose unit runs on every replica (eval/records/scenarios.py)
@@ -119,6 +121,8 @@ def _send_order(recs: Sequence[tuple[int, RequestRecord]]) -> Iterator[Found]:
 def usage_contradiction(r: RequestRecord) -> str | None:
     """Why a verified record's usage contradicts its status ok (None: it does not); module docstring."""
     if r.status != "ok" or r.cache_check != CACHE_VERIFIED or r.expected_cached_tokens is None:
+        return None
+    if r.pass_name not in RECORD_PASSES:  # a scenario's status is not its cache check (its rules judge hits)
         return None
     counts = {r.usage.cached_tokens, checked_cached(r)}
     expected = r.expected_cached_tokens

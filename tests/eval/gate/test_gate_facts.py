@@ -304,3 +304,18 @@ def test_an_interleaved_sessions_pairing_file_is_part_of_it(
         f"variant run {db.name} is damaged: ab_pairs.jsonl (the manifest marks this run side b of an lbeval "
     )
     assert marked + f"ab session with base/{da.name}" in out and named in out, out
+
+
+def test_a_scenario_records_status_is_not_its_cache_check() -> None:
+    # a hitlen request that found no hit is status ok: hitlen_cache_honoured judges it, not the reader
+    from eval.records.consistency import record_damage, usage_contradiction
+    from eval.records.types import Usage
+    from tests.eval.records.test_run_folder import make_record
+
+    miss = make_record(
+        pass_name="hitlen_full", scenario="hitlen", expected_cached_tokens=32, usage=Usage(84, 4, 0)
+    )
+    assert usage_contradiction(miss) is None
+    assert record_damage([miss], [], "r1", "v", [], "records.jsonl") == []
+    warm = make_record(pass_name="warm", seq=1, expected_cached_tokens=32, usage=Usage(84, 4, 0))
+    assert usage_contradiction(warm) == "0, but status ok says it met its 32 expected cached tokens"
