@@ -168,7 +168,10 @@ class InterruptAt(FakeServer):
         with self.lock:
             body = self.requests[-1][1] if self.requests else {}
             prompt = body.get("prompt")
-            if isinstance(prompt, list) and body.get("max_tokens") == 1:  # a prime: token IDs, one token
+            probe = str(body.get("cache_salt") or "").startswith("lbeval-probe-")  # the probe's cache model
+            if (
+                isinstance(prompt, list) and body.get("max_tokens") == 1 and not probe
+            ):  # a prime: IDs, one token
                 self.primes += 1
                 if self.primes == self.at:
                     os.kill(os.getpid(), signal.SIGINT)
