@@ -82,9 +82,10 @@ def execute_run(
                 if replicated(config, inputs):  # N endpoints, each input pinned to one (eval/run/replicas.py)
                     run_replicated(config, inputs, ledger or SendLedger(), on_record)
                     return inputs.run_dir
-                with serving(config) as (url, server):
+                ledger = ledger or SendLedger()
+                with serving(config, ledger) as (url, server):
                     config = replace(config, base_url=url)  # a managed server's, once started
-                    with open_client(config, ledger or SendLedger()) as client:
+                    with open_client(config, ledger) as client:
                         session = RunSession.prepare(config, client, inputs)
                         session.on_record = on_record
                         session.start(server)

@@ -23,7 +23,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
@@ -52,11 +52,11 @@ def _fill(value: str, name: str, host: str, port: int) -> str:
     return value.replace("{name}", name).replace("{host}", host).replace("{port}", str(port))
 
 
-def tail(path: Path, lines: int = 25) -> str:
+def tail(path: Path, lines: int = 25, max_bytes: int = 64 * 1024) -> str:
     try:
         with path.open("rb") as fh:
             fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 64 * 1024))
+            fh.seek(max(0, fh.tell() - max_bytes))
             text = fh.read().decode("utf-8", "replace")
     except OSError:
         return "(no log)"
@@ -73,6 +73,31 @@ def last_error(log_text: str, secrets: Secrets = NO_SECRETS) -> str | None:
         if _ERROR_LINE.search(line):
             return redact_text(line.strip(), secrets)[:400]
     return None
+
+
+# vLLM's engine dying: the worker's or the engine core's fatal error, or the API server's EngineDeadError after it
+_ENGINE_DEATH = re.compile(
+    r"WorkerProc hit an exception|EngineCore encountered a fatal error|EngineDeadError"
+)
+_EXCEPTION = re.compile(r"\b([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$")
+DEATH_LOG_BYTES = (
+    512 * 1024
+)  # how much of a log's end is searched for the engine's death (tracebacks pile up)
+
+
+def engine_death(log_text: str, secrets: Secrets = NO_SECRETS) -> str | None:
+    """When the log shows vLLM's engine dying, its root cause: the first exception line (`TypeError: ...`) from
+    the first line that names the death on; "cause not in the log" when none follows. None when the log shows no
+    engine death (a server that exited for another reason)."""
+    lines = log_text.splitlines()
+    start = next((i for i, line in enumerate(lines) if _ENGINE_DEATH.search(line)), None)
+    if start is None:
+        return None
+    for line in lines[start:]:
+        found = _EXCEPTION.search(line)
+        if found:
+            return redact_text(f"{found.group(1)}: {found.group(2)}".strip(), secrets)[:400]
+    return "cause not in the log"
 
 
 def _http_ok(url: str, timeout: float = 2.0) -> bool:
@@ -157,9 +182,11 @@ class ManagedServer:
                 )
             time.sleep(poll_s)
 
-    def exit_report(self, grace_s: float = 0.0) -> str | None:
+    def exit_report(self, grace_s: float = 0.0, answered: Callable[[], int] | None = None) -> str | None:
         """None while the process runs (after waiting up to `grace_s` for it to exit); else one line: its exit
-        code, its log and the log's last error line."""
+        code, its engine's death when the log shows one (its root cause, and with `answered`, the number of
+        completions this server answered before, the request it died on: the next), its log and the log's
+        last error line."""
         try:
             code = self.process.wait(grace_s) if grace_s > 0 else self.process.poll()
         except subprocess.TimeoutExpired:
@@ -167,21 +194,29 @@ class ManagedServer:
         if code is None:
             return None
         error = last_error(tail(self.log_path, 200), self.spec.secrets)
+        death = engine_death(tail(self.log_path, 100_000, DEATH_LOG_BYTES), self.spec.secrets)
+        died = ""
+        if death is not None:
+            done = None if answered is None else answered()
+            on = "" if done is None else f" on request {done + 1} ({done} answered before it)"
+            died = f": its engine died{on}: {death}"
         return (
-            f"server {self.spec.name} exited with code {code}; its log: {self.log_path}; "
+            f"server {self.spec.name} exited with code {code}{died}; its log: {self.log_path}; "
             f"last error: {error or '(none in the log)'}"
         )
 
     @contextlib.contextmanager
-    def reported_if_dead(self) -> Iterator[None]:
+    def reported_if_dead(self, answered: Callable[[], int] | None = None) -> Iterator[None]:
         """Within the block, a failure (LbevalError) while this server has exited (or exits within
-        DEATH_GRACE_S while its health check fails) is re-raised as the server's exit report, the failure it caused after it."""
+        DEATH_GRACE_S while its health check fails) is re-raised as the server's exit report, the failure it
+        caused after it. `answered`: the completions the session's Clients had this server answer (the send
+        ledger's count), so that a dying engine is reported with the request it died on."""
         try:
             yield
         except LbevalError as exc:
-            report = self.exit_report()
+            report = self.exit_report(answered=answered)
             if report is None and not _http_ok(self.root_url + self.spec.health_path):
-                report = self.exit_report(DEATH_GRACE_S)  # unhealthy: exiting, or about to
+                report = self.exit_report(DEATH_GRACE_S, answered)  # unhealthy: exiting, or about to
             if report is None:
                 raise
             raise LbevalError(f"{report} (then: {exc})") from None

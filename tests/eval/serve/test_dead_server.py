@@ -55,7 +55,10 @@ def test_a_server_that_dies_on_the_first_request_is_reported_dead(
     errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert len(errors) == 1, errors
     log = next((tmp_path / "logs").glob("dying-*.log"))
-    assert errors[0].startswith(f"lbeval run: error: server dying exited with code 7; its log: {log}; ")
+    assert errors[0].startswith(
+        "lbeval run: error: server dying exited with code 7: its engine died on request 1 (0 answered before it): "
+        f"vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.; its log: {log}; "
+    )
     assert (
         "last error: vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue." in errors[0]
     )
