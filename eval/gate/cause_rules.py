@@ -5,7 +5,12 @@ in eval/gate/policy_default.toml and docs/gate.md).
                      size, hitlen and each class of hit length, repeats, traffic, their sub-rows; row keys as
                      eval/analyze/attribution.AttributionRow.key), the variant may not have more pairs whose
                      tokens differ than the base plus `allowed_drop`, nor a max |top-k logprob delta| above
-                     max(base x delta_factor, base + delta_floor). A row measured by one run only, or whose
+                     max(base x delta_factor, base + delta_floor, noise x delta_factor), where noise is the
+                     engine's own: the largest max |delta| the base measured on its benign rows (batch
+                     composition, repeats, replicas: eval/gate/cross_numerics.base_noise). A bf16 engine moves
+                     logprobs by ~0.016 with the batch's composition, which a row the base happened to batch
+                     alike (delta 0) would otherwise call a fault; dense fp32 kernel noise (3e-5) leaves the
+                     floor in charge. A row measured by one run only, or whose
                      scenario ran but planned no pair for it (N = 0: `--batch-sizes 1`, `--hit-lengths` beyond
                      every prompt), is no data unless `skip_one_sided`; no row measured by both is no data.
                      The replica rows (the replicas scenario) are no exception: a variant on 2 replicas
@@ -27,6 +32,7 @@ from typing import Any
 from eval.analyze.causes import CauseRow, RowSide, cause_rows
 from eval.analyze.compare import Comparison
 from eval.analyze.score import ScoredRun
+from eval.gate.cross_numerics import base_noise
 from eval.gate.verdict import FAIL, NO_DATA, PASS, SKIPPED, RowRef, RuleResult
 from eval.records.server_figures import checked_cached
 from eval.records.types import RequestRecord
@@ -34,11 +40,12 @@ from eval.records.types import RequestRecord
 ATTRIBUTION, CACHE = "attribution", "cache"
 
 
-def delta_limit(base: float | None, p: Mapping[str, Any]) -> float:
-    """The largest variant max |delta| a row allows: max(base x delta_factor, base + delta_floor), base 0 when
-    it compared no pair (kernel noise 3e-5 allows 0.01 by default; a fault's 1.5 is far above)."""
-    b = base or 0.0
-    return max(b * float(p["delta_factor"]), b + float(p["delta_floor"]))
+def delta_limit(base: float | None, p: Mapping[str, Any], noise: float = 0.0) -> float:
+    """The largest variant max |delta| a row allows: max(base x delta_factor, base + delta_floor, noise x
+    delta_factor), base 0 when it compared no pair, noise the engine's own (the base's benign rows: kernel noise
+    3e-5 allows 0.01 by default; a fault's 1.5 is far above)."""
+    b, factor = base or 0.0, float(p["delta_factor"])
+    return max(b * factor, b + float(p["delta_floor"]), noise * factor)
 
 
 @dataclass(frozen=True)
@@ -47,14 +54,14 @@ class RowJudgement:
     worse: list[str]  # what is worse than the base, in words (empty: not worse)
 
 
-def judge_row(row: CauseRow, p: Mapping[str, Any]) -> RowJudgement:
+def judge_row(row: CauseRow, p: Mapping[str, Any], noise: float = 0.0) -> RowJudgement:
     b, v = row.base, row.variant
     assert b is not None and v is not None
     worse = []
     lost = (v.n_total - v.tokens_equal) - (b.n_total - b.tokens_equal)
     if lost > p["allowed_drop"]:
         worse.append(f"tokens equal {v.tokens} vs base {b.tokens} (allowed drop {p['allowed_drop']})")
-    limit = delta_limit(b.max_delta, p)
+    limit = delta_limit(b.max_delta, p, noise)
     if v.max_delta is not None and v.max_delta > limit:
         worse.append(f"max |delta| {v.max_delta:.3g} vs base {_delta(b)} (limit {limit:.3g})")
     return RowJudgement(row, worse)
@@ -73,9 +80,15 @@ def _one_sided(row: CauseRow) -> str:
 
 def rule_cause_rows(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     name = "cause_rows"
+    noise = base_noise(c.base.scores.attribution)
     threshold = (
         f"per row measured by both: pairs with other tokens <= base's + {p['allowed_drop']}, max |delta| <= "
-        f"max(base x {p['delta_factor']:g}, base + {p['delta_floor']:g})"
+        f"max(base x {p['delta_factor']:g}, base + {p['delta_floor']:g}"
+        + (
+            f", the base's own noise {noise.max_delta:.3g} ({noise.row}) x {p['delta_factor']:g})"
+            if noise.row
+            else ")"
+        )
     )
     rows = [r for r in cause_rows(c) if r.base is not None or r.variant is not None or r.empty]
     both = [r for r in rows if r.both]
@@ -84,7 +97,7 @@ def rule_cause_rows(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
         for r in both
         if r.base is not None and r.variant is not None and r.base.n_total != r.variant.n_total
     ]
-    judged = [judge_row(r, p) for r in both if r not in mismatched]
+    judged = [judge_row(r, p, noise.max_delta) for r in both if r not in mismatched]
     failing = [j for j in judged if j.worse]
     one_sided = [_one_sided(r) for r in rows if not r.both]
     unmatched = [f"{r.key} (N {r.base.n_total} vs {r.variant.n_total}: other plans)" for r in mismatched

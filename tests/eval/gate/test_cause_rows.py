@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
+from eval.analyze.causes import CauseRow, RowSide
 from eval.analyze.compare import Comparison, compare
 from eval.analyze.score import ScoredRun, score_run
 from eval.cli import main
+from eval.gate.cause_rules import delta_limit, judge_row
 from eval.gate.policy import load_policy
 from eval.gate.rules import evaluate
 from eval.gate.verdict import FAIL, NO_DATA, PASS, SKIPPED, RuleResult, Verdict
@@ -188,3 +190,31 @@ def test_lbeval_gate_names_the_failing_rows_in_its_output_and_junit(
     assert "causes 2 cause row(s) where the variant differs from the base" in joined
     assert any(line.lstrip().startswith("hitlen_L_32 ") and "FAIL cause_rows" in line for line in lines)
     assert "failing rows: hitlen, hitlen_L_32" in junit.read_text()
+
+
+POLICY = {"allowed_drop": 0, "delta_factor": 10.0, "delta_floor": 0.01}
+
+
+@pytest.mark.parametrize(
+    ("base", "noise", "limit"),
+    [
+        (None, 0.0, 0.01),  # no pair in the base: the floor
+        (3e-5, 3e-5, 0.01003),  # dense fp32 kernel noise: the floor rules
+        (0.005, 0.0, 0.05),  # a noisy row: base x factor
+        (0.0, 0.0159, 0.159),  # bf16 batch noise the base measured elsewhere: the engine's own noise x factor
+        (0.2, 0.0159, 2.0),
+    ],
+)
+def test_the_delta_limit_reads_the_engines_own_noise(base: float | None, noise: float, limit: float) -> None:
+    assert delta_limit(base, POLICY, noise) == pytest.approx(limit)
+
+
+def test_a_row_the_base_happened_to_batch_alike_is_not_a_fault_on_a_bf16_engine() -> None:
+    """Measured on cpu-hybrid (bf16, 2026-12-07): clean against clean, the base's repeats_batched row 0 and the
+    variant's 0.0157 (its batches formed otherwise), while the base's batch_warm row measured 0.0159. With the
+    engine's noise the row passes; a partial-prefix fault's 0.9 still fails."""
+    row = CauseRow("repeats_batched", 1, "repeats", RowSide(2, 2, 2, 0.0), RowSide(2, 2, 2, 0.0157))
+    assert judge_row(row, POLICY).worse  # the floor alone (0.01) calls it worse
+    assert judge_row(row, POLICY, noise=0.0159).worse == []
+    fault = CauseRow("hitlen_1B", 1, "hitlen", RowSide(1, 1, 1, 0.0), RowSide(1, 1, 1, 0.9))
+    assert judge_row(fault, POLICY, noise=0.0159).worse
