@@ -340,11 +340,19 @@ def _salt_fault(pr: _Probing, res: ProbeResult, other: int, cold_mode: str, auto
 USAGE_FAULT = "usage over-reports cached tokens: the server's own prefix-cache counters disagree"
 
 
-def _hits(pr: _Probing, res: ProbeResult, row: InputRow, salt: str, ids: list[int] | None = None) -> int:
+def _hits(
+    pr: _Probing,
+    res: ProbeResult,
+    row: InputRow,
+    salt: str,
+    ids: list[int] | None = None,
+    counted_first: bool = False,
+) -> int:
     """A probe request's cached tokens as the server counted them where /metrics can tell (a clean window,
     eval/run/probe_counts.py), else as its usage says. A usage claim of a hit the server did not count is a
     finding of its own (the records' counter check, the gate's cache_reports_consistent, then counts every
-    such request), not a salt or reset that failed."""
+    such request), not a salt or reset that failed. `counted_first`: the server's count whenever it has one
+    (the cache model's measurement, whose hit length a usage over-report would misname)."""
     if not res.metrics:
         usage = _probe_usage(pr, res, row, salt, ids)
         return (usage.cached_tokens if usage is not None else None) or 0
@@ -359,6 +367,8 @@ def _hits(pr: _Probing, res: ProbeResult, row: InputRow, salt: str, ids: list[in
             res.findings.append(finding)
             res.warnings.append(finding + "; the cache checks use the server's counts")
         return 0
+    if counted_first and got.server_hits is not None:
+        return got.server_hits  # how many, not only whether: the server's own count where it has one
     return got.usage_cached or 0
 
 
@@ -535,8 +545,8 @@ def _unmeasurable(pr: _Probing, res: ProbeResult) -> str | None:
 
 def _measure_model(pr: _Probing, res: ProbeResult, ids: list[int], block: int) -> CacheModel:
     row, salt, primed = _model_row(block), _probe_salt(), 2 * block
-    first = _hits(pr, res, row, salt, ids[:primed])
-    hit = _hits(pr, res, row, salt, ids)
+    first = _hits(pr, res, row, salt, ids[:primed], counted_first=True)
+    hit = _hits(pr, res, row, salt, ids, counted_first=True)
     evidence = f"a prime of {primed} of {len(ids)} token IDs, then all {len(ids)}: {hit} cached"
     if first == 0 and hit == primed:
         return CacheModel(BLOCKS, block, evidence=evidence)
