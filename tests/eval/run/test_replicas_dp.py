@@ -296,8 +296,8 @@ def test_an_endpoint_without_an_engine_per_rank_is_refused(tmp_path: Path) -> No
         with pytest.raises(ConfigError, match=r"--dp-ranks 3: .* shows engine\(s\) \['0', '1'\], not 2"):
             execute_run(routed(fake, six_rows(tmp_path), tmp_path / "runs", ranks=3))
         assert all(
-            "capability probe" in prompt for _, prompt, _ in fake.routed
-        )  # nothing sent but the probe's
+            (salt or "").startswith("lbeval-probe-") for _, _, salt in fake.routed
+        )  # nothing sent but the probe's (its capability and cache-model requests)
 
 
 def test_scenario_units_on_a_routing_endpoint_stay_on_their_engine(tmp_path: Path) -> None:
