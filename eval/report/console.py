@@ -297,6 +297,8 @@ def compare_summary(
     if "aa_floor" in by_id:  # --aa-floor
         lines += wrap("A/A floor", by_id["aa_floor"].reading)
     lines += wrap("cache", by_id["cache"].reading)
+    if "spec_decode" in by_id:  # a server with a speculative draft
+        lines += wrap("drafts", by_id["spec_decode"].reading)
     lines += cause_lines(c, verdict, delta_floor)
     if c.warnings:
         lines += wrap("warnings", f"{len(c.warnings)} (listed in the report)")

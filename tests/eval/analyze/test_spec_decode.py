@@ -12,7 +12,9 @@ from eval.analyze.score import score_run
 from eval.analyze.spec_decode import SpecDecode, spec_decode
 from eval.records.final import select_final
 from eval.records.run_folder import load_run
+from eval.report.console import compare_summary
 from eval.report.spec_decode_table import spec_decode_table
+from eval.report.tables import build_tables
 from eval.run.metrics_text import parse_metrics, request_deltas
 from eval.run.runner import execute_run
 from eval.serve.fake_server import FakeServer
@@ -107,6 +109,11 @@ def test_a_run_against_a_drafting_server_reports_its_acceptance(tmp_path: Path) 
         table is not None and table.reading == "Speculative decoding: acceptance base 33.3%, variant 33.3%."
     )
     assert [r.key for r in table.rows] == ["base", "variant"]
+    c = compare(score_run(runs[0]), score_run(runs[1]))
+    lines = compare_summary(c, build_tables(c), None, [tmp_path / "report.md"])
+    assert [line for line in lines if line.startswith("drafts")] == [
+        "drafts     Speculative decoding: acceptance base 33.3%, variant 33.3%."
+    ]
 
 
 def test_no_table_without_a_draft(tmp_path: Path) -> None:
