@@ -89,7 +89,7 @@ class DefaultPlan:
 
 DEFAULT_PLAN = DefaultPlan(
     scenarios=SCENARIO_NAMES,
-    inputs_per=12,  # 12 mini inputs: 1; 32 inputs: 2 (docs/scenarios.md: about +20% server-seconds either way)
+    inputs_per=12,  # 12 mini inputs: 1; 32 inputs: 2 (docs/scenarios.md: about +10-20% server-seconds either way)
     # partial hits at three depths (1 block, half the prompt's full blocks, one block short of them: partial
     # when the prompt has 2+ full blocks) and the full one
     hit_classes=("1B", "middle", "deepest partial", "last block"),
