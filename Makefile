@@ -101,7 +101,7 @@ server-faults: server-venv
 # The fault detection matrix (bench/faults.py, docs/faults.md): every fault variant against clean cpu-smollm2
 # with the default plan, and clean against clean; writes $(RUNS)/faults/matrix.md, matrix.json, matrix.html.
 #   make faults [FAULTS_ARGS='--only partial_prefix,short_hits --n 4']
-faults: setup server-model server-faults
+faults: setup server-model server-hybrid server-faults
 	$(BIN)/python -m bench faults --runs $(RUNS) $(FAULTS_ARGS)
 
 # Idempotent: eval/server_model.py skips when the folder's stamp (file sizes and sha256s, written last) matches.

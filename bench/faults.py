@@ -34,7 +34,15 @@ from eval.report.svg import grouped_bars
 from eval.serve.launch_specs import default_cache_dir
 
 BASE_SPEC = "cpu-smollm2"
-CLEAN_AGAIN = "cpu-smollm2-again"  # the clean base's second run (its own variant name, the same spec)
+HYBRID_SPEC = "cpu-hybrid"  # the hybrid server's cases are gated against it (Case.base)
+
+
+def again(base: str) -> str:
+    """The clean base's second run: its own variant name, the same spec."""
+    return f"{base}-again"
+
+
+CLEAN_AGAIN = again(BASE_SPEC)
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,7 @@ class Case:
     options: tuple[str, ...] = ()  # more lbeval options for this case only
     # rule @ rows that may fail or not from run to run (each says why); neither required nor a misattribution
     tolerate: tuple[Failing, ...] = ()
+    base: str = BASE_SPEC  # the clean server it is gated against (and the clean case's second run of it)
 
     def expected(self) -> str:
         return "; ".join(sorted(k for f in self.expect for k in f.names())) or "PASS"
@@ -266,6 +275,45 @@ CASES: tuple[Case, ...] = (
             ),
         ),
     ),
+    # the hybrid server (cpu-hybrid: Gated DeltaNet + attention, a cache of recurrent-state checkpoints; its cache
+    # model is measured by the probe): clean against clean, and the numerics classes that apply to any model
+    Case("hybrid_clean", "cpu-hybrid", (), base=HYBRID_SPEC),
+    Case(
+        "hybrid_warm_numerics",
+        "cpu-hybrid-fault-warm-numerics",
+        (
+            Failing(
+                "cold_warm_equality", rows("agreement", "cold_warm_text"), "every warm request is noised"
+            ),
+            Failing(
+                "cause_rows",
+                rows(
+                    "attribution",
+                    "cache_cold_warm",
+                    "hitlen",
+                    "hitlen_1B",
+                    "hitlen_middle",
+                    "hitlen_deepest_partial",
+                    "hitlen_last_block",
+                    "traffic_vs_cold",
+                ),
+                "every row comparing a prefix hit with a cold request, as on the dense server",
+            ),
+        ),
+        base=HYBRID_SPEC,
+    ),  # fmt: skip
+    Case(
+        "hybrid_partial_prefix",
+        "cpu-hybrid-fault-partial-prefix",
+        (
+            Failing(
+                "cause_rows",
+                rows("attribution", "hitlen", "hitlen_1B", "hitlen_middle", "hitlen_deepest_partial"),
+                "the partial hits at every depth (primed one token longer on checkpoints); the full hit clean",
+            ),
+        ),
+        base=HYBRID_SPEC,
+    ),
     # +50% on the warm path against the shipped +10% limit (its spec says why not +20%); if the planned
     # repetitions leave the interval straddling the limit, more are added until the half-width is 7% or the
     # budget is spent
@@ -430,8 +478,8 @@ def count_inputs(run_dir: Path) -> int | None:
 
 def run_case(case: Case, base: Path, inputs: Path, runs: Path, out: Path, plan: list[str]) -> Outcome:
     side = run_side(
-        case.fault if case.expect else CLEAN_AGAIN,
-        case.spec if case.expect else BASE_SPEC,
+        case.fault if case.expect else again(case.base),
+        case.spec if case.expect else case.base,
         inputs,
         runs,
         plan,
@@ -623,19 +671,19 @@ def main(argv: list[str]) -> int:
     cases = [c for c in CASES if not args.only or c.fault in args.only.split(",")]
     t0 = time.monotonic()
     outcomes: list[Outcome] = []
-    base: Side | None = None
-    if any(c.how == "run" for c in cases):
-        say(f"base {BASE_SPEC}")
-        base = run_side(BASE_SPEC, BASE_SPEC, inputs, out / "runs", plan)
-        if base.run_dir is None:
-            raise SystemExit(f"bench faults: the clean base run failed: {base.error}")
+    bases: dict[str, Path] = {}
+    for spec in dict.fromkeys(c.base for c in cases if c.how == "run"):
+        say(f"base {spec}")
+        side = run_side(spec, spec, inputs, out / "runs", plan)
+        if side.run_dir is None:
+            raise SystemExit(f"bench faults: the clean base run of {spec} failed: {side.error}")
+        bases[spec] = side.run_dir
     for case in cases:
         say(f"{case.fault}: {case.spec}")
         if case.how == "ab":
             outcomes.append(ab_case(case, inputs, out / "runs", out, plan))
         else:
-            assert base is not None and base.run_dir is not None
-            outcomes.append(run_case(case, base.run_dir, inputs, out / "runs", out, plan))
+            outcomes.append(run_case(case, bases[case.base], inputs, out / "runs", out, plan))
         say(" | ".join(cells(outcomes[-1])))
         # after every case, so an interrupted matrix keeps what it measured (its header says PARTIAL)
         write_matrix(outcomes, out, header_line(outcomes, cases, inputs, plan, time.monotonic() - t0))
