@@ -15,6 +15,7 @@ import pytest
 import eval.demo as demo
 from eval.prepare.inputs import inputs_digest
 from eval.records.run_folder import SERVERS_LOG
+from eval.serve.cpu_features import fp8_kv_cache
 from tests.eval.fake_fixtures import make_row, write_rows
 
 URL = "http://127.0.0.1:9/v1"
@@ -58,6 +59,7 @@ def _value(argv: list[str], flag: str) -> str:
 def test_demo_runs_one_interleaved_session_then_scores_compares_and_gates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(demo, "fp8_kv_cache", lambda: True)  # whatever this machine's CPU
     calls = _run(tmp_path, monkeypatch)
     assert [c[0] for c in calls] == ["prepare", "ab", "score", "score", "compare", "gate"]
     prepare, ab = calls[0], calls[1]
@@ -84,3 +86,28 @@ def test_demo_runs_one_interleaved_session_then_scores_compares_and_gates(
 def test_demo_scenarios_option_applies_to_both_sides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ab = _run(tmp_path, monkeypatch, "--scenarios", "cache", "--seed", "4")[1]
     assert _value(ab, "--scenarios") == "cache" and _value(ab, "--seed") == "4"
+
+
+@pytest.mark.parametrize(
+    ("cpuinfo", "fp8"),
+    [
+        ("processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\n", False),
+        ("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512bw\n", True),
+        ("processor\t: 0\nflags\t\t: avx2 amx_tile amx_bf16\n", True),
+        ("processor\t: 0\nFeatures\t: fp asimd sve\n", False),
+        ("", False),
+    ],
+)
+def test_fp8_kv_cache_needs_avx512_or_amx(cpuinfo: str, fp8: bool) -> None:
+    assert fp8_kv_cache(cpuinfo) is fp8
+
+
+def test_demo_picks_a_variant_that_starts_on_this_cpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(demo, "fp8_kv_cache", lambda: False)
+    calls = _run(tmp_path, monkeypatch)
+    assert calls[1][1:3] == ["cpu-smollm2", "cpu-smollm2-before-fix"]
+    assert "this CPU has no AVX-512 or AMX" in capsys.readouterr().out
+    monkeypatch.setattr(demo, "fp8_kv_cache", lambda: True)
+    assert _run(tmp_path / "again", monkeypatch)[1][1:3] == ["cpu-smollm2", "cpu-smollm2-fp8kv"]
