@@ -408,7 +408,7 @@ def drift_check(
     )
 
 
-# ---- interval methods beside the percentile cluster bootstrap (issue 19; chosen by bench/bench_coverage.py) ----
+# ---- interval methods beside the percentile cluster bootstrap (chosen by bench/bench_coverage.py) ----
 #
 # All work on the log-ratios d_k = log(b_k / a_k) and report in percent like `paired_timing_change`.
 #

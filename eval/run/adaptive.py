@@ -1,4 +1,4 @@
-"""Adaptive timing repetitions (`lbeval ab --timing-until PCT [--timing-budget S]`, issue 19).
+"""Adaptive timing repetitions (`lbeval ab --timing-until PCT [--timing-budget S]`).
 
 After the session's planned units, more repetitions of the timing units are added in rounds until the paired
 timing intervals' half-widths are at most PCT % (below), or the next input's segment would overrun the

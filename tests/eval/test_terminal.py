@@ -60,7 +60,7 @@ def test_eval_prints_only_through_eval_terminal() -> None:
 def test_progress_bars_off_a_terminal_are_plain_lines(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 21: tqdm's carriage returns and cursor codes reached non-terminal logs (CI). Off a terminal each
+    """tqdm's carriage returns and cursor codes reached non-terminal logs (CI). Off a terminal each
     bar prints plain lines: its first state and its last, with no \\r and no escape sequence."""
     from eval.run.runner import execute_run
     from eval.serve.fake_server import FakeServer

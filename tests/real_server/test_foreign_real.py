@@ -1,4 +1,4 @@
-"""Foreign server figures on the real vLLM CPU server (issue 19 item 0): a second client sends to the same
+"""Foreign server figures on the real vLLM CPU server: a second client sends to the same
 `cpu-smollm2` server while lbeval measures one-token timing on 4 mini inputs (2 repetitions: 16 timing
 requests). Every other input is chosen as its first request after the probe is sent; before each request of a
 chosen input is sent (lbeval's Client.send, after the scrape that opens its window), the second client sends one

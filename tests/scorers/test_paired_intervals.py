@@ -1,4 +1,4 @@
-"""The interval candidates of issue 19 (scorers/paired_timing.py) against independent computations: published
+"""The timing interval candidates (scorers/paired_timing.py) against independent computations: published
 t quantiles, closed-form t distributions, brute-force enumeration of the signed-rank and randomization
 distributions, and Yuen's interval worked by hand."""
 

@@ -1,5 +1,5 @@
-"""The replica-pair floor of an A/A session on replicas (eval/analyze/replica_pairs.py, eval/report/replica_pairs.py;
-issue 20 item 5): `lbeval ab X X` on 2 replicas per side, replica pair 0 one fake server as both sides (nothing
+"""The replica-pair floor of an A/A session on replicas (eval/analyze/replica_pairs.py, eval/report/replica_pairs.py):
+`lbeval ab X X` on 2 replicas per side, replica pair 0 one fake server as both sides (nothing
 can differ), replica pair 1 two fakes of which B's adds 1e-3 to every logprob and diverges at output position 2
 for the inputs' prompts (fake server faults). Expected, from the faults alone: pair 0 all outputs equal with max
 delta 0, pair 1 no output equal and a max delta of at least 1e-3; both pairs with a warm-prefill interval; the

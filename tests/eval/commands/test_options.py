@@ -1,4 +1,4 @@
-"""Every option and input validated (issue 21, "tried as an attacker would"): each bad value ends in one line
+"""Every option and input validated, tried as an attacker would: each bad value ends in one line
 naming the option, or the file, line and field, with exit 64 / 65 / 78; never a hang, a traceback or a silent
 substitution of another value."""
 

@@ -83,7 +83,7 @@ def test_clean_vs_clean_passes_on_every_row(runs: dict[str, ScoredRun]) -> None:
 
 
 def test_a_partial_prefix_fault_fails_naming_the_hitlen_rows(runs: dict[str, ScoredRun]) -> None:
-    # hitlen_equality is off by default (issue 18: the gate PASSED "all 6 rules hold" on this fault)
+    # hitlen_equality is off by default (equality alone once PASSED "all 6 rules hold" on this fault)
     c, v = _gate(runs["base"], runs["partial"])
     r = result(v, "cause_rows")
     assert result(v, "hitlen_equality").status == SKIPPED

@@ -1,4 +1,4 @@
-"""The attacker's cases of issue 18 against `lbeval gate`: each must give NO VERDICT (exit 2) naming what is
+"""An attacker's cases against `lbeval gate`: each must give NO VERDICT (exit 2) naming what is
 wrong, in one line and without a traceback, where the gate passed or crashed (exit 1) before.
 
 - a record outside the plan (a timing_cold repetition edited to 7, -1, 0.5, 1e400, "0", null) is damage;

@@ -1,4 +1,4 @@
-"""`lbeval ab --stop-when-settled --aa-floor RUN_A RUN_B` (issue 19 item 4): a policy stated only with
+"""`lbeval ab --stop-when-settled --aa-floor RUN_A RUN_B`: a policy stated only with
 max_change_aa_multiple settles inside the session, and the gate given the same --aa-floor reproduces the stop.
 Without --aa-floor in ab, the rule has no limit inside the session and never settles."""
 

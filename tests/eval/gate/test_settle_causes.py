@@ -1,4 +1,4 @@
-"""Early settlers of the cause rules (issue 18: an A/B stops early only when every enabled rule is settled):
+"""Early settlers of the cause rules (an A/B stops early only when every enabled rule is settled):
 cause_rows settles FAIL when the variant's extra differing pairs on a row exceed what the base's remaining
 inputs could still lose; cache_isolation settles FAIL at the first leak; neither settles PASS before the last
 input. The looks are `settle(c, policy, k, n)` on runs of k inputs, told that n are planned."""

@@ -1,4 +1,4 @@
-"""The timing rules on by default (issue 19 item 6): warm_prefill_change and cold_prefill_change, three-way on an
+"""The timing rules on by default: warm_prefill_change and cold_prefill_change, three-way on an
 interleaved session's gated interval, skipped (listed, not blocking) for two sequential runs."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`lbeval ab` on 2 replicas per side, killed (SIGKILL of the lbeval process) mid-run, then resumed with 1 and
-with 3 replicas per side (eval/run/ab.py, eval/run/replicas.py; issue 20 item 3).
+with 3 replicas per side (eval/run/ab.py, eval/run/replicas.py).
 
 The kill is event-driven: on each replica pair one input's B-side warm request is held by its fake server (a
 `slow` fault waiting on an event) and the process is killed once both held requests have reached their servers,

@@ -1,4 +1,4 @@
-"""The deadline transport honours HTTP(S)_PROXY and NO_PROXY (issue 21 leftover): a small forwarding proxy on
+"""The deadline transport honours HTTP(S)_PROXY and NO_PROXY: a small forwarding proxy on
 loopback, started by the test, sees every request of a Client unless NO_PROXY names the server's host."""
 
 from __future__ import annotations

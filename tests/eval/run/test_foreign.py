@@ -1,4 +1,4 @@
-"""Foreign server figures (issue 19 item 0): a record's /metrics deltas are used only when they are its own.
+"""Foreign server figures: a record's /metrics deltas are used only when they are its own.
 
 Two clients on one fake server whose metrics lag 20 ms behind each answer: the second client (another lbeval
 process, as far as the server can tell) sends long uncached prompts while the run measures. Each kept figure

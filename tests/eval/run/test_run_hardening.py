@@ -1,4 +1,4 @@
-"""`lbeval run` under stress: two writers on one run, a full disk, SIGTERM (issue 10, "Hardening")."""
+"""`lbeval run` under stress: two writers on one run, a full disk, SIGTERM."""
 
 from __future__ import annotations
 
