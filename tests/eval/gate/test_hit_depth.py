@@ -53,6 +53,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ScoredRun]:
     new, old = default_plan(), replace(default_plan(), hit_classes=OLD_CLASSES)
     return {
         "base": make_run(tmp, "base", new, None),
+        "clean": make_run(tmp, "clean", new, None),
         "deep": make_run(tmp, "deep", new, DEEP_ONLY),
         "old_base": make_run(tmp, "old_base", old, None),
         "old_deep": make_run(tmp, "old_deep", old, DEEP_ONLY),
@@ -83,7 +84,7 @@ def test_a_deep_only_fault_fails_the_default_gate_on_the_depth_row(runs: dict[st
 
 
 def test_clean_against_clean_passes_the_default_gate_on_the_new_plan(runs: dict[str, ScoredRun]) -> None:
-    v = gate(runs["base"], runs["base"])
+    v = gate(runs["base"], runs["clean"])
     assert v.exit_code == 0 and not failed_rows(v), v.summary
     rows = {ref.row for r in v.results if r.rule == "cause_rows" for ref in r.rows}
     assert {"hitlen_1B", "hitlen_middle", "hitlen_deepest_partial", "hitlen_last_block"} <= rows, rows
