@@ -36,7 +36,12 @@ from eval.terminal import echo
 
 RECIPE_VERSION = 1  # bump when the architecture, seed or files below change: existing folders are rebuilt
 SEED = 0
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+)
 # Qwen3NextConfig fields (transformers 5.19); everything else keeps the class's default
 ARCHITECTURE: dict[str, Any] = {
     "vocab_size": 49152,  # SmolLM2's tokenizer
