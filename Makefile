@@ -61,7 +61,7 @@ typecheck: setup
 bench: setup
 	$(BIN)/python -m bench
 
-# The A/A drift experiment of issue 12 alone (bench/bench_aa.py): sequential vs interleaved on the real CPU
+# The A/A drift experiment alone (bench/bench_aa.py): sequential vs interleaved on the real CPU
 # server with a CPU-bound load during part of the session; builds the server venv and model first.
 bench-aa: setup server-venv server-model
 	$(BIN)/python -m bench aa

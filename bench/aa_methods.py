@@ -1,4 +1,4 @@
-"""Every candidate interval on the pairs of real A/A sessions (issue 19 item 1, its real part):
+"""Every candidate interval on the pairs of real A/A sessions (the real part of the method selection):
 `python -m bench aa-methods DIR [DIR ...] [--out PATH]`.
 
 The coverage experiment (bench/bench_coverage.py) picks the gated interval on simulated sessions; this reads the

@@ -1,4 +1,4 @@
-"""Repeated real A/A sessions under load (issue 19, "Done when"): `python -m bench aa-sessions`.
+"""Repeated real A/A sessions under load: `python -m bench aa-sessions`.
 
 One `cpu-smollm2` server (started here) is both sides of K `lbeval ab aa aa` sessions (default 5) on the 12
 longbench-mini inputs (6 Qasper + 6 GovReport, the server's tokenizer), one-token timing only (`--passes timing
@@ -11,7 +11,7 @@ that is the session's last quarter, the case a paired interval must survive. Wit
 half-widths of the always-valid confidence sequence and of the gated interval are both at most PCT, or the
 budget is spent. By default (`--load-until end`) the spinner stays on through the whole added phase, so more
 than a quarter is loaded; `--load-until planned` turns it off at the last planned pair (the last quarter of the
-session as planned, issue 19's experiment), and the added repetitions run without it.
+session as planned, the A/A experiment's shape), and the added repetitions run without it.
 
 For each session and measure (warm and cold server prefill) it reads the figure the gate reads (the gated 20%
 trimmed mean of the per-input log ratios with Yuen's interval, `PairedMeasure.gated`) and the paired mean, and

@@ -1,4 +1,4 @@
-"""The A/A drift experiment of issue 12 on the real CPU server, both ways: sequential runs vs one `lbeval ab`.
+"""The A/A drift experiment on the real CPU server, both ways: sequential runs vs one `lbeval ab`.
 
 One `cpu-smollm2` server (started here), the 12 longbench-mini inputs (6 Qasper + 6 GovReport, the server's
 tokenizer), one-token timing only (`--passes timing --timing-reps 3`), and a CPU-bound load: a child process
@@ -12,7 +12,7 @@ spinning on one core (`python -c "while True: pass"`) on the 2-core machine.
       3/4, switched by watching ab_pairs.jsonl grow); the paired change of adjacent requests, its 95% CI, the
       sequential-style figure of the same requests and compare's drift reading.
 
-The goal (issue 12): the interleaved CI contains 0 and lies within +-10 %, where the sequential one is off by
+The goal: the interleaved CI contains 0 and lies within +-10 %, where the sequential one is off by
 tens of percent. Other jobs on the machine add load this bench does not control: the 1-minute load average is
 printed before and after each phase. Everything goes into a temporary folder (kept with LBEVAL_AA_KEEP=1);
 the server and the load process are stopped on every exit path. Skips with one line when the server venv or the

@@ -1,4 +1,4 @@
-"""The gated interval after an adaptive stop (`lbeval ab --timing-until`), in simulated A/A sessions (issue 19).
+"""The gated interval after an adaptive stop (`lbeval ab --timing-until`), in simulated A/A sessions.
 
 `--timing-until PCT` stops adding repetitions at the first look where the half-widths of both the always-valid
 confidence sequence and the gated interval (Yuen's 97.5 % t on the per-input means, what the gate reads) are

@@ -1,4 +1,4 @@
-"""Coverage of the paired timing intervals in simulated A/A sessions, and their power (issue 19, docs/timing.md).
+"""Coverage of the paired timing intervals in simulated A/A sessions, and their power (docs/timing.md).
 
 Each simulated session is an `lbeval ab` session at the level of its pairs: the units of
 eval/run/steps.plan_units (passes cold, warm, timing; R timing repetitions), sent in eval/run/ab.session_order
@@ -10,7 +10,7 @@ input's base time times exp(noise), the noise from the model:
   quiet        per request N(0, 0.025) (per-pair ratios within about +-10 %, the quiet real server)
   load         a one-core load: N(0, 0.05) plus, with probability 0.35, an Exp(mean 0.5) delay (per-pair
                ratios from about -75 % to +300 % over a session, as under the real one-core spinner)
-  load_late    quiet, and the load model in the last quarter of the session's time (issue 19's experiment)
+  load_late    quiet, and the load model in the last quarter of the session's time (the real A/A experiment's shape)
   bursts_both  quiet plus bursts: starts a Poisson process of rate 1 / 40 s, lengths U(2, 10) s, each a factor
                exp(U(log 1.3, log 3)) on every request of both sides inside it
   bursts_one   the same bursts, each on one side (drawn at random): two servers, one disturbed
@@ -18,7 +18,7 @@ input's base time times exp(noise), the noise from the model:
 
 and every model adds a position effect: the second request of a pair is 2 % slower (what the AB/BA
 balance must cancel). Methods (scorers/paired_timing.py): the percentile cluster bootstrap of the mean and of
-the median (the shipped method before issue 19), the t interval and Yuen's trimmed t on the per-input means,
+the median (the shipped method before the gated interval), the t interval and Yuen's trimmed t on the per-input means,
 Hodges-Lehmann with the signed-rank interval, randomization inference over the AB/BA blocks, and the
 bootstrap-t. A false alarm: the 95 % interval excludes 0. Each rate is given with its Wilson 95 % interval.
 "gate5": the A/A session would have FAILed the old two-way rule with a `max_change_pct = 5` limit (upper bound

@@ -1,11 +1,11 @@
-"""Power of the timing rule on the fake server (issue 19 item 5, fake part; docs/timing.md "Power").
+"""Power of the timing rule on the fake server (the fake part; docs/timing.md "Power").
 
 `lbeval ab --stop-when-settled` sessions (eval/run/ab.execute_ab with eval/gate/settle.stop_check) on two fake
 servers, the variant's server slowed on the warm path only (FakeServer.warm_slowdown: requests with a prefix
 hit) by 5, 10, 20 and 40 %, every reported prefill time carrying seeded per-request noise:
 
   quiet  log noise N(0, 0.025) (per-pair ratios within about +-10 %)
-  load   N(0, 0.05) plus, with probability 0.35, an Exp(mean 0.5) delay (the one-core load of issue 19)
+  load   N(0, 0.05) plus, with probability 0.35, an Exp(mean 0.5) delay (the one-core load of the real A/A experiment)
 
 The policy holds warm_prefill_change alone, three-way, at the shipped limit (max_change_pct = 10) and, quiet, at
 a tight one (2.5), PLANNED inputs planned. The session stops when the rule settles (its 95 % confidence sequence, eval/gate/settle.py):

@@ -1,4 +1,4 @@
-"""Power of the timing rule in the real engine (issue 19 item 5, real part): `python -m bench power-real`.
+"""Power of the timing rule in the real engine (the real part): `python -m bench power-real`.
 
 For each effect E in `--effects` (default 10,20 %): one interleaved session `lbeval ab cpu-smollm2
 cpu-smollm2-warm-slowdown-E --stop-when-settled`. The variant is the engine-fault plugin's warm_slowdown (a sleep
@@ -16,7 +16,7 @@ at best straddle the limit), by design; a +20 % one FAILs once the interval's lo
 Writes <runs>/power-real/table.md and table.json.
 
 With `--load`, a one-core CPU spinner (bench/bench_aa.Load, the A/A sessions' load) runs through each whole
-session, the servers' start included: the "under load" cell of issue 19 item 5.
+session, the servers' start included: the "under load" cell.
 
 `--timing-until PCT [--timing-budget S]` are lbeval ab's adaptive repetitions, passed on: the table then says how
 many repetitions each session took and why it stopped.

@@ -314,3 +314,20 @@ def test_readme_is_a_front_door() -> None:
     assert not orphans, f"docs pages the README does not link: {orphans}"
     missing = [name for name in PENDING if (ROOT / name).resolve() not in linked]
     assert not missing, f"pending pages the README must link: {missing}"
+
+
+ISSUE_NUMBER = re.compile(r"\bissues? #?\d+", re.IGNORECASE)
+
+
+def test_no_issue_numbers_in_docs_or_code() -> None:
+    """A reader of the project has no issue tracker to look numbers up in: docs and code say what they mean."""
+    roots = [ROOT / d for d in ("eval", "scorers", "tests", "bench", "docs", "prompts")]
+    files = [ROOT / "README.md", ROOT / "Makefile", ROOT / ".ci" / "run"]
+    files += [p for r in roots for p in r.rglob("*") if p.suffix in (".py", ".md", ".toml") and p.is_file()]
+    found = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in files
+        for i, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+        if ISSUE_NUMBER.search(line)
+    ]
+    assert not found, f"issue numbers: {found[:10]}"
