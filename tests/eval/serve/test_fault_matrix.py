@@ -155,7 +155,14 @@ def measured_matrix() -> dict[str, tuple[str, list[str]]]:
 # the rules, rows and fault classes the default gate, plan and plugin gained after the 2026-12-05 matrix
 SINCE_MATRIX = {"cross_variant_cold"}
 ROWS_SINCE_MATRIX = {"attribution/hitlen_middle", "attribution/hitlen_deepest_partial"}
-CASES_SINCE_MATRIX = {"logprob_shift", "deep_partial", "deep_partial_5"}
+CASES_SINCE_MATRIX = {
+    "logprob_shift",
+    "deep_partial",
+    "deep_partial_5",
+    "hybrid_clean",
+    "hybrid_warm_numerics",
+    "hybrid_partial_prefix",
+}
 
 
 def as_then(f: matrix.Failing) -> matrix.Failing:
@@ -206,8 +213,15 @@ def test_the_matrix_covers_every_fault_of_the_plugin_with_its_launch_spec() -> N
     specs = load_launch_specs()
     injected = {c.fault: specs[c.spec].env["LBEVAL_FAULT"] for c in cases}
     assert sorted(set(injected.values())) == sorted(FAULTS)  # every fault class, by its spec's LBEVAL_FAULT
-    # a case is named after its fault, or after its fault and a parameter (deep_partial_5: another depth)
-    assert all(name == fault or name.startswith(fault + "_") for name, fault in injected.items()), injected
+    # a case is named after its fault, or after its fault and a parameter (deep_partial_5: another depth), or
+    # after the server it is injected into and its fault (hybrid_partial_prefix: on cpu-hybrid, its base)
+    assert all(
+        name in (fault, f"hybrid_{fault}") or name.startswith(fault + "_") for name, fault in injected.items()
+    ), injected
+    assert all(c.base == matrix.HYBRID_SPEC for c in matrix.CASES if c.fault.startswith("hybrid_"))
+    assert all(
+        specs[c.spec].name.startswith("cpu-hybrid") for c in matrix.CASES if c.base == matrix.HYBRID_SPEC
+    )
     assert len({c.fault for c in matrix.CASES}) == len(matrix.CASES)
     assert [c.fault for c in matrix.CASES if c.how == "ab"] == ["warm_slowdown"]
 
