@@ -544,17 +544,21 @@ def _unmeasurable(pr: _Probing, res: ProbeResult) -> str | None:
 
 
 def _measure_model(pr: _Probing, res: ProbeResult, ids: list[int], block: int) -> CacheModel:
+    """The prime of 2B, the whole prompt, then the whole prompt again: both kinds hit its full blocks on the
+    repeat (a prompt keeps a checkpoint at its own replay boundary), so a server that hits less there (hits
+    returned short) is no known model, whatever the partial hit looked like."""
     row, salt, primed = _model_row(block), _probe_salt(), 2 * block
     first = _hits(pr, res, row, salt, ids[:primed], counted_first=True)
     hit = _hits(pr, res, row, salt, ids, counted_first=True)
+    again = _hits(pr, res, row, salt, ids, counted_first=True)
+    whole = (len(ids) - 1) // block * block
     evidence = f"a prime of {primed} of {len(ids)} token IDs, then all {len(ids)}: {hit} cached"
-    if first == 0 and hit == primed:
-        return CacheModel(BLOCKS, block, evidence=evidence)
-    if first == 0 and hit == block:
-        return CacheModel(CHECKPOINTS, block, evidence=evidence)
+    if first == 0 and again == whole and hit in (primed, block):
+        return CacheModel(BLOCKS if hit == primed else CHECKPOINTS, block, evidence=evidence)
     finding = (
-        f"prefix-cache hits follow no known cache model ({evidence}; {first} on the prime; dense blocks would "
-        f"hit {primed}, recurrent-state checkpoints {block}): warm hits are checked as dense blocks"
+        f"prefix-cache hits follow no known cache model ({evidence}, then {again} of {whole} on a repeat; "
+        f"{first} on the prime; dense blocks would hit {primed} then {whole}, recurrent-state checkpoints "
+        f"{block} then {whole}): warm hits are checked as dense blocks"
     )
     res.findings.append(finding)
     res.warnings.append(finding)

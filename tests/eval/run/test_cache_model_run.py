@@ -23,7 +23,7 @@ from eval.run.probe import ProbeResult, probe_server
 from eval.run.request import RequestSettings
 from eval.run.runner import execute_run
 from eval.run.scenarios.settings import ScenarioSettings
-from eval.serve.fake_server import FakeServer
+from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 
 BLOCK = 16
@@ -168,3 +168,17 @@ def test_a_stated_cache_model_is_checked_by_the_probe(
     assert got == rc, err
     if message:
         assert len(err) == 1 and message in err[0] and "launch spec stated" in err[0], err
+
+
+def test_hits_returned_one_block_short_are_no_cache_model() -> None:
+    """A dense server whose hits come back one block short (the short_hits fault) hits B after a prime of 2B,
+    as checkpoints would; but a whole prompt repeated hits one block short too, which neither kind does: a
+    finding, and dense expectations (so the run's warm requests show the lost block as invalid)."""
+    with FakeServer(block_size=BLOCK) as server:
+        server.add_fault(Fault("short_hit", times=-1))
+        res = probe_of(server)
+    got = res.cache_model
+    assert got is not None and got.kind == BLOCKS and got.source == "assumed", got
+    assert any(f.startswith("prefix-cache hits follow no known cache model") for f in res.findings), (
+        res.findings
+    )
