@@ -512,9 +512,9 @@ def _model_row(block: int) -> InputRow:
 
 def _cache_model_check(pr: _Probing, res: ProbeResult) -> None:
     """Which cache model the server's hits follow (eval/records/cache_model.py): prime the first 2B token IDs
-    of a prompt of n > 2B + 1 under a fresh salt, then send all n. Dense blocks hit 2B; recurrent-state
-    checkpoints hit B (the prime's replay boundary, floor((2B-1)/B)*B). Anything else is a finding; the run
-    then expects dense blocks and says so."""
+    of a prompt of n > 2B + 1 under a fresh salt, then send all n, twice. Dense blocks hit 2B; recurrent-state
+    checkpoints hit B (the prime's replay boundary, floor((2B-1)/B)*B); both hit the full blocks on the repeat.
+    Anything else is a finding; the run then expects dense blocks and says so."""
     block = res.block_size
     if block is None or not res.cached_tokens_reported or res.prefix_caching is False:
         return  # nothing about hits is verified (the probe warned why)
