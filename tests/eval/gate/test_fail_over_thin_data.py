@@ -36,7 +36,13 @@ def _run(tmp: Path, variant: str, short_hits: bool) -> ScoredRun:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ScoredRun]:
     tmp = tmp_path_factory.mktemp("thin")
-    return {"base": _run(tmp, "base", False), "short": _run(tmp, "short", True)}
+    # second runs of each (a run compared with itself is no verdict: "a run always agrees with itself")
+    return {
+        "base": _run(tmp, "base", False),
+        "short": _run(tmp, "short", True),
+        "base_again": _run(tmp, "base_again", False),
+        "short_again": _run(tmp, "short_again", True),
+    }
 
 
 def test_short_hits_fail_the_gate_on_no_invalid_warm_although_no_warm_pair_is_valid(
@@ -55,14 +61,14 @@ def test_short_hits_fail_the_gate_on_no_invalid_warm_although_no_warm_pair_is_va
 def test_a_clean_pair_of_runs_still_passes_and_thin_data_alone_is_no_verdict(
     runs: dict[str, ScoredRun],
 ) -> None:
-    assert evaluate(compare(runs["base"], runs["base"]), load_policy(None)).exit_code == EXIT_PASS
-    # the short-hit run against itself, judged by the rules relative to the base only (the absolute ones,
+    assert evaluate(compare(runs["base"], runs["base_again"]), load_policy(None)).exit_code == EXIT_PASS
+    # the short-hit run against another such run, judged by the rules relative to the base only (the absolute ones,
     # no_invalid_warm and warm_repeat_equality, do fail on it): none fails, and 0 valid pairs cannot PASS
     policy = load_policy(None)
     rules = {
         k: v for k, v in policy.rules.items() if k in ("cold_warm_equality", "cold_scores", "cause_rows")
     }
-    v = evaluate(compare(runs["short"], runs["short"]), replace(policy, rules=rules))
+    v = evaluate(compare(runs["short"], runs["short_again"]), replace(policy, rules=rules))
     assert v.exit_code == EXIT_NO_VERDICT and any("valid cold/warm pairs" in r for r in v.reasons), v.summary
 
 

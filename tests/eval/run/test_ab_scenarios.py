@@ -135,8 +135,8 @@ class PeerCounting(FakeServer):
         super().__init__(**kw)
         self.peers: list[int] = []
 
-    def in_batch(self) -> int:
-        peers = super().in_batch()
+    def in_batch(self, body: dict[str, Any]) -> int:
+        peers = super().in_batch(body)
         with self.lock:
             self.peers.append(peers)
         return peers
@@ -164,9 +164,8 @@ class InterruptAt(FakeServer):
         self.at = at
         self.primes = 0
 
-    def in_batch(self) -> int:
+    def in_batch(self, body: dict[str, Any]) -> int:
         with self.lock:
-            body = self.requests[-1][1] if self.requests else {}
             prompt = body.get("prompt")
             probe = str(body.get("cache_salt") or "").startswith("lbeval-probe-")  # the probe's cache model
             if (
@@ -175,7 +174,7 @@ class InterruptAt(FakeServer):
                 self.primes += 1
                 if self.primes == self.at:
                     os.kill(os.getpid(), signal.SIGINT)
-        return super().in_batch()
+        return super().in_batch(body)
 
 
 def test_resume_after_a_kill_in_the_middle_of_a_scenario_pair(tmp_path: Path) -> None:
