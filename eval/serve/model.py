@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,38 @@ def write_stamp(folder: Path, want: dict[str, Any]) -> None:
     """The stamp, written last: the recipe, and each file's size and sha256."""
     stamp = {"recipe": want, "files": describe_files(folder)}
     (folder / STAMP_NAME).write_text(json.dumps(stamp, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def staged_build(out: Path, want: dict[str, Any], fill: Callable[[Path], None], prefix: str) -> None:
+    """Build the folder `out` beside itself: `fill` writes its files into a staged folder, the stamp of recipe
+    `want` is written last, and the folder is renamed into place (a killed build leaves no half folder)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=out.parent) as tmp:
+        staged = Path(tmp) / "model"
+        staged.mkdir()
+        fill(staged)
+        write_stamp(staged, want)
+        if out.exists():
+            shutil.rmtree(out)
+        staged.rename(out)
+
+
+def check_or_build(
+    tag: str, out: Path, want: dict[str, Any], check_only: bool, build: Callable[[], None]
+) -> int:
+    """A make target's run: skip a folder that holds a build of `want`, else build it (`check_only`: exit 1)."""
+    reason = check_folder(out, want)
+    if reason is None:
+        echo(f"{tag}: {out} is up to date")
+        return 0
+    if check_only:
+        echo(f"{tag}: {out}: {reason}")
+        return 1
+    echo(f"{tag}: building {out} ({reason})", flush=True)
+    t0 = time.monotonic()
+    build()
+    echo(f"{tag}: {out} ready in {time.monotonic() - t0:.1f} s")
+    return 0
 
 
 def build(out: Path) -> None:

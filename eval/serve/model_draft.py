@@ -18,12 +18,10 @@ import argparse
 import json
 import shutil
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from eval.serve.model import check_folder, sha256_file, write_stamp
+from eval.serve.model import check_or_build, sha256_file, staged_build
 from eval.terminal import echo
 
 RECIPE_VERSION = 1
@@ -61,18 +59,6 @@ def slice_weights(target: Path, out: Path) -> None:
             shutil.copy2(target / name, out / name)
 
 
-def build(out: Path, target: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".lbeval-draft-", dir=out.parent) as tmp:
-        staged = Path(tmp) / "model"
-        staged.mkdir()
-        slice_weights(target, staged)
-        write_stamp(staged, recipe(target))
-        if out.exists():
-            shutil.rmtree(out)
-        staged.rename(out)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build a draft from SmolLM2's first layers.")
     parser.add_argument("--out", required=True, type=Path, help="the draft folder to build or check")
@@ -84,18 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     if not (target / "model.safetensors").is_file():
         echo(f"server-draft: {target} has no model.safetensors: run `make server-model` first")
         return 1
-    reason = check_folder(out, recipe(target))
-    if reason is None:
-        echo(f"server-draft: {out} is up to date")
-        return 0
-    if args.check:
-        echo(f"server-draft: {out}: {reason}")
-        return 1
-    echo(f"server-draft: building {out} ({reason})", flush=True)
-    t0 = time.monotonic()
-    build(out, target)
-    echo(f"server-draft: {out} ready in {time.monotonic() - t0:.1f} s")
-    return 0
+    want = recipe(target)
+    return check_or_build(
+        "server-draft", out, want, args.check,
+        lambda: staged_build(out, want, lambda staged: slice_weights(target, staged), ".lbeval-draft-"),
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -26,13 +26,10 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from eval.serve.model import check_folder, write_stamp
-from eval.terminal import echo
+from eval.serve.model import check_or_build, staged_build
 
 RECIPE_VERSION = 1  # bump when the architecture, seed or files below change: existing folders are rebuilt
 SEED = 0
@@ -102,19 +99,6 @@ def copy_tokenizer(src: Path, out: Path) -> None:
             shutil.copy2(src / name, out / name)
 
 
-def build(out: Path, tokenizer_from: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".lbeval-hybrid-", dir=out.parent) as tmp:
-        staged = Path(tmp) / "model"
-        staged.mkdir()
-        make_model(staged)
-        copy_tokenizer(tokenizer_from, staged)
-        write_stamp(staged, recipe())
-        if out.exists():
-            shutil.rmtree(out)
-        staged.rename(out)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build the hybrid server's seeded Qwen3-Next model folder.")
     parser.add_argument("--out", required=True, type=Path, help="the model folder to build or check")
@@ -122,18 +106,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only check; exit 1 when a build is needed")
     args = parser.parse_args(argv)
     out: Path = args.out.expanduser().resolve()
-    reason = check_folder(out, recipe())
-    if reason is None:
-        echo(f"server-hybrid: {out} is up to date")
-        return 0
-    if args.check:
-        echo(f"server-hybrid: {out}: {reason}")
-        return 1
-    echo(f"server-hybrid: building {out} ({reason}); seconds", flush=True)
-    t0 = time.monotonic()
-    build(out, args.tokenizer_from.expanduser().resolve())
-    echo(f"server-hybrid: {out} ready in {time.monotonic() - t0:.1f} s")
-    return 0
+    tokenizer: Path = args.tokenizer_from.expanduser().resolve()
+
+    def fill(staged: Path) -> None:
+        make_model(staged)
+        copy_tokenizer(tokenizer, staged)
+
+    return check_or_build(
+        "server-hybrid",
+        out,
+        recipe(),
+        args.check,
+        lambda: staged_build(out, recipe(), fill, ".lbeval-hybrid-"),
+    )
 
 
 if __name__ == "__main__":
