@@ -81,42 +81,35 @@ def rows(table: str, *names: str) -> tuple[str, ...]:
 
 
 INVALID_WARM = "its warm records are invalid (one block short of the hit they asked for), and an invalid record counts against every rule that reads it"
+# the failing rules and rows of the numerics classes that apply to any model, on the dense and the hybrid server
+WARM_NUMERICS_FAILS: tuple[Failing, ...] = (
+    Failing("cold_warm_equality", rows("agreement", "cold_warm_text"), "every warm request is noised"),
+    Failing(
+        "cause_rows",
+        rows(
+            "attribution",
+            "cache_cold_warm",
+            "hitlen",
+            "hitlen_1B",
+            "hitlen_middle",
+            "hitlen_deepest_partial",
+            "hitlen_last_block",
+            "traffic_vs_cold",
+        ),
+        "every row comparing a prefix hit with a cold request (warm vs repeat, batched vs alone warm: both hit)",
+    ),
+)
+PARTIAL_PREFIX_FAILS: tuple[Failing, ...] = (
+    Failing(
+        "cause_rows",
+        rows("attribution", "hitlen", "hitlen_1B", "hitlen_middle", "hitlen_deepest_partial"),
+        "the partial hits at every depth; the full hit clean",
+    ),
+)
 CASES: tuple[Case, ...] = (
     Case("clean", CLEAN_AGAIN, ()),
-    Case(
-        "warm_numerics",
-        "cpu-smollm2-fault-warm-numerics",
-        (
-            Failing(
-                "cold_warm_equality", rows("agreement", "cold_warm_text"), "every warm request is noised"
-            ),
-            Failing(
-                "cause_rows",
-                rows(
-                    "attribution",
-                    "cache_cold_warm",
-                    "hitlen",
-                    "hitlen_1B",
-                    "hitlen_middle",
-                    "hitlen_deepest_partial",
-                    "hitlen_last_block",
-                    "traffic_vs_cold",
-                ),
-                "every row comparing a prefix hit with a cold request (warm vs repeat, batched vs alone warm: both hit)",
-            ),
-        ),
-    ),
-    Case(
-        "partial_prefix",
-        "cpu-smollm2-fault-partial-prefix",
-        (
-            Failing(
-                "cause_rows",
-                rows("attribution", "hitlen", "hitlen_1B", "hitlen_middle", "hitlen_deepest_partial"),
-                "the partial hits at every depth; the full hit clean",
-            ),
-        ),
-    ),
+    Case("warm_numerics", "cpu-smollm2-fault-warm-numerics", WARM_NUMERICS_FAILS),
+    Case("partial_prefix", "cpu-smollm2-fault-partial-prefix", PARTIAL_PREFIX_FAILS),
     # partial hits at least LBEVAL_FAULT_DEPTH blocks deep only; the scenario input (Qasper, 1,103 tokens) has 8
     # full blocks: the default plan's hits are 1B (1 block), middle (4), deepest partial (7) and the full one (8)
     Case(
@@ -278,42 +271,9 @@ CASES: tuple[Case, ...] = (
     # the hybrid server (cpu-hybrid: Gated DeltaNet + attention, a cache of recurrent-state checkpoints; its cache
     # model is measured by the probe): clean against clean, and the numerics classes that apply to any model
     Case("hybrid_clean", "cpu-hybrid", (), base=HYBRID_SPEC),
-    Case(
-        "hybrid_warm_numerics",
-        "cpu-hybrid-fault-warm-numerics",
-        (
-            Failing(
-                "cold_warm_equality", rows("agreement", "cold_warm_text"), "every warm request is noised"
-            ),
-            Failing(
-                "cause_rows",
-                rows(
-                    "attribution",
-                    "cache_cold_warm",
-                    "hitlen",
-                    "hitlen_1B",
-                    "hitlen_middle",
-                    "hitlen_deepest_partial",
-                    "hitlen_last_block",
-                    "traffic_vs_cold",
-                ),
-                "every row comparing a prefix hit with a cold request, as on the dense server",
-            ),
-        ),
-        base=HYBRID_SPEC,
-    ),  # fmt: skip
-    Case(
-        "hybrid_partial_prefix",
-        "cpu-hybrid-fault-partial-prefix",
-        (
-            Failing(
-                "cause_rows",
-                rows("attribution", "hitlen", "hitlen_1B", "hitlen_middle", "hitlen_deepest_partial"),
-                "the partial hits at every depth (primed one token longer on checkpoints); the full hit clean",
-            ),
-        ),
-        base=HYBRID_SPEC,
-    ),
+    Case("hybrid_warm_numerics", "cpu-hybrid-fault-warm-numerics", WARM_NUMERICS_FAILS, base=HYBRID_SPEC),
+    # the partial hits at every depth, primed one token longer on checkpoints; the full hit clean
+    Case("hybrid_partial_prefix", "cpu-hybrid-fault-partial-prefix", PARTIAL_PREFIX_FAILS, base=HYBRID_SPEC),
     # +50% on the warm path against the shipped +10% limit (its spec says why not +20%); if the planned
     # repetitions leave the interval straddling the limit, more are added until the half-width is 7% or the
     # budget is spent
