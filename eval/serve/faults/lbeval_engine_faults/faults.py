@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .points import PatchPointError, by_name, check
+from .points import PatchPointError, by_name, check, env_names
 
 RUNNER = (
     "model_runner.execute_model",
@@ -321,14 +321,7 @@ def already_installed(fault: Fault) -> bool:
 def selected(env: dict[str, str]) -> list[str]:
     """The faults LBEVAL_FAULT names: one, or several joined by commas (a "before the fix" variant with two bugs:
     `partial_prefix,warm_slowdown`); unknown or repeated names are refused."""
-    names = [n.strip() for n in env.get("LBEVAL_FAULT", "").split(",") if n.strip()]
-    unknown = [n for n in names if n not in FAULTS]
-    if unknown:
-        raise PatchPointError(
-            f"lbeval-engine-faults: unknown LBEVAL_FAULT={unknown[0]!r} (known: {', '.join(FAULTS)})"
-        )
-    if len(set(names)) != len(names):
-        raise PatchPointError(f"lbeval-engine-faults: LBEVAL_FAULT names a fault twice: {','.join(names)}")
+    names = env_names(env, "LBEVAL_FAULT", FAULTS, "lbeval-engine-faults", "fault")
     noise = [n for n in names if n in CONDITIONS]
     if len(noise) > 1:
         raise PatchPointError(

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .faults import mark
-from .points import PatchPointError, by_name, check
+from .points import PatchPointError, by_name, check, env_names
 
 PATCH_MARK = "__lbeval_patch__"
 DEBUG_ENV = "LBEVAL_PATCH_DEBUG"
@@ -146,15 +146,7 @@ PATCHES: dict[str, Patch] = {
 
 
 def selected(env: dict[str, str]) -> list[str]:
-    names = [n.strip() for n in env.get("LBEVAL_PATCH", "").split(",") if n.strip()]
-    unknown = [n for n in names if n not in PATCHES]
-    if unknown:
-        raise PatchPointError(
-            f"lbeval-engine-patches: unknown LBEVAL_PATCH={unknown[0]!r} (known: {', '.join(PATCHES)})"
-        )
-    if len(set(names)) != len(names):
-        raise PatchPointError(f"lbeval-engine-patches: LBEVAL_PATCH names a patch twice: {','.join(names)}")
-    return names
+    return env_names(env, "LBEVAL_PATCH", PATCHES, "lbeval-engine-patches", "patch")
 
 
 def debug_on(env: dict[str, str]) -> bool:

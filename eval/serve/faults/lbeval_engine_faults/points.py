@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 VLLM_VERSION = "0.32.0"
@@ -153,3 +154,17 @@ def check(point: PatchPoint) -> object:
 
 def by_name(name: str) -> PatchPoint:
     return next(p for p in POINTS if p.name == name)
+
+
+def env_names(
+    env: dict[str, str], var: str, known: Mapping[str, object], plugin: str, noun: str
+) -> list[str]:
+    """The names a comma-joined environment variable gives (LBEVAL_FAULT, LBEVAL_PATCH); an unknown or repeated
+    name stops the process with one line."""
+    names = [n.strip() for n in env.get(var, "").split(",") if n.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise PatchPointError(f"{plugin}: unknown {var}={unknown[0]!r} (known: {', '.join(known)})")
+    if len(set(names)) != len(names):
+        raise PatchPointError(f"{plugin}: {var} names a {noun} twice: {','.join(names)}")
+    return names
