@@ -19,6 +19,7 @@ from eval.gate.policy import load_policy
 from eval.records.run_folder import load_run
 from eval.records.scenarios import DEFAULT_PLAN
 from tests.real_server.conftest import RealServer
+from tests.real_server.mini import prepare_mini
 
 pytestmark = pytest.mark.real_server
 
@@ -33,9 +34,7 @@ def test_clean_against_clean_passes_the_shipped_default_gate(
     real_server: RealServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     inputs = tmp_path / "inputs.jsonl"
-    prepare = ["prepare", "--source", "mini", "--datasets", "qasper,gov_report", "--n", "1",
-               "--base-url", real_server.base_url, "--out", str(inputs)]  # fmt: skip
-    assert lbeval(*prepare) == 0
+    prepare_mini(inputs, base_url=real_server.base_url)
     runs = []
     for variant in VARIANTS:
         argv = ["run", "--variant", variant, "--base-url", real_server.base_url, "--inputs", str(inputs)]

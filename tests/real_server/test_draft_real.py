@@ -13,8 +13,9 @@ from eval.analyze.score import score_run
 from eval.cli import main
 from eval.records.final import select_final
 from eval.records.run_folder import load_run
-from eval.serve.launch_specs import default_cache_dir, get_launch_spec
+from eval.serve.launch_specs import get_launch_spec
 from eval.serve.process import start
+from tests.real_server.mini import prepare_mini
 from tests.server_switch import make
 
 pytestmark = pytest.mark.real_server
@@ -28,14 +29,7 @@ def lbeval(*argv: str) -> int:
 def draft_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     make("server-venv", "server-model", "server-draft")
     work = tmp_path_factory.mktemp("draft")
-    tokenizer = default_cache_dir() / "models" / "smollm2-135m-instruct"
-    argv = ["prepare", "--source", "mini", "--datasets", "qasper,gov_report", "--n", "1"]
-    assert (
-        lbeval(
-            *argv, "--max-model-len", "4096", "--tokenizer", str(tokenizer), "--out", str(work / "in.jsonl")
-        )
-        == 0
-    )
+    prepare_mini(work / "in.jsonl")
     server = start(get_launch_spec("cpu-smollm2-draft"), log=work / "server.log")
     try:
         argv = ["run", "--variant", "draft", "--inputs", str(work / "in.jsonl"), "--out", str(work / "runs")]

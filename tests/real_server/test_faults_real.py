@@ -24,7 +24,7 @@ import pytest
 from eval.cli import main
 from eval.records.final import select_final
 from eval.records.run_folder import load_run
-from eval.serve.launch_specs import default_cache_dir
+from tests.real_server.mini import prepare_mini
 from tests.server_switch import make
 
 pytestmark = pytest.mark.real_server
@@ -41,19 +41,7 @@ def lbeval(*argv: str) -> int:
 def fault_work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     make("server-venv", "server-model", "server-faults")
     work = tmp_path_factory.mktemp("faults")
-    tokenizer = default_cache_dir() / "models" / "smollm2-135m-instruct"
-    argv = [
-        "prepare",
-        "--source",
-        "mini",
-        "--datasets",
-        "qasper,gov_report",
-        "--n",
-        "1",
-        "--max-model-len",
-        "4096",
-    ]
-    assert lbeval(*argv, "--tokenizer", str(tokenizer), "--out", str(work / "inputs.jsonl")) == 0
+    prepare_mini(work / "inputs.jsonl")
     run_variant(work, "cpu-smollm2", "cpu-smollm2")
     return work
 

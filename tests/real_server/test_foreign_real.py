@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 
 from eval.analyze.score import score_run
-from eval.cli import main
 from eval.prepare.inputs import sha256_text
 from eval.records.final import select_final
 from eval.records.run_folder import load_run
@@ -30,6 +29,7 @@ from eval.run.metrics_text import FINISHED_COUNTER, parse_metrics
 from eval.run.runner import execute_run
 from tests.eval.fake_fixtures import config_for
 from tests.real_server.conftest import RealServer
+from tests.real_server.mini import prepare_mini
 
 pytestmark = pytest.mark.real_server
 
@@ -60,9 +60,7 @@ def test_a_second_client_on_the_server_leaves_no_foreign_figure_kept(
     real_server: RealServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     inputs = tmp_path / "inputs.jsonl"
-    prepare = ["prepare", "--source", "mini", "--datasets", "qasper,gov_report", "--n", "2",
-               "--base-url", real_server.base_url, "--out", str(inputs)]  # fmt: skip
-    assert main(prepare) == 0
+    prepare_mini(inputs, n=2, base_url=real_server.base_url)
     decided: dict[str, bool] = {}  # input prompt sha256 -> chosen
     sent: list[str] = []
     armed: list[int] = []  # the seq of the first record: the probe is over (its requests stay clean)

@@ -22,8 +22,9 @@ from eval.records.cache_model import CHECKPOINTS, cache_model_from_dict
 from eval.records.final import select_final
 from eval.records.run_folder import load_run
 from eval.records.types import RequestRecord
-from eval.serve.launch_specs import default_cache_dir, get_launch_spec
+from eval.serve.launch_specs import get_launch_spec
 from eval.serve.process import start
+from tests.real_server.mini import prepare_mini
 from tests.server_switch import make
 
 pytestmark = pytest.mark.real_server
@@ -39,10 +40,7 @@ def lbeval(*argv: str) -> int:
 def work(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     make("server-venv", "server-model", "server-hybrid", "server-faults")
     work = tmp_path_factory.mktemp("hybrid")
-    tokenizer = default_cache_dir() / "models" / "hybrid-qwen3next-tiny"
-    argv = ["prepare", "--source", "mini", "--datasets", "qasper,gov_report", "--n", "1"]
-    argv += ["--max-model-len", "4096", "--tokenizer", str(tokenizer), "--out", str(work / "inputs.jsonl")]
-    assert lbeval(*argv) == 0
+    prepare_mini(work / "inputs.jsonl", model="hybrid-qwen3next-tiny")
     server = start(get_launch_spec("cpu-hybrid"), log=work / "server.log")
     try:
         for variant in ("hybrid-a", "hybrid-b"):

@@ -31,6 +31,7 @@ from eval.records.final import select_final, unit_of
 from eval.records.run_folder import LoadedRun, load_run
 from eval.records.types import RequestRecord
 from tests.real_server.conftest import build_server
+from tests.real_server.mini import prepare_mini
 
 pytestmark = pytest.mark.real_server
 
@@ -39,11 +40,6 @@ N_REPLICAS = 2
 BLOCK = 128
 OUT_TOKENS = 16
 RUN_ENV = "LBEVAL_REPLICAS_RUN"
-
-
-def model_dir() -> Path:
-    root = Path(os.environ.get("LBEVAL_CACHE") or Path.home() / ".cache" / "lbeval")
-    return root / "models" / "smollm2-135m-instruct"
 
 
 def full_blocks(prompt_tokens: int) -> int:
@@ -58,12 +54,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> LoadedRun:
     build_server()
     work = tmp_path_factory.mktemp("replicas")
     inputs = work / "inputs.jsonl"
-    prepared = main(
-        ["prepare", "--source", "mini", "--datasets", "qasper,gov_report", "--n", "1",
-         "--tokenizer", str(model_dir()), "--max-model-len", "4096", "--max-tokens", f"qasper={OUT_TOKENS},gov_report={OUT_TOKENS}",
-         "--out", str(inputs)]
-    )  # fmt: skip
-    assert prepared == 0
+    prepare_mini(inputs, extra=("--max-tokens", f"qasper={OUT_TOKENS},gov_report={OUT_TOKENS}"))
     argv = ["run", "--variant", SPEC, "--spec", SPEC, "--inputs", str(inputs), "--out", str(work / "runs")]
     argv += ["--run-id", "x2", "--quiet", "--timing-reps", "1", "--scenarios", "cache,replicas"]
     assert main(argv) == 0
