@@ -1,4 +1,4 @@
-"""Client overhead per request and record size, against the fake server (eval/serve/fake_server.py).
+"""Client overhead per request and record size, against the fake server (tests/support/fake_server.py).
 
 Measures the CPU time of the calling thread only (time.thread_time), so the fake server answering in another
 thread does not count: building the request, sending it, reading and parsing the answer. Targets for a
@@ -18,7 +18,7 @@ from eval.records.codec import decode_topk, dumps_record, encode_topk
 from eval.records.types import RequestRecord
 from eval.run.client import Client
 from eval.run.request import RequestSettings, build_request, request_settings
-from eval.serve.fake_server import FakeServer
+from tests.support.fake_server import FakeServer
 
 TOKENS = 512
 REPS = 15

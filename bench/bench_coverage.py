@@ -284,7 +284,7 @@ def power(method: str, sessions: int, resamples: int, offset: int = 0) -> list[d
 
 def end_to_end(sessions: int, n_inputs: int = 6, reps: int = 2) -> list[str]:
     """The check of the pair-level simulation: A/A sessions through eval/run/ab.execute_ab on one fake server
-    (eval/serve/fake_server.py) whose every prefill time gets the `load` model's noise (no position effect), the warm
+    (tests/support/fake_server.py) whose every prefill time gets the `load` model's noise (no position effect), the warm
     prefill pairs read back as compare reads them, against the pair-level simulation of the same cell."""
     import tempfile
     from dataclasses import replace
@@ -293,8 +293,8 @@ def end_to_end(sessions: int, n_inputs: int = 6, reps: int = 2) -> list[str]:
     from eval.analyze.ab_timing import paired_values, session_pairs
     from eval.analyze.score import score_run
     from eval.run.ab import AbConfig, execute_ab
-    from eval.serve.fake_server import FakeServer
     from tests.eval.fake_fixtures import config_for, make_row, write_rows
+    from tests.support.fake_server import FakeServer
 
     methods = ("boot_mean", "t_mean", CHOSEN, "randomization")
     e2e = {m: 0 for m in methods}

@@ -5,7 +5,7 @@ longbench-mini inputs; the figures come from the records only: for consecutive r
 is `sent_at[i+1] - (sent_at[i] + done_s[i])` (ClientTimings, eval/records/types.py), busy is the sum of done_s,
 span is the first send to the last answer. Two servers:
 
-- the fake server (eval/serve/fake_server.py, always available; it answers in well under a millisecond, so its gap
+- the fake server (tests/support/fake_server.py, always available; it answers in well under a millisecond, so its gap
   is almost all harness): 12 inputs x 5 repetitions x 2 = 120 requests;
 - the real CPU server (`cpu-smollm2`, SmolLM2-135M) when LBEVAL_CACHE has its venv and model (otherwise one
   line says it is skipped): 12 inputs x 3 repetitions x 2 = 72 requests. It is started here and stopped after.
@@ -35,9 +35,9 @@ from eval.errors import ConfigError
 from eval.records.run_folder import RECORDS_NAME, scan_records
 from eval.records.types import RequestRecord
 from eval.run.client import Client
-from eval.serve.fake_server import FakeServer
 from eval.serve.launch_specs import get_launch_spec
 from eval.serve.process import check_requirements, start
+from tests.support.fake_server import FakeServer
 
 REAL_SPEC = "cpu-smollm2"
 FAKE_REPS = 5

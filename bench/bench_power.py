@@ -36,8 +36,8 @@ from eval.gate.policy import parse_policy
 from eval.gate.settle import stop_check
 from eval.records.stop import SETTLED_FAIL, SETTLED_PASS
 from eval.run.ab import AbConfig, execute_ab
-from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer
 
 PLANNED = 24  # LBEVAL_POWER_INPUTS overrides
 REPS = 2  # LBEVAL_POWER_REPS overrides

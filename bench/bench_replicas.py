@@ -1,7 +1,7 @@
 """Replicas' scaling on fake servers of a fixed per-request latency (`python -m bench replicas`).
 
 48 inputs in the cold, warm and repeat passes (144 requests) through the real runner (eval/run/replicas.py), at
-N = 1, 2, 4 and 8 replicas, each a fake server (eval/serve/fake_server.py, `--latency`) in its own process, each
+N = 1, 2, 4 and 8 replicas, each a fake server (tests/support/fake_server.py, `--latency`) in its own process, each
 replica at concurrency 1. A server answers each generation request after LATENCY_S, so a perfect harness takes
 144 x LATENCY_S / N plus the probes; the line gives the wall time, the speed-up over N = 1 and whether it is
 within 10% of N, and the client's CPU per request (this process's CPU time: the servers run elsewhere). The
@@ -83,7 +83,7 @@ def _fake_servers(n: int) -> Iterator[list[str]]:
         urls = []
         for _ in range(n):
             proc = subprocess.Popen(
-                [sys.executable, "-m", "eval.serve.fake_server", "--latency", str(LATENCY_S)],
+                [sys.executable, "-m", "tests.support.fake_server", "--latency", str(LATENCY_S)],
                 stdout=subprocess.PIPE, text=True, start_new_session=True,
             )  # fmt: skip
             stack.callback(proc.wait, 10)

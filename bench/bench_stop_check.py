@@ -29,8 +29,8 @@ from eval.gate.settle import scratch_check, stop_check
 from eval.records.ab_pairs import read_pairs
 from eval.records.run_folder import RECORDS_NAME
 from eval.run.ab import AbConfig, StopQuery, execute_ab
-from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer
 
 N = 192
 LOOKS = (12, 48, 192)

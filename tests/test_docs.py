@@ -1,5 +1,5 @@
 """The documentation is runnable: every command README.md, docs/ and bench/README.md show is run here against the
-fake server (eval/serve/fake_server.py) or listed in EXCLUDED with the reason, and every relative link resolves.
+fake server (tests/support/fake_server.py) or listed in EXCLUDED with the reason, and every relative link resolves.
 
 The convention (docs/development.md, "Documentation"): a command is a line starting with `$ ` inside a
 ```console fence (a line ending in `\\` continues on the next one); other lines of the fence are sample output
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.serve.fake_server import FakeServer
+from tests.support.fake_server import FakeServer
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC_FILES = sorted([ROOT / "README.md", ROOT / "bench" / "README.md", *(ROOT / "docs").rglob("*.md")])

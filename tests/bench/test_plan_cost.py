@@ -13,8 +13,8 @@ from eval.commands import run as run_command
 from eval.records.run_folder import load_run
 from eval.records.types import RequestRecord
 from eval.run.runner import execute_run
-from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer
 
 DEPTHS = frozenset({"middle", "deepest partial"})
 

@@ -12,8 +12,8 @@ import numpy as np
 from eval.records.ab_pairs import last_pairs, read_pairs
 from eval.records.run_folder import RECORDS_NAME, scan_records
 from eval.run.ab import AbConfig, execute_ab
-from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer
 
 N_INPUTS, REPS = 6, 3
 

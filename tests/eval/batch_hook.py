@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from eval.run.scenarios import execute
-from eval.serve.fake_server import FakeServer
+from tests.support.fake_server import FakeServer
 
 
 @contextmanager

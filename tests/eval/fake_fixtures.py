@@ -16,7 +16,7 @@ from eval.prepare.inputs import InputRow, InputsHeader, sha256_text, write_input
 from eval.run.request import RequestSettings
 from eval.run.retry import RetryPolicy
 from eval.run.runner import RunConfig
-from eval.serve.fake_server import FakeServer
+from tests.support.fake_server import FakeServer
 
 FAST_RETRY = RetryPolicy(retries=2, backoff_s=0.01, max_backoff_s=0.02)
 

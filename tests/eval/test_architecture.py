@@ -215,12 +215,30 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
 
-def test_nothing_in_eval_uses_the_fake_server() -> None:
-    """eval/serve/fake_server.py is a test double for tests/ and bench/: no lbeval code path may import it."""
+def test_nothing_shipped_uses_the_test_support_package() -> None:
+    """tests/support/ (the fake server) is a test double for tests/ and bench/: no module of eval/ or scorers/
+    imports anything from tests/."""
     users = [
-        module
-        for module in EVAL_MODULES
-        if module != "eval.serve.fake_server"
-        and any(name == "eval.serve.fake_server" for name, _ in imported(source_tree(module), module))
+        f"{module}: {name}"
+        for module in EVAL_MODULES + modules("scorers")
+        for name, _ in imported(source_tree(module), module)
+        if name == "tests" or name.startswith("tests.")
     ]
     assert not users, users
+
+
+def test_the_wheel_ships_no_test_double() -> None:
+    """pyproject's package list (the packages a user installs) holds no tests package, and no shipped package
+    folder holds the fake server."""
+    import setuptools
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    setup = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    shipped = setuptools.find_namespace_packages(str(ROOT), **setup["packages"]["find"])  # namespaces = true
+    assert "eval.serve" in shipped and "scorers" in shipped  # the list is read, not empty
+    assert not [p for p in shipped if p == "tests" or p.startswith("tests.")], shipped
+    doubles = [p for p in shipped if (ROOT / Path(*p.split(".")) / "fake_server.py").exists()]
+    assert not doubles, doubles

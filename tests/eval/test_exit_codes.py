@@ -13,9 +13,9 @@ from eval.cli import main
 from eval.demo import interrupted_lines
 from eval.prepare.inputs import inputs_digest
 from eval.run.resume import resume_command
-from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import make_row, write_rows
 from tests.eval.runfactory import base_and_variant, write_run
+from tests.support.fake_server import FakeServer
 
 
 @pytest.mark.parametrize(

@@ -63,8 +63,8 @@ def test_progress_bars_off_a_terminal_are_plain_lines(
     """tqdm's carriage returns and cursor codes reached non-terminal logs (CI). Off a terminal each
     bar prints plain lines: its first state and its last, with no \\r and no escape sequence."""
     from eval.run.runner import execute_run
-    from eval.serve.fake_server import FakeServer
     from tests.eval.fake_fixtures import config_for, make_row, write_rows
+    from tests.support.fake_server import FakeServer
 
     inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(0), make_row(1)])
     with FakeServer() as fake:

@@ -15,7 +15,6 @@ from eval.analyze.aa_floor import AaFloorError, aa_floor, check_against, positio
 from eval.analyze.compare import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from eval.analyze.score import score_run
 from eval.run.runner import execute_run
-from eval.serve.fake_server import FakeServer
 from tests.eval.aa_factory import (
     N_INPUTS,
     REPS,
@@ -25,6 +24,7 @@ from tests.eval.aa_factory import (
     warm_prefill_pairs,
 )
 from tests.eval.fake_fixtures import config_for
+from tests.support.fake_server import FakeServer
 
 
 def t3_quantile(p: float) -> float:

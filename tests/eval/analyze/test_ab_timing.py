@@ -18,8 +18,8 @@ from eval.report.tables import build_tables
 from eval.report.write import write_reports
 from eval.run.ab import AbConfig, execute_ab
 from eval.run.runner import execute_run
-from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer, Fault
 
 GROWTH = 1.25  # both servers slow down by this factor after every pair (or every unit, sequentially)
 

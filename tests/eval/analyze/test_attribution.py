@@ -1,7 +1,7 @@
 """Attribution end to end on the fake server: each injected cause shows in its own rows and in no other.
 
 Every run below asks for every scenario (cache, batch, hitlen, repeats, traffic) on the same three inputs, with
-one fault knob of the fake server on (eval/serve/fake_server.py). The expected rows are derived from the fault's
+one fault knob of the fake server on (tests/support/fake_server.py). The expected rows are derived from the fault's
 definition, never read from the code under test:
     batch_effect   a request that saw another in flight gets +JITTER on every logprob and new tokens from
                    FLIP_AT: every pair whose measured request was in a batch differs at FLIP_AT, with a max delta of
@@ -34,9 +34,9 @@ from eval.analyze.score import ScoredRun, score_run
 from eval.report.attribution import reading
 from eval.run.runner import execute_run
 from eval.run.scenarios.settings import ScenarioSettings
-from eval.serve.fake_server import BatchEffect, FakeServer, PrefixEffect, StopEffect
 from tests.eval.batch_hook import announced_batches
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import BatchEffect, FakeServer, PrefixEffect, StopEffect
 
 BLOCK = 16
 WORDS = (40, 47, 55)  # prompt lengths: chat tokens = words + 19 (the fake's template and make_row's text)

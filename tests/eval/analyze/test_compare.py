@@ -214,8 +214,8 @@ def test_end_to_end_on_fake_server_runs(tmp_path: Path, capsys: pytest.CaptureFi
     """Two variants run by `lbeval run`'s runner against the fake server; the variant's server diverges on
     ex1's warm request from token 2 and evicts ex2's blocks before its warm request (a miss, then a retry)."""
     from eval.run.runner import execute_run
-    from eval.serve.fake_server import FakeServer, Fault
     from tests.eval.fake_fixtures import config_for, make_row, write_rows
+    from tests.support.fake_server import FakeServer, Fault
 
     inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(4)])
     runs = tmp_path / "runs"

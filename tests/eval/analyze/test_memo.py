@@ -15,8 +15,8 @@ from eval.analyze.score import ScoredRun, load_inputs, score_loaded
 from eval.records.run_folder import load_run
 from eval.run.runner import execute_run
 from eval.run.scenarios.settings import ScenarioSettings
-from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer, Fault
 
 
 @pytest.fixture(scope="module")

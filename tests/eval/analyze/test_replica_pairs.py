@@ -19,8 +19,8 @@ from eval.analyze.score import score_run
 from eval.report.json_out import summary_json
 from eval.report.tables import build_tables
 from eval.run.ab import AbConfig, execute_ab
-from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer, Fault
 
 ROWS = [make_row(i, words=40 + 10 * i) for i in range(6)]
 JITTER = 1e-3

@@ -17,9 +17,9 @@ from eval.report.spec_decode_table import spec_decode_table
 from eval.report.tables import build_tables
 from eval.run.metrics_text import parse_metrics, request_deltas
 from eval.run.runner import execute_run
-from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.eval.records.test_run_folder import make_record
+from tests.support.fake_server import FakeServer
 
 
 def spec(drafts: float, tokens: float, accepted: float, *pos: float) -> dict[str, float]:

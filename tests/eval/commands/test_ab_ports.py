@@ -3,7 +3,7 @@ loads, side A's server answers side B's health check. Without a guard lbeval too
 both sides to one server (an A/A on one server while the command line asked for two); now the second start
 stops with one line naming the variant and the port (exit 78), and side A's server is stopped.
 
-The servers are the tests' fake vLLM (eval/serve/fake_server.py) as child processes, each loading for a second
+The servers are the tests' fake vLLM (tests/support/fake_server.py) as child processes, each loading for a second
 before it binds its port, as vLLM does for a minute.
 """
 
@@ -27,7 +27,7 @@ from tests.eval.fake_fixtures import make_row, write_rows
 
 ROOT = Path(__file__).resolve().parents[3]
 CODE = (
-    "import sys, time; from eval.serve.fake_server import FakeServer; time.sleep(1.0); s = FakeServer(); "
+    "import sys, time; from tests.support.fake_server import FakeServer; time.sleep(1.0); s = FakeServer(); "
     "s.port = int(sys.argv[1]); s.start(); print('fake up', flush=True); time.sleep(3600)"
 )
 

@@ -17,8 +17,8 @@ from eval.prepare.inputs import read_inputs
 from eval.records.run_folder import PAIRS_NAME, RESERVED_VARIANTS
 from eval.run.request import RequestSettings, build_request
 from eval.run.runner import default_run_id, execute_run
-from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, fake_fixture, make_row, write_rows  # noqa: F401 - fixture
+from tests.support.fake_server import FakeServer
 
 DEEP = "[" * 100_000 + "]" * 100_000  # past any recursion limit
 

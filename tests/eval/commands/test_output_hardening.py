@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main
-from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import make_row, write_rows
+from tests.support.fake_server import FakeServer, Fault
 
 ROOT = Path(__file__).resolve().parents[3]
 KEY = "sk-lbeval-TESTKEY-93f1c"
@@ -26,7 +26,7 @@ ESCAPES = "\x1b[2J\x1b]0;t\x07"
 RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 SERVER = (
-    "import sys, time; from eval.serve.fake_server import FakeServer; s = FakeServer(api_key=sys.argv[3]); "
+    "import sys, time; from tests.support.fake_server import FakeServer; s = FakeServer(api_key=sys.argv[3]); "
     "s.port = int(sys.argv[1]); s.start(); print('fake up', flush=True); time.sleep(3600)"
 )
 

@@ -1,6 +1,6 @@
 """The default gate follows every cause row (cause_rows, relative to the base) and checks cache isolation; a
 rule with a denominator of 0 is no data. Runs are made by the runner against the fake server (its faults are
-the knobs of eval/serve/fake_server.py), then gated with the shipped default policy."""
+the knobs of tests/support/fake_server.py), then gated with the shipped default policy."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ from eval.gate.verdict import FAIL, NO_DATA, PASS, SKIPPED, RuleResult, Verdict
 from eval.report.console import cause_lines
 from eval.run.runner import execute_run
 from eval.run.scenarios.settings import ScenarioSettings
-from eval.serve.fake_server import BatchEffect, FakeServer, PrefixEffect
 from tests.eval.batch_hook import announced_batches
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import BatchEffect, FakeServer, PrefixEffect
 
 WORDS = (40, 47)
 ALL = ("cache", "batch", "hitlen", "repeats", "traffic")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main
-from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import make_row, write_rows
+from tests.support.fake_server import FakeServer
 
 WORDS = (40, 47, 52)
 

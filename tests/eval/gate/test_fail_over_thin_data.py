@@ -18,8 +18,8 @@ from eval.gate.rules import evaluate
 from eval.gate.verdict import EXIT_FAIL, EXIT_NO_VERDICT, EXIT_PASS, FAIL
 from eval.run.runner import execute_run
 from eval.run.scenarios.settings import ScenarioSettings
-from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer, Fault
 
 CACHE_ONLY = ScenarioSettings(scenarios=("cache",))
 

@@ -243,8 +243,8 @@ def test_timing_reps_raised_in_the_manifest_is_an_unfilled_plan(
 def session_fixture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """One clean lbeval ab session on two fake servers (3 inputs, cold, warm and 2 timing repetitions)."""
     from eval.run.ab import AbConfig, execute_ab
-    from eval.serve.fake_server import FakeServer
     from tests.eval.fake_fixtures import config_for, make_row, write_rows
+    from tests.support.fake_server import FakeServer
 
     tmp = tmp_path_factory.mktemp("ab")
     inputs = write_rows(tmp / "inputs.jsonl", [make_row(i) for i in range(3)])

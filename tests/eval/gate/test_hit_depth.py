@@ -1,7 +1,7 @@
 """A fault that perturbs only partial prefix hits deep inside a prompt FAILs the shipped default gate on the
 default plan's depth row, and passed it on the plan that sampled one block and the full hit only.
 
-The fake server's prefix effect (eval/serve/fake_server.py PrefixEffect, modulus 64, residue 48) makes a request
+The fake server's prefix effect (tests/support/fake_server.py PrefixEffect, modulus 64, residue 48) makes a request
 diverge from its second token when the longest earlier same-salt prompt that is a proper prefix of it has 48
 tokens: on these 79-token prompts (block 16: 4 full blocks a whole prompt can hit) that is a hit of 3 blocks,
 one block short of the full hit, the deepest partial hit. Nothing else the default plan sends resumes there (the
@@ -23,8 +23,8 @@ from eval.gate.rules import evaluate
 from eval.gate.verdict import FAIL, PASS, Verdict
 from eval.run.runner import execute_run
 from eval.run.scenarios.settings import ScenarioSettings
-from eval.serve.fake_server import FakeServer, PrefixEffect
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer, PrefixEffect
 
 BLOCK = 16
 OLD_CLASSES = ("1B", "last block")  # the default plan's hit classes before it sampled the depths

@@ -18,9 +18,9 @@ from eval.gate.settle import settle, stop_check
 from eval.records.run_folder import RECORDS_NAME, scan_records
 from eval.records.stop import SETTLED_FAIL, SETTLED_PASS, read_stop, stop_path, write_stop
 from eval.run.ab import AbConfig, execute_ab
-from eval.serve.fake_server import FakeServer
 from tests.eval.aa_factory import inputs_file, session
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer
 
 TIMING_POLICY = """schema_version = 1
 [rules.warm_prefill_change]

@@ -14,8 +14,8 @@ from eval.analyze.compare import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from eval.analyze.score import score_run
 from eval.cli import main
 from eval.records.stop import SETTLED_FAIL, read_stop
-from eval.serve.fake_server import FakeServer
 from tests.eval.aa_factory import inputs_file, session
+from tests.support.fake_server import FakeServer
 
 N = 24
 POLICY = "schema_version = 1\n[rules.warm_prefill_change]\nenabled = true\nmax_change_aa_multiple = 3.0\n"

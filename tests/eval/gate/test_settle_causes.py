@@ -16,8 +16,8 @@ from eval.analyze.score import ScoredRun, score_run
 from eval.gate.policy import parse_policy
 from eval.gate.settle import remaining_pairs, settle
 from eval.records.stop import OPEN, SETTLED_FAIL, SETTLED_PASS
-from eval.serve.fake_server import PrefixEffect
 from tests.eval.gate.test_cause_rows import SCEN, make_run
+from tests.support.fake_server import PrefixEffect
 
 CAUSES = parse_policy("schema_version = 1\n[rules.cause_rows]\n[rules.cache_isolation]\n", "causes.toml")
 

@@ -16,8 +16,8 @@ from eval.gate.settle import IncrementalCheck, scratch_check, stop_check
 from eval.records.stop import OPEN, SETTLED_FAIL, Settlement, read_stop
 from eval.run.ab import AbConfig, StopQuery, execute_ab
 from eval.run.scenarios.settings import ScenarioSettings
-from eval.serve.fake_server import FakeServer, Fault, PrefixEffect
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer, Fault, PrefixEffect
 
 POLICY = """schema_version = 1
 [rules.no_errors]

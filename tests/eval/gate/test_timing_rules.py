@@ -15,8 +15,8 @@ from eval.gate.rules import evaluate, rule_cold_prefill_change, rule_warm_prefil
 from eval.gate.verdict import EXIT_FAIL, EXIT_NO_VERDICT, EXIT_PASS, FAIL, NO_DATA, PASS, SKIPPED
 from eval.run.ab import AbConfig, execute_ab
 from eval.run.runner import execute_run
-from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer
 
 DEFAULTS = load_policy(None).rules
 

@@ -25,8 +25,8 @@ from eval.report.json_out import summary_json
 from eval.report.markdown import scores_markdown
 from eval.report.tables import build_tables
 from eval.run.runner import execute_run
-from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer
 
 
 @pytest.fixture(scope="module")

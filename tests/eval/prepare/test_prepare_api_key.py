@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from eval.cli import main
-from eval.serve.fake_server import FakeServer
+from tests.support.fake_server import FakeServer
 
 KEY = "sk-prepare-secret-1234"
 

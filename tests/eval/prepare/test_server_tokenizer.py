@@ -11,7 +11,7 @@ from eval.cli import main
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import read_inputs
 from eval.prepare.tokenizers import ServerTokenizer, chat_overhead
-from eval.serve.fake_server import CHAT_PREFIX, CHAT_SUFFIX, FakeServer, detokenize, tokenize_text
+from tests.support.fake_server import CHAT_PREFIX, CHAT_SUFFIX, FakeServer, detokenize, tokenize_text
 
 ROOT = Path(__file__).resolve().parents[3]
 TEMPLATES = json.loads((ROOT / "prompts" / "dataset2prompt.json").read_text(encoding="utf-8"))
@@ -88,7 +88,7 @@ def test_prepare_with_managed_spec_starts_and_stops_the_server(
     import urllib.request
 
     code = (
-        "import sys, time; from eval.serve.fake_server import FakeServer; s = FakeServer(max_model_len=100); "
+        "import sys, time; from tests.support.fake_server import FakeServer; s = FakeServer(max_model_len=100); "
         "s.port = int(sys.argv[1]); s.start(); print('fake up', flush=True); time.sleep(3600)"
     )
     log = tmp_path / "server.log"

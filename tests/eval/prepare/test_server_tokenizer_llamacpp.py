@@ -10,7 +10,7 @@ from eval.cli import main
 from eval.errors import ConfigError
 from eval.prepare.inputs import read_inputs
 from eval.prepare.tokenizers import ServerTokenizer, chat_overhead
-from eval.serve.fake_server import CHAT_PREFIX, CHAT_SUFFIX, FakeServer
+from tests.support.fake_server import CHAT_PREFIX, CHAT_SUFFIX, FakeServer
 
 
 def test_the_extras_endpoints_and_the_chat_count_from_usage() -> None:

@@ -23,9 +23,9 @@ from eval.report.tables import build_tables
 from eval.report.write import write_reports, write_scores
 from eval.run.runner import execute_run
 from eval.run.scenarios.settings import ScenarioSettings
-from eval.serve.fake_server import BatchEffect, FakeServer, PrefixEffect
 from tests.eval.batch_hook import announced_batches
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import BatchEffect, FakeServer, PrefixEffect
 
 JITTER = 4e-5
 WORDS = (40, 47)

@@ -4,7 +4,7 @@ hitlen and repeats scenarios on 2 inputs, where the variant changes numerics eve
 from the base's, as an fp8 KV cache does) and, inside the variant, the repeats and partial-hit rows differ too.
 
 The summary fits 40 lines and still names every row a rule fails on; when the cold outputs differ across the
-variants it says so first. Figures come from the fake's rules (eval/serve/fake_server.py), not from the code
+variants it says so first. Figures come from the fake's rules (tests/support/fake_server.py), not from the code
 under test.
 """
 
@@ -26,8 +26,8 @@ from eval.cli import main
 from eval.report.console import numerics_changed
 from eval.run.ab import AbConfig, execute_ab
 from eval.run.scenarios.settings import ScenarioSettings
-from eval.serve.fake_server import FakeServer, Fault, PrefixEffect
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer, Fault, PrefixEffect
 
 LIMIT = 40
 SCENARIOS = ScenarioSettings(

@@ -18,8 +18,8 @@ from eval.records.run_folder import PAIRS_NAME, RECORDS_NAME, read_manifest, sca
 from eval.records.types import RequestRecord
 from eval.run.ab import AbConfig, execute_ab, pair_orders, session_order
 from eval.run.steps import plan_units
-from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer, Fault
 
 
 def _records(run_dir: Path) -> list[RequestRecord]:

@@ -14,8 +14,8 @@ from eval.records.ab_pairs import read_pairs
 from eval.records.final import select_final
 from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
 from eval.run.ab import AbConfig, execute_ab
-from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer
 
 
 def _config(tmp_path: Path, a: FakeServer, url_b: str) -> AbConfig:

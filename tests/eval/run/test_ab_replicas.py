@@ -21,8 +21,8 @@ from eval.records.types import RequestRecord
 from eval.run.ab import AbConfig, UnitId, execute_ab
 from eval.run.replicas import assign_replicas, row_weight
 from eval.run.scenarios.settings import ScenarioSettings
-from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer
 
 N = 2
 ROWS = [make_row(i, words=40 + 10 * i) for i in range(6)]

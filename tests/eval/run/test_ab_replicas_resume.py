@@ -29,8 +29,8 @@ from eval.records.types import RequestRecord
 from eval.run.ab import session_order
 from eval.run.replicas import assign_replicas, row_weight
 from eval.run.steps import plan_units
-from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import make_row, write_rows
+from tests.support.fake_server import FakeServer, Fault
 
 ROOT = Path(__file__).resolve().parents[3]
 KILLED_N = 2  # replicas per side in the killed session

@@ -26,8 +26,8 @@ from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
 from eval.records.types import RequestRecord
 from eval.run.ab import AbConfig, execute_ab
 from eval.run.scenarios.settings import ScenarioSettings
-from eval.serve.fake_server import BatchEffect, FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import BatchEffect, FakeServer
 
 BLOCK = 16
 WORDS = (40, 47, 55)  # chat prompt tokens on the fake: words + 19

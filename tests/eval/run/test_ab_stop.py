@@ -16,8 +16,8 @@ from eval.records.run_folder import read_manifest
 from eval.records.stop import SETTLED_FAIL, read_stop, stop_path
 from eval.run.ab import AbConfig, execute_ab, session_order
 from eval.run.steps import plan_units
-from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer, Fault
 
 PASSES = ("cold", "warm", "repeat")
 SEED = 7

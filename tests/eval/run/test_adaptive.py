@@ -37,8 +37,8 @@ from eval.run.adaptive import (
     rounds as added_rounds,
 )
 from eval.run.steps import Unit, timing_steps
-from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer
 
 N_INPUTS, REPS = 6, 2
 

@@ -23,8 +23,8 @@ from eval.run.probe import ProbeResult, probe_server
 from eval.run.request import RequestSettings
 from eval.run.runner import execute_run
 from eval.run.scenarios.settings import ScenarioSettings
-from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer, Fault
 
 BLOCK = 16
 

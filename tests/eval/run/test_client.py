@@ -17,8 +17,8 @@ from eval.run.client import Client, root_url
 from eval.run.reply import RequestFailed
 from eval.run.request import RequestSettings, build_request, request_settings, wire_body
 from eval.run.wire import parse_body, parse_stream
-from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import fake_fixture, make_row  # noqa: F401 - fixture
+from tests.support.fake_server import FakeServer, Fault
 
 TIMINGS = ClientTimings(sent_at=1.0, first_token_s=None, done_s=0.5)
 

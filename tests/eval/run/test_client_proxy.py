@@ -15,8 +15,8 @@ from eval.errors import ConfigError
 from eval.run.client import Client
 from eval.run.request import RequestSettings, build_request
 from eval.run.transport import environment_proxy
-from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import fake_fixture, make_row  # noqa: F401 - fixture
+from tests.support.fake_server import FakeServer
 
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY")
 

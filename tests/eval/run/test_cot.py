@@ -13,8 +13,8 @@ from eval.records.run_folder import RECORDS_NAME, load_run
 from eval.records.types import RequestRecord
 from eval.run.request import RequestSettings
 from eval.run.runner import execute_run
-from eval.serve.fake_server import CHAT_PREFIX, CHAT_SUFFIX, FakeServer, Fault, tokenize_text
 from tests.eval.fake_fixtures import config_for, fake_fixture, make_header, make_row  # noqa: F401 - fixture
+from tests.support.fake_server import CHAT_PREFIX, CHAT_SUFFIX, FakeServer, Fault, tokenize_text
 
 BLOCK = 16
 ANSWERS = ("cold_answer", "warm_answer", "repeat_answer")

@@ -9,8 +9,8 @@ import pytest
 from eval.cli import main
 from eval.errors import EXIT_CONFIG
 from eval.serve.endpoints import endpoint_key
-from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import make_row, write_rows
+from tests.support.fake_server import FakeServer
 
 
 @pytest.mark.parametrize(

@@ -28,9 +28,9 @@ from eval.records.types import RequestRecord, Usage
 from eval.run.ab import AbConfig, execute_ab
 from eval.run.request import RequestSettings, build_request
 from eval.run.runner import execute_run
-from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.eval.records.test_run_folder import make_record
+from tests.support.fake_server import FakeServer, Fault
 
 LAG_S = 0.02
 

@@ -28,10 +28,10 @@ from eval.run.metrics_text import (
 from eval.run.request import RequestSettings, build_request
 from eval.run.runner import execute_run
 from eval.run.server_watch import ServerWatch
-from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.eval.fake_fixtures import fake_fixture as fake_fixture  # the `fake` fixture
 from tests.eval.run.test_metrics_text import BEFORE, after
+from tests.support.fake_server import FakeServer, Fault
 
 
 def _records(run_dir: Path) -> list[RequestRecord]:

@@ -27,8 +27,8 @@ from eval.run.steps import (
     validate_passes,
     verify,
 )
-from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import fake_fixture, make_row  # noqa: F401 - fixture
+from tests.support.fake_server import FakeServer, Fault
 
 ALL = ("cold", "warm", "repeat", "timing", "controls")
 

@@ -26,8 +26,8 @@ from eval.run.retry import RetryPolicy
 from eval.run.runner import execute_run
 from eval.run.scenarios.hitlen import hit_lengths
 from eval.run.scenarios.settings import ScenarioSettings, sized_default_plan
-from eval.serve.fake_server import FakeServer, Fault, PrefixEffect
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer, Fault, PrefixEffect
 
 FAST = RetryPolicy(retries=2, backoff_s=0.01, max_backoff_s=0.02)
 BLOCK = 16

@@ -9,7 +9,7 @@ from eval.run.client import Client
 from eval.run.probe import ProbeResult, probe_server
 from eval.run.request import RequestSettings
 from eval.run.retry import RetryPolicy
-from eval.serve.fake_server import FakeServer, Fault
+from tests.support.fake_server import FakeServer, Fault
 
 FAST = RetryPolicy(retries=2, backoff_s=0.01, max_backoff_s=0.02)
 

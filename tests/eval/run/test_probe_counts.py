@@ -12,7 +12,7 @@ from eval.run.probe import USAGE_FAULT, ProbeResult, probe_server
 from eval.run.probe_counts import Counted, counted
 from eval.run.request import RequestSettings
 from eval.run.retry import RetryPolicy
-from eval.serve.fake_server import FakeServer, Fault
+from tests.support.fake_server import FakeServer, Fault
 
 FAST = RetryPolicy(retries=1, backoff_s=0.01, max_backoff_s=0.02)
 

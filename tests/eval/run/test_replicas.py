@@ -31,9 +31,9 @@ from eval.run.replicas import (
 )
 from eval.run.runner import RunConfig, execute_run
 from eval.run.scenarios.settings import ScenarioSettings
-from eval.serve.fake_server import FakeServer, Fault
 from eval.serve.launch_specs import get_launch_spec, parse_spec
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer, Fault
 
 
 @pytest.mark.parametrize(

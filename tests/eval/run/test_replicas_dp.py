@@ -36,8 +36,8 @@ from eval.run.replicas import (
 )
 from eval.run.runner import RunConfig, execute_run
 from eval.run.scenarios.settings import ScenarioSettings
-from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer
 
 TWO_ENGINES = """\
 # TYPE process_start_time_seconds gauge

@@ -1,6 +1,6 @@
 """The replicas scenario (eval/run/scenarios/replicas.py): each scenario input's cold request and warm twin on
 every replica, the attribution rows "replica" / "replica_r<r>" it gives, and the rule that every other pair
-compares two records of one replica. Fake servers (eval/serve/fake_server.py): a divergence fault on one
+compares two records of one replica. Fake servers (tests/support/fake_server.py): a divergence fault on one
 replica is a replica that is not interchangeable; the expected rows follow from where the fault is."""
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from eval.run.runner import RunConfig, execute_run
 from eval.run.scenarios.plan import plan_scenario_units
 from eval.run.scenarios.replicas import plan_replicas
 from eval.run.scenarios.settings import ScenarioSettings
-from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.eval.records.test_run_folder import make_record
+from tests.support.fake_server import FakeServer, Fault
 
 N_REPLICAS = 3
 SCENARIO_INPUTS = 2

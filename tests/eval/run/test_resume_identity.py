@@ -16,8 +16,8 @@ from eval.records.server_identity import SERVER_IDENTITY_KEYS, server_difference
 from eval.records.types import RequestRecord
 from eval.run.ab import AbConfig, execute_ab
 from eval.run.runner import RunConfig, execute_run
-from eval.serve.fake_server import FakeServer
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer
 
 
 class _Stop(Exception):

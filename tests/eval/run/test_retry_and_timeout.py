@@ -10,8 +10,8 @@ import pytest
 from eval.errors import LbevalError
 from eval.records.run_folder import load_run
 from eval.run.runner import execute_run
-from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import FAST_RETRY, config_for, fake_fixture, make_row, write_rows  # noqa: F401
+from tests.support.fake_server import FakeServer, Fault
 
 
 def one_row(tmp_path: Path) -> Path:

@@ -26,8 +26,8 @@ from eval.records.run_folder import (
     run_lock,
 )
 from eval.run.runner import default_run_id, execute_run
-from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, fake_fixture, make_row, write_rows  # noqa: F401 - fixture
+from tests.support.fake_server import FakeServer, Fault
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -105,7 +105,7 @@ def test_a_managed_server_run_takes_the_same_lock(tmp_path: Path, capsys: pytest
     inputs = two_rows(tmp_path)
     run_dir = tmp_path / "runs" / "fakevllm" / default_run_id(inputs_digest(inputs))
     code = (
-        "import sys, time; from eval.serve.fake_server import FakeServer; s = FakeServer(); "
+        "import sys, time; from tests.support.fake_server import FakeServer; s = FakeServer(); "
         "s.port = int(sys.argv[1]); s.start(); print('fake up', flush=True); time.sleep(3600)"
     )
     specs = tmp_path / "specs.toml"

@@ -21,8 +21,8 @@ from eval.records.run_folder import RECORDS_NAME, load_run, read_manifest
 from eval.records.types import RequestRecord
 from eval.run.retry import RetryPolicy
 from eval.run.runner import RunConfig, execute_run
-from eval.serve.fake_server import FakeServer, Fault
 from tests.eval.fake_fixtures import config_for, fake_fixture, make_row, write_rows  # noqa: F401 - fixture
+from tests.support.fake_server import FakeServer, Fault
 
 ROOT = Path(__file__).resolve().parents[3]
 # make_row(i): "Example exI:" (2 words) + 60 words + "\n\n" (2) + "Question: what is exI?" (4) + "\n\n" (2) + "Answer:"

@@ -24,8 +24,8 @@ from eval.run.scenarios.base import spread
 from eval.run.scenarios.hitlen import hit_lengths
 from eval.run.scenarios.repeats import batch_split
 from eval.run.scenarios.settings import ScenarioSettings, batched_tokens_budget, parse_ints
-from eval.serve.fake_server import FakeServer, Fault, PrefixEffect
 from tests.eval.fake_fixtures import config_for, fake_fixture, make_row, write_rows  # noqa: F401 - fixture
+from tests.support.fake_server import FakeServer, Fault, PrefixEffect
 
 BLOCK = 16
 WORDS = (40, 47, 55)

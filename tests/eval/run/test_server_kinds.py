@@ -1,6 +1,6 @@
 """Servers other than vLLM: identification, the capability mapping per kind, and runs that degrade honestly.
 
-Against the fake server speaking SGLang's and llama-cpp-python's dialects (eval/serve/fake_server.py DIALECTS), plus
+Against the fake server speaking SGLang's and llama-cpp-python's dialects (tests/support/fake_server.py DIALECTS), plus
 wire-level parsing of llama-server's documented fields. SGLang and llama-server are untested on real servers.
 """
 
@@ -26,8 +26,8 @@ from eval.run.runner import execute_run
 from eval.run.server_kinds import KINDS, identify
 from eval.run.steps import EVICT_PROMPT
 from eval.run.wire import WireDialect, parse_body, synthetic_token_id
-from eval.serve.fake_server import FakeServer, tokenize_text
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer, tokenize_text
 
 FAST = RetryPolicy(retries=1, backoff_s=0.01, max_backoff_s=0.02)
 GGUF = "/models/SmolLM2-135M-Instruct.Q4_1.gguf"  # llama-cpp-python serves the model under its path

@@ -2,7 +2,7 @@
 (a run the lock refuses starts no server), a spec's relative server log goes under the runs folder (--out), and
 `lbeval ab` takes every option of `lbeval run` that applies to one side.
 
-The managed servers are the tests' fake vLLM (eval/serve/fake_server.py) as child processes."""
+The managed servers are the tests' fake vLLM (tests/support/fake_server.py) as child processes."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[3]
 # the server writes a marker file when it starts (a refused run must not start it), then serves
 CODE = (
     "import sys, pathlib, time; pathlib.Path(sys.argv[2]).write_text('started'); "
-    "from eval.serve.fake_server import FakeServer; s = FakeServer(); s.port = int(sys.argv[1]); s.start(); "
+    "from tests.support.fake_server import FakeServer; s = FakeServer(); s.port = int(sys.argv[1]); s.start(); "
     "time.sleep(3600)"
 )
 

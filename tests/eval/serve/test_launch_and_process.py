@@ -416,7 +416,7 @@ def test_lbeval_run_with_spec_starts_the_server_runs_and_stops_it(tmp_path: Path
     root = Path(__file__).resolve().parents[3]
     inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(0), make_row(1)])
     code = (
-        "import sys, time; from eval.serve.fake_server import FakeServer; s = FakeServer(); "
+        "import sys, time; from tests.support.fake_server import FakeServer; s = FakeServer(); "
         "s.port = int(sys.argv[1]); s.start(); print('fake up', flush=True); time.sleep(3600)"
     )
     specs = write(

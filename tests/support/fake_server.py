@@ -1,5 +1,5 @@
-"""A fake OpenAI-compatible vLLM server for tests and benches: a test double, not a product feature (nothing in
-eval/ imports it; it lives here so that bench/ and tests/ can both use it without bench importing tests).
+"""A fake OpenAI-compatible vLLM server for tests and benches: a test double, not a product feature (it is not
+in the installed package, and nothing in eval/ or scorers/ imports it; tests/eval/test_architecture.py).
 
 Serves on 127.0.0.1 (free port) from a thread: /v1/models, /v1/chat/completions, /v1/completions (whole or
 streamed), /version, /health, /metrics (vllm:* counters and histograms), /tokenize, /detokenize and
@@ -1179,7 +1179,7 @@ class _Answer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m eval.serve.fake_server [--port N] [--block-size B] [--latency S]`: serve until interrupted."""
+    """`python -m tests.support.fake_server [--port N] [--block-size B] [--latency S]`: serve until interrupted."""
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
