@@ -40,7 +40,7 @@ def _records(run_dir: Path) -> list[RequestRecord]:
 
 
 def _fake_prefill(rec: RequestRecord, slowdown: float = 1.0) -> float:
-    """eval/serve/fake_server.FakeServer.observe's prefill time for this record's own prompt and cached tokens."""
+    """tests/support/fake_server.FakeServer.observe's prefill time for this record's own prompt and cached tokens."""
     assert rec.usage.prompt_tokens is not None and rec.usage.cached_tokens is not None
     return (1e-4 + (rec.usage.prompt_tokens - rec.usage.cached_tokens) * 1e-5) * slowdown
 
