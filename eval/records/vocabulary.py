@@ -19,12 +19,14 @@ Units: the runner sends a run as units, each a group of steps that starts from c
 holds cold, warm, repeat and the controls (and, on a CoT input, then the three answer calls); each timing
 repetition r is a "timing" unit of its own.
 
-The other scenarios (eval/records/scenarios.py says what each isolates) have record passes of their own
-(SCENARIO_PASSES), and one unit per input whose kind is the scenario's name; the repetition of such a record is
-its index among the unit's records of that pass, and `RequestRecord.variation` says what it varied.
+The other scenarios (eval/records/scenario_kinds/, one module each, say what each isolates) have record passes
+of their own (SCENARIO_PASSES), and one unit per input whose kind is the scenario's name; the repetition of such
+a record is its index among the unit's records of that pass, and `RequestRecord.variation` says what it varied.
 """
 
 from __future__ import annotations
+
+from eval.records.scenario_kinds.registry import pass_owner, registered
 
 # LongBench v2 CoT: generation pass -> the pass of its answer call (eval/run/passes.py, eval/analyze/accuracy.py)
 ANSWER_PASSES: dict[str, str] = {"cold": "cold_answer", "warm": "warm_answer", "repeat": "repeat_answer"}
@@ -52,30 +54,35 @@ MISS_EXPECTED = ("cold", "timing_cold", "control_salt", "cold_answer")  # verifi
 UNIT_MAIN = "main"
 UNIT_TIMING = "timing"
 
-# scenario -> its record passes (the `cache` scenario's are RECORD_PASSES above)
-SCENARIO_PASSES: dict[str, tuple[str, ...]] = {
-    "batch": ("batch_alone", "batch_warm_alone", "batch_member", "batch_warm_member", "batch_filler"),
-    "hitlen": ("hitlen_cold", "hitlen_prime", "hitlen_full"),
-    "repeats": ("repeats_alone", "repeats_batched"),
-    "traffic": ("traffic_cold", "traffic_warm_idle", "traffic_noise", "traffic_warm"),
-    "replicas": ("replicas_cold", "replicas_warm"),
-}
 CACHE_SCENARIO = "cache"
+# scenario -> its record passes, from the scenario registry (eval/records/scenario_kinds/: one module each; the
+# `cache` scenario's are RECORD_PASSES above)
+SCENARIO_PASSES: dict[str, tuple[str, ...]] = {
+    s.name: s.passes for s in registered() if s.name != CACHE_SCENARIO
+}
 SCENARIO_NAMES = (CACHE_SCENARIO, *SCENARIO_PASSES)
 SCENARIO_OF_PASS = {p: name for name, produced in SCENARIO_PASSES.items() for p in produced}
 ALL_PASSES = RECORD_PASSES + tuple(SCENARIO_OF_PASS)
 PROGRESS_GROUPS = (*PASS_CHOICES, *SCENARIO_PASSES)  # one progress bar each (`choice_of`)
 
 
+def _scenario_pass(pass_name: str) -> str | None:
+    """The registered scenario beyond cache whose pass this is (the registry's, so a scenario registered later
+    counts too), else None."""
+    owner = pass_owner(pass_name)
+    return owner if owner is not None and owner != CACHE_SCENARIO else None
+
+
 def scenario_of(pass_name: str) -> str:
     """The scenario a record pass belongs to (`cache` for RECORD_PASSES)."""
-    return SCENARIO_OF_PASS.get(pass_name, CACHE_SCENARIO)
+    return _scenario_pass(pass_name) or CACHE_SCENARIO
 
 
 def choice_of(pass_name: str) -> str:
     """The `--passes` choice that produces a record pass (timing_warm -> timing); a scenario pass's scenario."""
-    if pass_name in SCENARIO_OF_PASS:
-        return SCENARIO_OF_PASS[pass_name]
+    owner = _scenario_pass(pass_name)
+    if owner is not None:
+        return owner
     pass_name = REASONING_OF.get(pass_name, pass_name)  # a CoT answer call comes with its generation pass
     for choice, produced in PASS_CHOICES.items():
         if pass_name in produced:
@@ -85,6 +92,7 @@ def choice_of(pass_name: str) -> str:
 
 def unit_kind(pass_name: str) -> str:
     """main | timing for the cache scenario's passes; the scenario's name for the others."""
-    if pass_name in SCENARIO_OF_PASS:
-        return SCENARIO_OF_PASS[pass_name]
+    owner = _scenario_pass(pass_name)
+    if owner is not None:
+        return owner
     return UNIT_TIMING if pass_name in PASS_CHOICES["timing"] else UNIT_MAIN

@@ -1,0 +1,25 @@
+"""The scenarios beyond cache, one module each (batch.py, hitlen.py, repeats.py, traffic.py, replicas.py), and the
+registry they enter by name (spec.py; registry.py loads every module). docs/scenarios.md, "Adding a scenario".
+"""
+
+from eval.public import public_face
+
+__all__, __getattr__ = public_face(
+    __name__,
+    {
+        "spec": ("BATCH_SIZE", "INPUT", "SLOT"),
+        "registry": (
+            "MODULES",
+            "PairDef",
+            "ScenarioSpec",
+            "all_pairs",
+            "is_registered",
+            "names",
+            "pass_owner",
+            "register",
+            "registered",
+            "spec_of",
+            "unregister",
+        ),
+    },
+)
