@@ -8,9 +8,9 @@ repetitions (the planned count made even, at least 2), input by input in the ses
 input's repetitions back to back (`round_segments`); each pair's AB/BA order comes from eval/run/ab.pair_orders
 over the plan extended by these units, so the orders depend only on the seed and the plan. Why back to back:
 the gated interval treats inputs as independent, which holds when each input's pairs are close in time, as in
-the planned phase; a round of one repetition per input across all inputs (before 2026-12-05) spread every
-disturbance of a few seconds over many inputs at once, and one-sided bursts then made the gated interval
-exclude 0 in 16-38 % of simulated A/A sessions (`python -m bench adaptive`, docs/timing.md).
+the planned phase; a round of one repetition per input across all inputs spreads every disturbance of a few
+seconds over many inputs at once, and one-sided bursts then make the gated interval exclude 0 in 16-38 % of
+simulated A/A sessions (`python -m bench adaptive`, docs/adaptive.md).
 
 Four intervals are looked at after every AB/BA block of two pairs (and at the end of an input's segment), two
 for the warm prefill and two for the cold one (a timing unit sends both, and the gate reads both), and the
