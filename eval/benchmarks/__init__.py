@@ -8,3 +8,17 @@ them); `sources` and `build` are prepare's part, `accuracy` analyze's (docs/arch
 report/. `registry.py` says which benchmark a dataset belongs to; prepare and analyze map a benchmark's name
 to its part (`prepare/build.PREPARE_PARTS`, `analyze/accuracy.SCORING`) and find it with `registry.stage_entry`.
 """
+
+from eval.public import public_face
+
+# the names other packages import from this one, by the module that defines them (docs/architecture.md)
+__all__, __getattr__ = public_face(
+    __name__,
+    {
+        "registry": (
+            "BENCHMARKS",
+            "benchmark_of",
+            "stage_entry",
+        )
+    },
+)

@@ -4,3 +4,45 @@ official prompts with middle truncation -> the inputs manifest, the single sourc
 Entry points: `build.prepare` (each dataset's rows built by its benchmark's part, `build.PREPARE_PARTS`; the
 contract in `benchmark_part.py`), `inputs.read_inputs` / `inputs.InputRow` (read by the runner and by scoring).
 """
+
+from eval.public import public_face
+
+# the names other packages import from this one, by the module that defines them (docs/architecture.md)
+__all__, __getattr__ = public_face(
+    __name__,
+    {
+        "benchmark_part": (
+            "DatasetPart",
+            "HeaderPart",
+            "PrepareJob",
+        ),
+        "build": (
+            "PrepareConfig",
+            "parse_max_tokens",
+            "prepare",
+        ),
+        "data_source": (
+            "DataSource",
+            "Downloader",
+            "hub_file",
+        ),
+        "inputs": (
+            "COT_PLACEHOLDER",
+            "InputRow",
+            "file_sha256",
+            "inputs_digest",
+            "read_inputs",
+            "sha256_text",
+            "unicode_problem",
+        ),
+        "select": (
+            "parse_n",
+            "select_ids",
+        ),
+        "tokenizers": (
+            "LocalTokenizer",
+            "ServerTokenizer",
+            "Tokenizer",
+        ),
+    },
+)

@@ -4,3 +4,25 @@ and the console summary; every output renders the same cells and computes no sta
 Entry points: `tables.build_tables` (one module per table), `write.write_reports` / `write.write_scores` (the files
 written), `console` (what the commands print).
 """
+
+from eval.public import public_face
+
+# the names other packages import from this one, by the module that defines them (docs/architecture.md)
+__all__, __getattr__ = public_face(
+    __name__,
+    {
+        "console": (
+            "cause_lines",
+            "compare_summary",
+            "gate_lines",
+            "hang",
+            "policy_floor",
+            "score_summary",
+        ),
+        "tables": ("build_tables",),
+        "write": (
+            "write_reports",
+            "write_scores",
+        ),
+    },
+)

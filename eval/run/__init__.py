@@ -4,3 +4,38 @@ Entry points: `runner.execute_run` (`lbeval run`), `ab.execute_ab` (`lbeval ab`)
 lifecycle), `probe.probe_server`, `client.Client` (over `request`, `wire`, `reply`, `transport`, `ledger`),
 `steps.plan_units` and `passes.run_unit` (one unit of work), `scenarios/` (the scenarios other than cache).
 """
+
+from eval.public import public_face
+
+# the names other packages import from this one, by the module that defines them (docs/architecture.md)
+__all__, __getattr__ = public_face(
+    __name__,
+    {
+        "ab": (
+            "AbConfig",
+            "StopCheck",
+            "StopQuery",
+            "execute_ab",
+        ),
+        "adaptive": (
+            "AdaptiveRecord",
+            "PairRatios",
+            "TimingTarget",
+            "read_adaptive",
+        ),
+        "request": ("RequestSettings",),
+        "resume": (
+            "records_kept",
+            "resume_lines",
+            "run_dir_for",
+        ),
+        "retry": ("RetryPolicy",),
+        "runner": (
+            "DEFAULT_PASSES",
+            "EXIT_INCOMPLETE",
+            "RunConfig",
+            "execute_run",
+        ),
+        "session": ("run_secrets",),
+    },
+)

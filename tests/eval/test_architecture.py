@@ -2,7 +2,9 @@
 
 - Every module imports alone in a fresh interpreter (a hidden import circle fails here).
 - Imports point down the pipeline: a stage imports only earlier stages and the base modules.
-- A benchmark package (eval/benchmarks/<name>/) imports no other benchmark and no stage above its part.
+- No stage imports a benchmark package: a stage reads the registry (eval/benchmarks/registry.py, below every
+  stage); a benchmark package (eval/benchmarks/<name>/) sits at the top with the command layer, like a plugin,
+  and imports no other benchmark and no command.
 - No function-local import of an eval module outside the command layer (where it only defers heavy imports).
 - scorers/ imports nothing from eval/; only run/ and serve/ (and prepare's server tokenizer) speak HTTP.
 """
@@ -10,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -17,11 +20,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-BASE = ("eval", "eval.errors", "eval.atomic", "eval.provenance", "eval.redact", "eval.terminal")
+BASE = (
+    "eval",
+    "eval.errors",
+    "eval.atomic",
+    "eval.provenance",
+    "eval.redact",
+    "eval.terminal",
+    "eval.public",
+)
 STAGES = ("benchmarks", "prepare", "serve", "records", "run", "analyze", "gate", "report")
-# a benchmark package (eval/benchmarks/<name>/) sits below every stage, except its stage parts: these modules are
-# the part of prepare or analyze that is the benchmark's (docs/architecture.md)
-BENCHMARK_PARTS = {"sources": "prepare", "build": "prepare", "accuracy": "analyze"}
+# the benchmark protocol and registry sit below every stage; everything else under eval/benchmarks/ (each
+# benchmark's package, the loader plugins.py) sits at the top with the command layer (docs/architecture.md)
+BENCHMARK_REGISTRY = ("eval.benchmarks", "eval.benchmarks.registry")
 HTTP_MODULES = {"httpx", "httpx2", "openai", "urllib.request", "requests"}
 HTTP_ALLOWED = ("eval.run.", "eval.serve.", "eval.prepare.tokenizers")
 
@@ -53,12 +64,12 @@ def source_tree(module: str) -> ast.AST:
 
 
 def stage_of(module: str) -> int | None:
-    """Index in STAGES; -1 for base modules; None for the top (commands, cli, demo)."""
+    """Index in STAGES; -1 for base modules; None for the top (commands, cli, demo, the benchmark packages)."""
     if module in BASE:
         return -1
     parts = module.split(".")
     if parts[:2] == ["eval", "benchmarks"]:
-        return STAGES.index(BENCHMARK_PARTS.get(parts[3], "benchmarks") if len(parts) >= 4 else "benchmarks")
+        return STAGES.index("benchmarks") if module in BENCHMARK_REGISTRY else None
     if len(parts) >= 2 and parts[1] in STAGES:
         return STAGES.index(parts[1])
     return None
@@ -100,9 +111,9 @@ def benchmark_package(module: str) -> str | None:
 
 
 def benchmark_import_problems(module: str, names: list[str]) -> list[str]:
-    """What a benchmark package's module must not import: another benchmark package, or a stage above its own
-    part (below every stage for the modules that are not a stage part)."""
-    own, here = benchmark_package(module), stage_of(module)
+    """What a benchmark package's module must not import: another benchmark package, or the command layer
+    (commands, cli, demo, the loader): a package imports the stages and the registry, like a plugin."""
+    own = benchmark_package(module)
     problems = []
     for name in names:
         if not name.startswith("eval.") or name in BASE:
@@ -110,9 +121,20 @@ def benchmark_import_problems(module: str, names: list[str]) -> list[str]:
         other = benchmark_package(name)
         if other is not None and other != own:
             problems.append(f"{module} imports another benchmark: {name}")
-        elif (there := stage_of(name)) is None or here is None or there > here:
-            problems.append(f"{module} imports a stage above its own: {name}")
+        elif other is None and stage_of(name) is None:
+            problems.append(f"{module} imports the command layer: {name}")
     return problems
+
+
+def stage_imports_of_benchmarks(module: str, names: list[str]) -> list[str]:
+    """A stage module's imports of a benchmark package (or the loader): each is an import back up the pipeline."""
+    if stage_of(module) is None:
+        return []
+    return [
+        f"{module} imports a benchmark package: {n}"
+        for n in names
+        if n.startswith("eval.benchmarks.") and n not in BENCHMARK_REGISTRY
+    ]
 
 
 def test_a_benchmark_package_is_self_contained() -> None:
@@ -123,13 +145,29 @@ def test_a_benchmark_package_is_self_contained() -> None:
         if benchmark_package(module) is not None:
             wrong += benchmark_import_problems(module, [n for n, _ in imported(source_tree(module), module)])
     assert wrong == []
-    # and the check can fail: the spec importing prepare, v2 importing v1, v2's build importing analyze
-    spec, build = "eval.benchmarks.longbench_v2.spec", "eval.benchmarks.longbench_v2.build"
-    assert benchmark_import_problems(spec, ["eval.prepare.inputs"]) != []
+    # and the check can fail: v2 importing v1, v2's report importing a command; any stage and the registry pass
+    build, report = "eval.benchmarks.longbench_v2.build", "eval.benchmarks.longbench_v2.report"
     assert benchmark_import_problems(build, ["eval.benchmarks.longbench.spec"]) != []
-    assert benchmark_import_problems(build, ["eval.analyze.score", "eval.prepare.inputs"]) == [
-        f"{build} imports a stage above its own: eval.analyze.score"
+    assert benchmark_import_problems(report, ["eval.commands.compare", "eval.report.cells"]) == [
+        f"{report} imports the command layer: eval.commands.compare"
     ]
+    stages = ["eval.prepare.inputs", "eval.analyze.score", "eval.report.cells", "eval.benchmarks.registry"]
+    assert benchmark_import_problems(build, stages) == []
+
+
+def test_no_stage_imports_a_benchmark_package() -> None:
+    """Stages read the benchmark registry; the benchmark packages register themselves from the top."""
+    wrong = []
+    for module in EVAL_MODULES:
+        wrong += stage_imports_of_benchmarks(module, [n for n, _ in imported(source_tree(module), module)])
+    assert wrong == []
+    # and the check can fail: analyze importing a v2 module, prepare importing the loader; the registry passes
+    names = ["eval.benchmarks.longbench_v2.figures", "eval.benchmarks.plugins", "eval.benchmarks.registry"]
+    assert stage_imports_of_benchmarks("eval.analyze.accuracy", names) == [
+        "eval.analyze.accuracy imports a benchmark package: eval.benchmarks.longbench_v2.figures",
+        "eval.analyze.accuracy imports a benchmark package: eval.benchmarks.plugins",
+    ]
+    assert stage_imports_of_benchmarks("eval.commands.prepare", names) == []
 
 
 def test_base_modules_import_no_stage() -> None:
@@ -143,7 +181,7 @@ def test_base_modules_import_no_stage() -> None:
 def test_no_function_local_import_of_eval_outside_the_command_layer() -> None:
     found = []
     for module in EVAL_MODULES:
-        if stage_of(module) is None:
+        if stage_of(module) is None and benchmark_package(module) is None:
             continue  # commands, cli, demo may defer heavy imports until a subcommand runs
         tree = source_tree(module)
         for fn in ast.walk(tree):
@@ -176,9 +214,9 @@ def test_the_checks_above_can_fail() -> None:
     assert stage_of("eval.report.tables") > stage_of("eval.run.client")  # type: ignore[operator]
     assert stage_of("eval.records.final") < stage_of("eval.run.runner")  # type: ignore[operator]
     assert stage_of("eval.commands.run") is None and stage_of("eval.errors") == -1
-    assert stage_of("eval.benchmarks.longbench_v2.spec") < stage_of("eval.prepare.inputs")  # type: ignore[operator]
-    assert stage_of("eval.benchmarks.longbench_v2.build") == stage_of("eval.prepare.build")
-    assert stage_of("eval.benchmarks.longbench_v2.accuracy") == stage_of("eval.analyze.score")
+    assert stage_of("eval.benchmarks.registry") < stage_of("eval.prepare.inputs")  # type: ignore[operator]
+    assert stage_of("eval.benchmarks.longbench_v2.spec") is None  # a benchmark package: the top
+    assert stage_of("eval.benchmarks.plugins") is None
     tree = ast.parse("def f():\n    from eval.run import client\n")
     assert [n for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef) for n, _ in imported(fn, "m")] == [
         "eval.run"
@@ -242,3 +280,107 @@ def test_the_wheel_ships_no_test_double() -> None:
     assert not [p for p in shipped if p == "tests" or p.startswith("tests.")], shipped
     doubles = [p for p in shipped if (ROOT / Path(*p.split(".")) / "fake_server.py").exists()]
     assert not doubles, doubles
+
+
+PUBLIC_PACKAGES = tuple(f"eval.{stage}" for stage in (*STAGES, "commands"))
+
+
+def is_package(module: str) -> bool:
+    return (ROOT / Path(*module.split(".")) / "__init__.py").exists()
+
+
+def package_of(module: str) -> str:
+    """The innermost package holding `module` (a package is its own): its `__all__` is the module's contract."""
+    return module if is_package(module) else module.rpartition(".")[0]
+
+
+def stage_package(module: str) -> str | None:
+    """`eval.records.types` -> `eval.records`; None for a base module and the top (cli, demo)."""
+    parts = module.split(".")
+    name = ".".join(parts[:2])
+    return name if len(parts) >= 2 and name in PUBLIC_PACKAGES else None
+
+
+def public_names(package: str) -> set[str]:
+    return set(importlib.import_module(package).__all__)
+
+
+def reached_names(tree: ast.AST) -> list[tuple[str, str, int]]:
+    """(module, name, line) for each name this source takes from an eval module: `from eval.x.y import name`,
+    and `alias.name` where `alias` is an eval module (`from eval.records import scenarios as sc`, `import
+    eval.x as y`), whose names are read through the module."""
+    found: list[tuple[str, str, int]] = []
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and node.module.startswith("eval.")
+        ):
+            for a in node.names:
+                full = f"{node.module}.{a.name}"
+                if is_package(full) or (ROOT / (str(Path(*full.split("."))) + ".py")).exists():
+                    aliases[a.asname or a.name] = full
+                else:
+                    found.append((node.module, a.name, node.lineno))
+        elif isinstance(node, ast.Import):
+            aliases |= {a.asname: a.name for a in node.names if a.asname and a.name.startswith("eval.")}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+            found.append((aliases[node.value.id], node.attr, node.lineno))
+    return found
+
+
+def foreign_private_names(module: str, tree: ast.AST) -> list[str]:
+    """The names `module` takes from another stage package that are not in the package's `__all__`."""
+    wrong = []
+    for there, name, line in reached_names(tree):
+        if stage_package(there) in (None, stage_package(module)):
+            continue
+        package = package_of(there)
+        if name not in public_names(package):
+            wrong.append(f"{module}:{line} takes {name} from {there}, not in {package}.__all__")
+    return wrong
+
+
+def test_a_package_is_reached_only_through_its_public_names() -> None:
+    """A module imports from another stage package only the names in that package's `__all__` (its innermost
+    package: `eval.run.scenarios` for `eval.run.scenarios.settings`), in either form (docs/architecture.md)."""
+    wrong = []
+    for module in EVAL_MODULES:
+        wrong += foreign_private_names(module, source_tree(module))
+    assert not wrong, "\n".join(wrong)
+    # and the check can fail: a name not in __all__, read by import and through a module alias; the same names
+    # within their own stage are not checked
+    source = (
+        "from eval.records.run_folder import write_text\nfrom eval.records import final as f\nf.by_slot\n"
+    )
+    assert foreign_private_names("eval.run.x", ast.parse(source)) == [
+        "eval.run.x:1 takes write_text from eval.records.run_folder, not in eval.records.__all__",
+        "eval.run.x:3 takes by_slot from eval.records.final, not in eval.records.__all__",
+    ]
+    assert foreign_private_names("eval.records.x", ast.parse(source)) == []
+
+
+# the engine plugin under serve/faults/ is its own distribution (stdlib only, installed into the server's venv)
+FACED_PACKAGES = [m for m in EVAL_MODULES if is_package(m) and stage_package(m) and ".faults." not in m]
+
+
+@pytest.mark.parametrize("package", FACED_PACKAGES)
+def test_a_package_names_its_public_names_and_imports_none_of_them(package: str) -> None:
+    """Every stage package and subpackage has an `__all__` whose every name resolves to its home module's
+    object; importing the package alone imports none of its modules (no import cost, no circle)."""
+    code = (
+        f"import sys, {package} as p\n"
+        f"loaded = sorted(m for m in sys.modules if m.startswith('{package}.'))\n"
+        "assert not loaded, loaded\n"
+        "assert p.__all__ and len(set(p.__all__)) == len(p.__all__)\n"
+        "for n in p.__all__:\n"
+        "    try:\n"
+        "        getattr(p, n)\n"
+        "    except Exception as e:\n"
+        "        raise SystemExit(f'{n}: {e!r}')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -10,3 +10,27 @@ metric, output limit and chat/raw mode.
   and what analyze calls (`example_score`, `dataset_accuracy`: eval/analyze/accuracy.SCORING); the metrics
   themselves are scorers.longbench's.
 """
+
+from eval.public import public_face
+
+# the names other packages import from this one, by the module that defines them (docs/architecture.md)
+__all__, __getattr__ = public_face(
+    __name__,
+    {
+        "accuracy": (
+            "SECONDARY_ROUGE_METRICS",
+            "dataset_accuracy",
+            "example_score",
+        ),
+        "build": ("LongBenchPart",),
+        "sources": (
+            "HUB_REPO",
+            "HUB_REVISION",
+        ),
+        "spec": (
+            "MODES",
+            "get_spec",
+            "load_specs",
+        ),
+    },
+)

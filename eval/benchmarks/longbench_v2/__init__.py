@@ -11,3 +11,29 @@
 - `figures`: one pass's figures (`V2PassAccuracy`, `V2_BUCKETS`), the type analyze returns and report/v2.py
   renders (below every stage).
 """
+
+from eval.public import public_face
+
+# the names other packages import from this one, by the module that defines them (docs/architecture.md)
+__all__, __getattr__ = public_face(
+    __name__,
+    {
+        "accuracy": (
+            "dataset_accuracy",
+            "example_score",
+        ),
+        "build": ("LongBenchV2Part",),
+        "figures": (
+            "V2PassAccuracy",
+            "V2_BUCKETS",
+        ),
+        "prompting": ("COT_PLACEHOLDER",),
+        "spec": (
+            "DEFAULT_V2_MODE",
+            "V2_CHAT_MODE",
+            "V2_DATASET",
+            "V2_METRIC",
+            "V2_MODES",
+        ),
+    },
+)

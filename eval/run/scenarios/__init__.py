@@ -6,3 +6,17 @@ batch.py, hitlen.py, repeats.py, traffic.py   one planner each: the unit of one 
 plan.py      every scenario unit of a run, and where a unit resumes
 execute.py   sending one scenario unit: alone or in batches released together, verified, recorded
 """
+
+from eval.public import public_face
+
+# the names other packages import from this one, by the module that defines them (docs/architecture.md)
+__all__, __getattr__ = public_face(
+    __name__,
+    {
+        "settings": (
+            "ScenarioSettings",
+            "batched_tokens_budget",
+            "parse_ints",
+        )
+    },
+)
