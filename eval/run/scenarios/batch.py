@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from eval.prepare.inputs import InputRow
 from eval.records import scenarios as sc
 from eval.run.scenarios.base import ScenarioStep, key_name, others, scenario_step, spread
+from eval.run.scenarios.planners import PlanContext, Planner, register_planner
 
 ALONE_SALT = "alone"
 
@@ -56,3 +57,10 @@ def plan_batch(
                 )
                 filler_rep += 1
     return steps
+
+
+def _plan(ctx: PlanContext) -> list[ScenarioStep]:
+    return plan_batch(ctx.rows, ctx.index, ctx.settings.batch_sizes, ctx.settings.max_tokens)
+
+
+PLANNER = register_planner(Planner("batch", _plan))

@@ -27,12 +27,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import InputRow
 from eval.records import scenarios as sc
 from eval.records.cache_model import CacheModel
+from eval.records.scenarios import scenario_inputs
 from eval.run.client import Client
+from eval.run.probe import ProbeResult
 from eval.run.reply import RequestFailed
+from eval.run.request import RequestSettings
 from eval.run.scenarios.base import ScenarioStep, scenario_step
+from eval.run.scenarios.planners import PlanContext, Planner, register_planner
+from eval.run.scenarios.settings import ScenarioSettings
 
 
 def hit_lengths(
@@ -137,3 +143,39 @@ def prompt_token_ids(
         raise RequestFailed(
             f"/tokenize of {row.dataset}/{row.id} failed: {detail}", retryable=False
         ) from None
+
+
+def fetch_token_ids(
+    s: ScenarioSettings,
+    rows: Sequence[InputRow],
+    client: Client,
+    probe: ProbeResult,
+    request: RequestSettings,
+) -> dict[int, list[int]]:
+    """Prompt token IDs of the inputs the hitlen scenario runs on ({} without it)."""
+    if "hitlen" not in s.scenarios:
+        return {}
+    if not probe.tokenize:
+        raise ConfigError("--scenarios hitlen needs the server's POST /tokenize (it sends exact token IDs)")
+    keys = [r.key for r in rows]
+    try:
+        return {
+            i: prompt_token_ids(client, probe.model, rows[i], request.chat_template_kwargs)
+            for i in scenario_inputs(keys, s.inputs)
+        }
+    except RequestFailed as exc:
+        raise LbevalError(f"--scenarios hitlen: {exc.message}") from None
+
+
+def _plan(ctx: PlanContext) -> list[ScenarioStep]:
+    if ctx.cache_model is None:
+        raise ConfigError(
+            "--scenarios hitlen needs the server's block size (vllm:cache_config_info in /metrics)"
+        )
+    s = ctx.settings
+    return plan_hitlen(
+        ctx.token_ids[ctx.index], ctx.cache_model, s.hit_budget, s.hit_lengths, s.max_tokens, s.hit_classes
+    )
+
+
+PLANNER = register_planner(Planner("hitlen", _plan))

@@ -1,61 +1,46 @@
 """Every scenario unit of a run (after the cache scenario's), and where a scenario unit resumes.
 
-One unit per (input, scenario), scenario by scenario in SCENARIO_NAMES order, inputs in manifest order (only the
-inputs `scenario_inputs` picks when `--scenario-inputs K` is given). The hitlen planner needs each input's
-prompt token IDs, read from the server's /tokenize when the run is planned (so a resumed run plans the same
-units from the same tokenizer).
+One unit per (input, scenario), scenario by scenario in the registry's order (eval/records/scenarios.SCENARIOS),
+inputs in manifest order (only the inputs `scenario_inputs` picks when `--scenario-inputs K` is given), each
+scenario's steps from the planner its runner module registers (eval/run/scenarios/planners.py; this module
+imports every runner module there is). The hitlen planner needs each input's prompt token IDs, read from the
+server's /tokenize when the run is planned (`fetch_token_ids`, so a resumed run plans the same units from the
+same tokenizer).
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from collections.abc import Mapping, Sequence
 
-from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import InputRow
 from eval.records.cache_model import CacheModel
 from eval.records.final import select_final
-from eval.records.scenarios import scenario_inputs
+from eval.records.scenarios import SCENARIOS, scenario_inputs
 from eval.records.types import RequestRecord
-from eval.records.vocabulary import SCENARIO_PASSES
-from eval.run.client import Client
+from eval.records.vocabulary import CACHE_SCENARIO
 from eval.run.passes import GroupState
-from eval.run.probe import ProbeResult
-from eval.run.reply import RequestFailed
-from eval.run.request import RequestSettings
-from eval.run.scenarios.base import ScenarioStep, scenario_unit
-from eval.run.scenarios.batch import plan_batch
-from eval.run.scenarios.hitlen import plan_hitlen, prompt_token_ids
-from eval.run.scenarios.repeats import plan_repeats
-from eval.run.scenarios.replicas import plan_replicas
+from eval.run.scenarios.base import scenario_unit
+from eval.run.scenarios.hitlen import fetch_token_ids
+from eval.run.scenarios.planners import PlanContext, planner_of
 from eval.run.scenarios.settings import ScenarioSettings
-from eval.run.scenarios.traffic import plan_traffic
 from eval.run.steps import Unit
+
+__all__ = ["RUNNERS", "fetch_token_ids", "is_scenario_unit", "plan_scenario_units", "scenario_resume_point"]
+
+# every runner module there is for a registered scenario (eval/run/scenarios/<name>.py registers its planner)
+RUNNERS = tuple(
+    f"{__package__}.{name}"
+    for name in SCENARIOS
+    if importlib.util.find_spec(f"{__package__}.{name}") is not None
+)
+for _runner in RUNNERS:
+    importlib.import_module(_runner)
 
 
 def is_scenario_unit(unit: Unit) -> bool:
-    return unit.kind in SCENARIO_PASSES
-
-
-def fetch_token_ids(
-    s: ScenarioSettings,
-    rows: Sequence[InputRow],
-    client: Client,
-    probe: ProbeResult,
-    request: RequestSettings,
-) -> dict[int, list[int]]:
-    """Prompt token IDs of the inputs the hitlen scenario runs on ({} without it)."""
-    if "hitlen" not in s.scenarios:
-        return {}
-    if not probe.tokenize:
-        raise ConfigError("--scenarios hitlen needs the server's POST /tokenize (it sends exact token IDs)")
-    keys = [r.key for r in rows]
-    try:
-        return {
-            i: prompt_token_ids(client, probe.model, rows[i], request.chat_template_kwargs)
-            for i in scenario_inputs(keys, s.inputs)
-        }
-    except RequestFailed as exc:
-        raise LbevalError(f"--scenarios hitlen: {exc.message}") from None
+    return unit.kind != CACHE_SCENARIO and unit.kind in SCENARIOS
 
 
 def plan_scenario_units(
@@ -67,38 +52,16 @@ def plan_scenario_units(
     max_tokens_override: int | None,
     replicas: int = 1,
 ) -> list[Unit]:
-    """`replicas`: the run's replica count (the replicas scenario plans nothing on one; named, it refuses)."""
+    """One unit per (scenario, input), each scenario's from its registered planner (eval/run/scenarios/
+    planners.py); `replicas`: the run's replica count (a planner may plan nothing on one, or refuse)."""
     chosen = scenario_inputs([r.key for r in rows], s.inputs)
+    planners = [planner_of(name) for name in s.extra]
+    wanted = [p for p in planners if p.wanted(s, replicas)]  # every refusal before any planning
     units: list[Unit] = []
-    if "replicas" in s.extra and replicas < 2 and not s.default_plan:
-        raise ConfigError(
-            "--scenarios replicas needs 2 or more replicas (--base-url repeated, or a launch spec with "
-            "replicas = N); this run has one"
-        )
-    for name in s.extra:
-        if name == "replicas" and replicas < 2:
-            continue  # the default plan on one replica: nothing to compare
+    for p in wanted:
         for i in chosen:
-            steps: list[ScenarioStep]
-            if name == "batch":
-                steps = plan_batch(rows, i, s.batch_sizes, s.max_tokens)
-            elif name == "hitlen":
-                if cache_model is None:
-                    raise ConfigError(
-                        "--scenarios hitlen needs the server's block size (vllm:cache_config_info in /metrics)"
-                    )
-                steps = plan_hitlen(
-                    token_ids[i], cache_model, s.hit_budget, s.hit_lengths, s.max_tokens, s.hit_classes
-                )
-            elif name == "repeats":
-                steps = plan_repeats(s.repeats, s.max_tokens)
-            elif name == "replicas":
-                steps = plan_replicas(replicas, s.max_tokens)
-            elif name == "traffic":
-                steps = plan_traffic(rows, i, s.max_tokens, max_tokens_override)
-            else:
-                raise ValueError(f"no planner for scenario {name!r}")
-            units.append(scenario_unit(i, name, steps))
+            ctx = PlanContext(s, rows, i, token_ids, cache_model, max_tokens_override, replicas)
+            units.append(scenario_unit(i, p.name, p.plan(ctx)))
     return units
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from eval.records import scenarios as sc
 from eval.run.scenarios.base import ScenarioStep, scenario_step
+from eval.run.scenarios.planners import PlanContext, Planner, register_planner
 
 
 def batch_split(n: int, most: int = sc.REPEAT_BATCH) -> list[int]:
@@ -28,3 +29,10 @@ def plan_repeats(n: int, max_tokens: int | None) -> list[ScenarioStep]:
             steps.append(scenario_step("repeats_batched", r, "miss", vary, batch=b, max_tokens=max_tokens))
             r += 1
     return steps
+
+
+def _plan(ctx: PlanContext) -> list[ScenarioStep]:
+    return plan_repeats(ctx.settings.repeats, ctx.settings.max_tokens)
+
+
+PLANNER = register_planner(Planner("repeats", _plan))

@@ -11,8 +11,11 @@ record whose two disagree as invalid. Replica r's requests are compared with rep
 
 from __future__ import annotations
 
+from eval.errors import ConfigError
 from eval.records import scenarios as sc
 from eval.run.scenarios.base import ScenarioStep, scenario_step
+from eval.run.scenarios.planners import PlanContext, Planner, register_planner
+from eval.run.scenarios.settings import ScenarioSettings
 from eval.run.steps import Unit
 
 COLD, WARM = "replicas_cold", "replicas_warm"
@@ -40,4 +43,22 @@ def plan_replicas(n: int, max_tokens: int | None) -> list[ScenarioStep]:
 
 def spans_replicas(unit: Unit) -> bool:
     """A unit whose requests go to every replica: it runs when no other unit does (after the replicas' own)."""
-    return unit.kind == "replicas"
+    spec = sc.SCENARIOS.get(unit.kind)
+    return spec is not None and spec.spans_replicas
+
+
+def _wanted(s: ScenarioSettings, replicas: int) -> bool:
+    """Planned on 2+ replicas; the default plan on one replica plans nothing; named on one, refused."""
+    if replicas < 2 and not s.default_plan:
+        raise ConfigError(
+            "--scenarios replicas needs 2 or more replicas (--base-url repeated, or a launch spec with "
+            "replicas = N); this run has one"
+        )
+    return replicas >= 2
+
+
+def _plan(ctx: PlanContext) -> list[ScenarioStep]:
+    return plan_replicas(ctx.replicas, ctx.settings.max_tokens)
+
+
+PLANNER = register_planner(Planner("replicas", _plan, _wanted))

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from eval.prepare.inputs import InputRow
 from eval.records import scenarios as sc
 from eval.run.scenarios.base import ScenarioStep, key_name, others, scenario_step
+from eval.run.scenarios.planners import PlanContext, Planner, register_planner
 
 TRAFFIC_SALT = "traffic"
 
@@ -46,3 +47,10 @@ def plan_traffic(
         )
     steps.append(scenario_step("traffic_warm", 0, "hit", {}, salt_key=TRAFFIC_SALT, max_tokens=max_tokens))
     return steps
+
+
+def _plan(ctx: PlanContext) -> list[ScenarioStep]:
+    return plan_traffic(ctx.rows, ctx.index, ctx.settings.max_tokens, ctx.max_tokens_override)
+
+
+PLANNER = register_planner(Planner("traffic", _plan))
