@@ -15,6 +15,9 @@ eval/records/scenarios.py):
     replica / replica_r<r>  the same request on replica r vs on replica 0 (replicas_cold vs replicas_cold,
                          replicas_warm vs replicas_warm), one sub-row per replica r >= 1; a run on one replica
                          gives the row with `measured` False
+A scenario without a row builder of its own (ROW_BUILDERS) gets its rows from its PairDefs alone
+(`generic_rows`): per input, each record of pass b against the first record of pass a (a == b: its later records
+against its first), one sub-row per value of `by`.
 Each row holds PairStats (k/N text and token equality, first divergences with their near-tie margins, max top-k
 delta, min overlap; N counts every planned pair, errored, invalid and missing ones included), the distinct
 outputs over the row's samples per input, and for hitlen the hits honoured. A scenario the run did not ask for
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -42,9 +45,10 @@ from eval.analyze.memo import ScoreMemo, pair_result
 from eval.records import scenarios as sc
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection
+from eval.records.scenarios import ScenarioSpec
 from eval.records.server_figures import checked_cached
 from eval.records.types import RequestRecord
-from eval.records.vocabulary import CACHE_SCENARIO, GENERATION_PASSES, SCENARIO_NAMES
+from eval.records.vocabulary import CACHE_SCENARIO, GENERATION_PASSES
 from scorers import determinism
 
 CONFOUNDER = "batch composition"
@@ -506,15 +510,95 @@ def run_replicas(sel: Selection) -> int:
     return 1 + max((r.replica for r in recs), default=0)
 
 
-def _unmeasured(scenario: str) -> list[AttributionRow]:
+def _unmeasured(spec: ScenarioSpec) -> list[AttributionRow]:
+    """The cause rows of a scenario the run did not ask for (`measured` False); sub-rows only when measured."""
     rows = []
-    for p in sc.SCENARIOS[scenario].pairs:
-        if p.key in ("repeats_batched", "traffic_vs_cold"):  # sub-rows: only when measured
+    for p in spec.pairs:
+        if p.sub_row:
             continue
-        repeats = scenario == "repeats"
-        key, cause = ("repeats", "repeats") if repeats else (p.key, None)
+        named = spec.head is not None and p is spec.pairs[0]
+        key, cause = (spec.head, spec.head) if named else (p.key, None)
         rows.append(_row(p.key, "not run", key=key, cause=cause, measured=False))
     return rows
+
+
+@dataclass(frozen=True)
+class RowContext:
+    """What a scenario's row builder reads: the inputs it ran on, the run's final records and settings."""
+
+    spec: ScenarioSpec
+    keys: Sequence[Key]  # the inputs the scenarios other than cache ran on
+    finals: _Finals
+    settings: Mapping[str, Any]
+    replicas: int  # the replicas the run's records name (run_replicas)
+
+
+RowBuilder = Callable[[RowContext], list[AttributionRow]]
+
+
+def batch_sizes(settings: Mapping[str, Any]) -> list[int]:
+    return [int(b) for b in settings.get("batch_sizes") or sc.DEFAULT_BATCH_SIZES]
+
+
+def _replicas_of(c: RowContext) -> list[AttributionRow]:
+    if c.replicas < 2:
+        return [_row(sc.REPLICA_ROW, "one replica: not run", measured=False)]
+    return _replica_rows(c.keys, c.finals, c.replicas)
+
+
+def _generic_pairs(
+    c: RowContext, p: sc.PairDef, value: Any = None
+) -> tuple[_PairSet, dict[Key, list[RequestRecord]]]:
+    """Per input, each record of pass b (of `by` == value when given) against pass a's first record."""
+    ps, samples = _PairSet(c.finals.memo), {}
+    for k in c.keys:
+        ref = c.finals.one(k, p.a)
+        measured = c.finals.all(k, p.b)[1:] if p.a == p.b else c.finals.all(k, p.b)
+        if p.by is not None and value is not None:
+            measured = [r for r in measured if r.variation.get(p.by) == value]
+        if not measured:
+            ps.add(k, 0, ref, None)  # a planned pair without its measured record: missing
+        for r in measured:
+            ps.add(k, r.repetition, ref, r)
+        samples[k] = [*([ref] if ref is not None else []), *measured]
+    return ps, samples
+
+
+def generic_rows(c: RowContext) -> list[AttributionRow]:
+    """The rows of a scenario from its PairDefs alone (module docstring): a row per pair (a sub-row when the
+    pair is one), and one sub-row per value of its `by` variation key."""
+    rows = []
+    for p in c.spec.pairs:
+        ps, samples = _generic_pairs(c, p)
+        level = 1 if p.sub_row else 0
+        rows.append(
+            _row(
+                p.key, f"{p.b} vs {p.a}", level=level, value=p.key if level else None, measured=True,
+                pairs=ps.stats(p.a, p.b), outputs=outputs_of(samples),
+            )
+        )  # fmt: skip
+        values = {r.variation.get(p.by) for k in c.keys for r in c.finals.all(k, p.b)} if p.by else set()
+        for v in sorted(values, key=str):
+            sub, per = _generic_pairs(c, p, v)
+            rows.append(
+                _row(
+                    p.key, f"{p.by} = {v}", key=f"{p.key}_{_safe(str(v))}", level=1, value=v, measured=True,
+                    pairs=sub.stats(p.a, p.b), outputs=outputs_of(per),
+                )
+            )  # fmt: skip
+    return rows
+
+
+# the scenarios whose rows need more than their PairDefs (the others: generic_rows)
+ROW_BUILDERS: dict[str, RowBuilder] = {
+    "batch": lambda c: _batch_rows(c.keys, c.finals, batch_sizes(c.settings)),
+    "hitlen": lambda c: _hitlen_rows(c.keys, c.finals),
+    "repeats": lambda c: _repeats_rows(
+        c.keys, c.finals, int(c.settings.get("repeats") or sc.DEFAULT_REPEATS)
+    ),
+    "traffic": lambda c: _traffic_rows(c.keys, c.finals),
+    "replicas": _replicas_of,
+}
 
 
 def attribution(
@@ -524,35 +608,28 @@ def attribution(
     agreement: Mapping[str, PairStats | None],
     memo: ScoreMemo | None = None,
 ) -> Attribution:
-    """The attribution rows of one run (see the module docstring). `agreement`: the run's cold_warm and
-    warm_repeat PairStats (eval/analyze/score.py); `memo`: pair results kept between scorings."""
+    """The attribution rows of one run (see the module docstring): the cache scenario's, then each registered
+    scenario's in the registry's order. `agreement`: the run's cold_warm and warm_repeat PairStats
+    (eval/analyze/score.py); `memo`: pair results kept between scorings."""
     raw = settings.get("scenarios")
     scenarios = [str(s) for s in raw] if isinstance(raw, list) else [CACHE_SCENARIO]
     concurrency = int(settings.get("concurrency") or 1)
     limit = settings.get("scenario_inputs")
     chosen = [keys[i] for i in sc.scenario_inputs(keys, limit if isinstance(limit, int) else None)]
     f = _Finals(sel, memo)
-    sizes = [int(b) for b in settings.get("batch_sizes") or sc.DEFAULT_BATCH_SIZES]
     n_replicas = run_replicas(sel)
     rows = _cache_rows(keys, f, agreement, concurrency, CACHE_SCENARIO in scenarios)
-    for name in SCENARIO_NAMES[1:]:
-        if name not in scenarios:
-            rows += _unmeasured(name)
-        elif name == "replicas" and n_replicas < 2:
-            rows.append(_row(sc.REPLICA_ROW, "one replica: not run", measured=False))
-        elif name == "replicas":
-            rows += _replica_rows(chosen, f, n_replicas)
-        elif name == "batch":
-            rows += _batch_rows(chosen, f, sizes)
-        elif name == "hitlen":
-            rows += _hitlen_rows(chosen, f)
-        elif name == "repeats":
-            rows += _repeats_rows(chosen, f, int(settings.get("repeats") or sc.DEFAULT_REPEATS))
-        else:
-            rows += _traffic_rows(chosen, f)
+    for spec in sc.SCENARIOS.values():
+        if spec.name == CACHE_SCENARIO:
+            continue
+        if spec.name not in scenarios:
+            rows += _unmeasured(spec)
+            continue
+        context = RowContext(spec, chosen, f, settings, n_replicas)
+        rows += ROW_BUILDERS.get(spec.name, generic_rows)(context)
     confounding = None
     if concurrency > 1 and agreement.get("cold_warm") is not None:
-        measured = sorted(b for b in sizes if b > 1) if "batch" in scenarios else []
+        measured = sorted(b for b in batch_sizes(settings) if b > 1) if "batch" in scenarios else []
         match = next((r for r in rows if r.key == f"batch_b{concurrency}"), None) if measured else None
         confounding = Confounding(concurrency, match, measured)
     return Attribution(scenarios, concurrency, len(keys), len(chosen), rows, confounding, n_replicas)
