@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 
+from eval.benchmarks.plugins import load_benchmarks
+
+load_benchmarks()  # bench calls the stages directly, not through the command layer that loads them
 SMOKE_ENV = "LBEVAL_BENCH_SMOKE"
 
 

@@ -74,6 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "_run"):
         parser.print_help()
         return EXIT_USAGE
+    from eval.benchmarks.plugins import load_benchmarks  # deferred: `--help` stays fast
+
+    load_benchmarks()  # the stages find each dataset's benchmark in the registry
     try:
         return int(args._run(args))
     except LbevalError as exc:

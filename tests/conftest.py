@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from eval.benchmarks.plugins import load_benchmarks
+
+load_benchmarks()  # tests call the stages directly, not through the command layer that loads the benchmarks
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 

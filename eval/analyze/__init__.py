@@ -23,7 +23,13 @@ __all__, __getattr__ = public_face(
             "paired_values",
             "session_pairs",
         ),
+        "accuracy": (
+            "SCORING",
+            "Scoring",
+            "accuracy_json_defaults",
+        ),
         "accuracy_types": (
+            "SECONDARY_ROUGE_METRICS",
             "DatasetAccuracy",
             "ExampleScore",
             "PassScore",

@@ -1,25 +1,20 @@
 """Accuracy of one run: the official score per dataset and generation pass, per example and overall.
 
-Each dataset's benchmark (eval/benchmarks/registry.py) scores it: SCORING maps the benchmark's name to its scoring
+Each dataset's benchmark (eval/benchmarks/registry.py) scores it: its entry in the SCORING slot is its scoring
 adapter (eval/benchmarks/<name>/accuracy.py: `example_score` for an input in a pass, `dataset_accuracy` for a
 dataset's inputs); this module hands each its inputs and the run's final records and collects the results
-(accuracy_types.py). LongBench v1 scores an output with its dataset's metric; LongBench v2's PassScore.score is
-lbeval's accuracy over every input (an input without a usable outcome counts as wrong), and DatasetAccuracy.v2
-holds, per pass, that and the official result.py figures (dropped items out of the denominator) by difficulty
-and length, compensated too.
+(accuracy_types.py). A benchmark's own figures (LongBench v2's official result.py figures by difficulty and
+length) ride in the results' typed extras, which only the benchmark's package reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from types import MappingProxyType
+from dataclasses import dataclass, field
 
 from eval.analyze.accuracy_types import DatasetAccuracy, ExampleScore
 from eval.analyze.memo import ScoreMemo
-from eval.benchmarks.longbench import accuracy as v1_accuracy
-from eval.benchmarks.longbench_v2 import accuracy as v2_accuracy
-from eval.benchmarks.registry import stage_entry
+from eval.benchmarks.registry import Slot, entries, stage_entry
 from eval.prepare.inputs import InputRow
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection
@@ -33,22 +28,18 @@ class Scoring:
     example: Callable[[InputRow, Selection, str, ScoreMemo | None], ExampleScore | None]
     # (dataset, its inputs, pass -> key -> scores) -> the dataset's accuracy
     dataset: Callable[[str, Sequence[InputRow], Mapping[str, Mapping[Key, ExampleScore]]], DatasetAccuracy]
+    # the keys its DatasetAccuracy.extras adds to a scores.json accuracy entry, with their value on a dataset of
+    # another benchmark (every entry carries every loaded benchmark's keys)
+    json_defaults: Mapping[str, object] = field(default_factory=dict)
 
 
-# each benchmark's scoring adapter, by the registry's name: one line per benchmark
-SCORING: Mapping[str, Scoring] = MappingProxyType(
-    {
-        "longbench": Scoring(v1_accuracy.example_score, v1_accuracy.dataset_accuracy),
-        "longbench_v2": Scoring(v2_accuracy.example_score, v2_accuracy.dataset_accuracy),
-    }
-)
-WHERE = "eval/analyze/accuracy.SCORING"
+SCORING: Slot[Scoring] = Slot("eval/analyze/accuracy.SCORING")  # each benchmark's adapter (its plugin.py)
 
 
 def scorings(datasets: Sequence[str]) -> dict[str, Scoring]:
     """Each dataset's benchmark's adapter, in first-seen order (an unknown name or a benchmark without an entry
     is one error, for the first such dataset)."""
-    return {ds: stage_entry(SCORING, ds, WHERE) for ds in dict.fromkeys(datasets)}
+    return {ds: stage_entry(SCORING, ds) for ds in dict.fromkeys(datasets)}
 
 
 def example_scores(
@@ -73,3 +64,8 @@ def accuracy(
         by_ds.setdefault(row.dataset, []).append(row)
     adapters = scorings(list(by_ds))
     return [adapters[ds].dataset(ds, ds_rows, per_pass) for ds, ds_rows in by_ds.items()]
+
+
+def accuracy_json_defaults() -> dict[str, object]:
+    """The keys every scores.json accuracy entry carries beside its own (each loaded benchmark's)."""
+    return {k: v for scoring in entries(SCORING).values() for k, v in scoring.json_defaults.items()}

@@ -2,11 +2,10 @@
 
 A package (`longbench/`, `longbench_v2/`) holds what is the benchmark's and no one else's: its dataset specs
 (`spec.py`), its official prompt building (`prompting.py`, the templates in prompts/), its data sources and row
-validation (`sources.py`), the build of its input rows (`build.py`) and the adapter from records to its pure
-metrics in scorers/ (`accuracy.py`). `spec` and `prompting` sit below every stage (prepare, run and analyze read
-them); `sources` and `build` are prepare's part, `accuracy` analyze's (docs/architecture.md); rendering stays in
-report/. `registry.py` says which benchmark a dataset belongs to; prepare and analyze map a benchmark's name
-to its part (`prepare/build.PREPARE_PARTS`, `analyze/accuracy.SCORING`) and find it with `registry.stage_entry`.
+validation (`sources.py`), the build of its input rows (`build.py`), the adapter from records to its pure metrics
+in scorers/ (`accuracy.py`) and, for v2, its rows' own fields, figures and report tables. No stage imports a
+package: `registry.py` (below every stage) is the protocol each stage reads (typed slots, `stage_entry`), and
+each package's `plugin.py` fills the slots; `plugins.load_benchmarks` registers them from the top (eval/cli.py).
 """
 
 from eval.public import public_face
@@ -15,10 +14,12 @@ from eval.public import public_face
 __all__, __getattr__ = public_face(
     __name__,
     {
+        "plugins": ("load_benchmarks",),
         "registry": (
-            "BENCHMARKS",
+            "Slot",
             "benchmark_of",
+            "entries",
             "stage_entry",
-        )
+        ),
     },
 )

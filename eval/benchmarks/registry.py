@@ -1,21 +1,43 @@
-"""The benchmarks lbeval knows, as data: which package holds each, which prompt files under prompts/ it names, and
-which dataset names are its. Adding a benchmark: its package in eval/benchmarks/, one entry here and one line in
-each stage's mapping of benchmarks to their stage parts (prepare: `eval/prepare/build.PREPARE_PARTS`, analyze:
-`eval/analyze/accuracy.SCORING`; docs/development.md, "Adding a benchmark"). The registry imports no stage, so
-each stage keeps its own mapping, keyed by `Benchmark.name`, and looks a dataset's entry up with `stage_entry`.
+"""The benchmark protocol and registry: what a benchmark is to the stages, and which benchmarks are loaded.
+
+A benchmark is one package under eval/benchmarks/ (`longbench/`, `longbench_v2/`): its dataset specs, prompting,
+data sources, input rows and their extra fields, scoring adapter and report tables. No stage imports a benchmark
+package. Each stage declares what it asks of a benchmark as a typed `Slot` (prepare's part:
+`prepare/benchmark_part.PREPARE_PART`; an input row's extra fields: `prepare/inputs.INPUT_EXTRAS`; scoring:
+`analyze/accuracy.SCORING`; report tables: `report/benchmark_tables.REPORT_TABLES`) and finds a dataset's entry
+with `stage_entry`. A package's `plugin.py` makes its `Benchmark`, one `Hook` per slot it fills; the command layer
+registers them (`eval/benchmarks/plugins.load_benchmarks`) before any stage runs, in a fixed order (the order
+prepare makes their parts in). This module imports no stage and no benchmark package.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Generic, TypeVar, cast
 
-from eval.benchmarks.longbench import spec as v1
-from eval.benchmarks.longbench_v2 import prompting as v2_prompting
-from eval.benchmarks.longbench_v2 import spec as v2
+from eval.errors import ConfigError
 
 T = TypeVar("T")
+
+
+class Slot(Generic[T]):
+    """What a stage asks of a benchmark, typed: a `Hook` fills it with a value of type T. `where` names the
+    declaring module (in the error for a benchmark without an entry)."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def __repr__(self) -> str:
+        return f"Slot({self.where!r})"
+
+
+@dataclass(frozen=True)
+class Hook(Generic[T]):
+    """A benchmark's entry in one stage's slot."""
+
+    slot: Slot[T]
+    value: T
 
 
 @dataclass(frozen=True)
@@ -24,49 +46,84 @@ class Benchmark:
     title: str
     prompt_files: tuple[str, ...]  # the official templates it reads, relative to prompts/
     owns: Callable[[str], bool]  # is a dataset name this benchmark's
+    datasets: Callable[[], list[str]]  # its dataset names (the unknown-dataset message lists them)
     context_end: Callable[
         [str], str
     ]  # dataset -> the template text after its context (the sibling prompt's cut)
     # (answer template, reasoning output) -> the answer call's prompt; None: no two-call (CoT) inputs
     insert_answer: Callable[[str, str], str] | None = None
+    hooks: tuple[Hook[Any], ...] = ()
+
+    def entry(self, slot: Slot[T]) -> T | None:
+        """The benchmark's entry in a stage's slot; None without one."""
+        found = [h.value for h in self.hooks if h.slot is slot]
+        return cast(T, found[0]) if found else None
 
 
-BENCHMARKS: tuple[Benchmark, ...] = (
-    Benchmark("longbench", "LongBench v1", v1.PROMPT_FILES, v1.is_v1, v1.context_end),
-    Benchmark(
-        "longbench_v2", "LongBench v2", v2.PROMPT_FILES, v2.is_v2, v2.context_end, v2_prompting.insert_cot
-    ),
-)
+class NoStageEntry(LookupError):
+    """A dataset's benchmark has no entry in a stage's slot, or no benchmark is loaded: an lbeval bug (the
+    benchmark's plugin.py lacks a hook, or an entry point did not load the benchmarks)."""
+
+
+_LOADED: dict[str, Benchmark] = {}  # written only by `register`, at load time, before any stage runs
+
+
+def register(benchmark: Benchmark) -> None:
+    """Load one benchmark (again: no change); another benchmark under a loaded name is an lbeval bug."""
+    loaded = _LOADED.get(benchmark.name)
+    if loaded is not None and loaded is not benchmark:
+        raise ValueError(f"two benchmarks are named {benchmark.name!r}")
+    _LOADED[benchmark.name] = benchmark
+
+
+def benchmarks() -> tuple[Benchmark, ...]:
+    """The loaded benchmarks, in load order."""
+    if not _LOADED:
+        raise NoStageEntry(
+            "no benchmark is loaded: an entry point must call eval.benchmarks.plugins.load_benchmarks() first"
+        )
+    return tuple(_LOADED.values())
 
 
 def benchmark_of(dataset: str) -> Benchmark:
     """The benchmark a dataset name belongs to; an unknown name is a ConfigError naming the known datasets."""
-    for benchmark in BENCHMARKS:
+    loaded = benchmarks()
+    for benchmark in loaded:
         if benchmark.owns(dataset):
             return benchmark
-    raise v1.unknown_dataset(dataset)
+    known = "; ".join(f"{b.title}: {', '.join(sorted(b.datasets()))}" for b in loaded)
+    raise ConfigError(f"unknown dataset {dataset!r}; known datasets of {known}")
 
 
-class NoStageEntry(LookupError):
-    """A dataset's benchmark has no entry in a stage's mapping: an lbeval bug (the benchmark was registered but
-    its stage part was not added), caught by each stage mapping's test (entry_problems)."""
-
-
-def stage_entry(entries: Mapping[str, T], dataset: str, where: str) -> T:
-    """The entry of a dataset's benchmark in a stage's mapping (benchmark name -> that benchmark's stage part);
-    an unknown dataset is benchmark_of's ConfigError, a benchmark without an entry one NoStageEntry."""
+def stage_entry(slot: Slot[T], dataset: str) -> T:
+    """The entry of a dataset's benchmark in a stage's slot; an unknown dataset is benchmark_of's ConfigError, a
+    benchmark without an entry one NoStageEntry."""
     benchmark = benchmark_of(dataset)
-    if benchmark.name not in entries:
+    value = benchmark.entry(slot)
+    if value is None:
         raise NoStageEntry(
             f"dataset {dataset!r} is {benchmark.title}'s (eval/benchmarks/{benchmark.name}/), which has no entry "
-            f'in {where}; add one line there (docs/development.md, "Adding a benchmark")'
+            f"in {slot.where}; add a Hook for it to eval/benchmarks/{benchmark.name}/plugin.py"
         )
-    return entries[benchmark.name]
+    return value
 
 
-def entry_problems(entries: Mapping[str, object], where: str) -> list[str]:
-    """What a stage's mapping lacks or has too many: a registered benchmark without an entry, an unregistered
-    name with one (tests/eval/prepare/test_build.py and tests/eval/analyze/test_accuracy.py check theirs)."""
-    names = [b.name for b in BENCHMARKS]
-    missing = [f"{where}: no entry for benchmark {n!r}" for n in names if n not in entries]
-    return missing + [f"{where}: entry {n!r} is no registered benchmark" for n in entries if n not in names]
+def entries(slot: Slot[T]) -> dict[str, T]:
+    """Every loaded benchmark's entry in a slot, by name, in load order (a benchmark without one left out)."""
+    out: dict[str, T] = {}
+    for benchmark in benchmarks():
+        value = benchmark.entry(slot)
+        if value is not None:
+            out[benchmark.name] = value
+    return out
+
+
+def entry_problems(slots: Mapping[str, Slot[Any]]) -> list[str]:
+    """Which loaded benchmark lacks an entry in which slot (tests/eval/benchmarks/test_registry.py checks every
+    stage's slot)."""
+    return [
+        f"{slot.where}: no entry for benchmark {b.name!r}"
+        for slot in slots.values()
+        for b in benchmarks()
+        if b.entry(slot) is None
+    ]

@@ -1,8 +1,8 @@
 """Stage 1, prepare: LongBench rows (Hub, a data dir or the shipped samples) -> validated, seeded selection,
 official prompts with middle truncation -> the inputs manifest, the single source of truth for what is asked.
 
-Entry points: `build.prepare` (each dataset's rows built by its benchmark's part, `build.PREPARE_PARTS`; the
-contract in `benchmark_part.py`), `inputs.read_inputs` / `inputs.InputRow` (read by the runner and by scoring).
+Entry points: `build.prepare` (each dataset's rows built by its benchmark's part, its entry in
+`benchmark_part.PREPARE_PART`), `inputs.read_inputs` / `inputs.InputRow` (read by the runner and by scoring).
 """
 
 from eval.public import public_face
@@ -12,6 +12,7 @@ __all__, __getattr__ = public_face(
     __name__,
     {
         "benchmark_part": (
+            "PREPARE_PART",
             "DatasetPart",
             "HeaderPart",
             "PrepareJob",
@@ -27,8 +28,10 @@ __all__, __getattr__ = public_face(
             "hub_file",
         ),
         "inputs": (
-            "COT_PLACEHOLDER",
+            "ROW_CHECK",
+            "V2_FIELDS_SINCE",
             "InputRow",
+            "field_problem",
             "file_sha256",
             "inputs_digest",
             "read_inputs",

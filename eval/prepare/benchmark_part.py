@@ -1,7 +1,7 @@
 """What prepare asks of a benchmark and what the benchmark hands back: the contract between `prepare/build.py` and
 each benchmark's `build.py` (eval/benchmarks/<name>/build.py, prepare's part of the benchmark).
 
-prepare makes one part per registered benchmark (`build.PREPARE_PARTS`: benchmark name -> `PartFactory`), with
+prepare makes one part per loaded benchmark (its entry in `PREPARE_PART`, a `PartFactory`: the benchmark's plugin.py), with
 the benchmark's datasets in --datasets order (possibly none), after every dataset name is known and before any
 I/O; a part checks its options when made. Then prepare calls `open()` on every part (the I/O its datasets
 share), `dataset(name)` once per dataset in --datasets order, and last `header()`. prepare itself warns when a
@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from eval.benchmarks.registry import Slot
 from eval.prepare.data_source import DataSource, Downloader
 from eval.prepare.inputs import InputRow
 from eval.prepare.tokenizers import Tokenizer
@@ -28,7 +29,7 @@ class PrepareJob:
     seed: int
     tokenizer: Tokenizer | None  # None: --no-truncate
     max_tokens: Mapping[str, int]  # per-dataset output limit overrides (--max-tokens)
-    v2_mode: str  # --v2-mode (LongBench v2's; checked by its part)
+    v2_mode: str | None  # --v2-mode (LongBench v2's; checked by its part; None: its default)
     budget: Callable[[str, int], int]  # (request mode "chat" | "raw", output limit) -> the input budget
     downloads: Mapping[str, Downloader]  # benchmark name -> its Hub download (absent: the benchmark's own)
 
@@ -66,3 +67,4 @@ class BenchmarkPart(Protocol):
 
 
 PartFactory = Callable[[PrepareJob, Sequence[str]], BenchmarkPart]
+PREPARE_PART: Slot[PartFactory] = Slot("eval/prepare/benchmark_part.PREPARE_PART")

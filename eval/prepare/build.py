@@ -1,7 +1,7 @@
 """`lbeval prepare`: rows -> seeded subset -> official prompt -> middle truncation -> inputs manifest.
 
-Each dataset's benchmark (eval/benchmarks/registry.py) builds its rows: PREPARE_PARTS maps the benchmark's name to
-its part (eval/benchmarks/<name>/build.py, the contract in benchmark_part.py); prepare checks the names, measures
+Each dataset's benchmark (eval/benchmarks/registry.py) builds its rows: its entry in PREPARE_PART makes its part
+(eval/benchmarks/<name>/build.py, the contract in benchmark_part.py); prepare checks the names, measures
 the input budget (Budgeter), warns when --n asks more rows than a dataset has and writes the manifest."""
 
 from __future__ import annotations
@@ -11,23 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from eval.benchmarks.longbench.build import LongBenchPart
-from eval.benchmarks.longbench_v2.build import LongBenchV2Part
-from eval.benchmarks.longbench_v2.spec import DEFAULT_V2_MODE
-from eval.benchmarks.registry import BENCHMARKS, benchmark_of, stage_entry
+from eval.benchmarks.registry import benchmark_of, entries, stage_entry
 from eval.errors import ConfigError
-from eval.prepare.benchmark_part import BenchmarkPart, DatasetPart, HeaderPart, PartFactory, PrepareJob
+from eval.prepare.benchmark_part import PREPARE_PART, BenchmarkPart, DatasetPart, HeaderPart, PrepareJob
 from eval.prepare.data_source import DataSource, Downloader
 from eval.prepare.inputs import InputRow, InputsHeader, write_inputs
 from eval.prepare.tokenizers import Tokenizer, chat_overhead, input_budget
 from eval.provenance import git_state, lbeval_version
 from eval.terminal import echo_err
-
-# each benchmark's part of prepare (its build.py), by the registry's name: one line per benchmark
-PREPARE_PARTS: Mapping[str, PartFactory] = MappingProxyType(
-    {"longbench": LongBenchPart, "longbench_v2": LongBenchV2Part}
-)
-WHERE = "eval/prepare/build.PREPARE_PARTS"
 
 
 @dataclass
@@ -41,7 +32,7 @@ class PrepareConfig:
     max_tokens: dict[str, int] = field(default_factory=dict)  # per-dataset output limit overrides
     max_input_tokens: int | None = None  # overrides the computed budget
     max_model_len: int | None = None  # overrides the tokenizer's / server's
-    v2_mode: str = DEFAULT_V2_MODE  # longbench_v2: 0shot | cot | nocontext (benchmarks/longbench_v2/spec.py)
+    v2_mode: str | None = None  # longbench_v2: 0shot | cot | nocontext; None: its default (its spec.py)
 
 
 def parse_max_tokens(text: str | None) -> dict[str, int]:
@@ -96,15 +87,14 @@ def short_of_n(dataset: str, available: int, n: int | None) -> str | None:
 
 
 def benchmark_parts(job: PrepareJob, datasets: Sequence[str]) -> dict[str, BenchmarkPart]:
-    """One part per registered benchmark with an entry, in registry order, each made with its datasets (in
-    --datasets order; none: it still checks its options and adds its header fields)."""
+    """One part per loaded benchmark with an entry, in load order, each made with its datasets (in --datasets
+    order; none: it still checks its options and adds its header fields)."""
     owner = {ds: benchmark_of(ds).name for ds in datasets}  # every name known before any part is made
     for ds in datasets:
-        stage_entry(PREPARE_PARTS, ds, WHERE)
+        stage_entry(PREPARE_PART, ds)
     return {
-        b.name: PREPARE_PARTS[b.name](job, [ds for ds in datasets if owner[ds] == b.name])
-        for b in BENCHMARKS
-        if b.name in PREPARE_PARTS
+        name: factory(job, [ds for ds in datasets if owner[ds] == name])
+        for name, factory in entries(PREPARE_PART).items()
     }
 
 

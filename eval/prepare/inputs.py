@@ -15,7 +15,8 @@ constraints in its metadata (`min`, `choices`, `nonempty`, `check`); then each r
 Schema 2 added `n_taken` and `n_available` to the header; schema 1 files are still read (both empty).
 Schema 3 added the LongBench v2 row fields (`v2_mode`, `difficulty`, `length_class`, `original_tokens`,
 `answer_template`, `answer_max_tokens`): they are written only on longbench_v2 rows (a v1 row's line is byte for
-byte what schema 2 wrote), required there, refused on v1 rows and in files of an older schema (`_check_v2`).
+byte what schema 2 wrote), required there, refused on v1 rows and in files of an older schema: the row's
+benchmark checks them (its entry in ROW_CHECK, eval/benchmarks/longbench_v2/inputs.py).
 """
 
 from __future__ import annotations
@@ -24,30 +25,26 @@ import hashlib
 import json
 import math
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from functools import cache
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from eval.atomic import atomic_write_lines
-from eval.benchmarks.longbench.spec import MODES, get_spec
-from eval.benchmarks.longbench_v2.prompting import COT_PLACEHOLDER as V2_COT_PLACEHOLDER
-from eval.benchmarks.longbench_v2.spec import V2_CHAT_MODE, V2_DATASET, V2_MODES
+from eval.benchmarks.registry import Slot, benchmark_of
 from eval.errors import ConfigError, DataError
-from scorers.longbench_v2.score import DIFFICULTIES, LENGTHS, LETTERS
+from scorers.longbench_v2.score import DIFFICULTIES, LENGTHS
 
 INPUTS_SCHEMA_VERSION = 3
 READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 V2_FIELDS_SINCE = 3  # the schema that added the LongBench v2 row fields
-COT_PLACEHOLDER = V2_COT_PLACEHOLDER  # where the run stage puts the CoT call's output in `answer_template`
+MODES = ("chat", "raw")  # how a row is sent: chat messages (the server's chat template) or a raw completion
 
 
 def _known_dataset(name: str) -> str | None:
-    if name == V2_DATASET:
-        return None
     try:
-        get_spec(name)
+        benchmark_of(name)
     except ConfigError as exc:
         return str(exc)
     return None
@@ -83,7 +80,7 @@ class InputRow:
     stop_token_ids: list[int] | None = field(default=None, metadata=AT_LEAST_0)
     # LongBench v2 rows only (schema 3; None and absent from the line on v1 rows). On v2 rows `answers` is the
     # answer letter, `length` the context's word count, `all_classes` None, `mode` chat.
-    v2_mode: str | None = field(default=None, metadata={"choices": tuple(V2_MODES), V2_ONLY: True})
+    v2_mode: str | None = field(default=None, metadata={V2_ONLY: True})  # its choices: the v2 check's
     difficulty: str | None = field(default=None, metadata={"choices": DIFFICULTIES, V2_ONLY: True})
     length_class: str | None = field(default=None, metadata={"choices": LENGTHS, V2_ONLY: True})
     # tokens of the templated prompt before truncation (None without a tokenizer)
@@ -189,7 +186,7 @@ def read_inputs(path: Path) -> tuple[InputsHeader, list[InputRow]]:
         elif kind == "input":
             row = _build(InputRow, obj, path, lineno)
             _check_row(row, path, lineno, seen)
-            _check_v2(row, path, lineno, header.schema_version if header is not None else 0)
+            _check_benchmark_fields(row, path, lineno, header.schema_version if header is not None else 0)
             rows.append(row)
         else:
             raise DataError(path, lineno, "record", f"expected 'input', got {_show(kind)}")
@@ -215,35 +212,19 @@ def _check_row(row: InputRow, path: Path, lineno: int, seen: dict[tuple[str, str
         )
 
 
-def _check_v2(row: InputRow, path: Path, lineno: int, schema: int) -> None:
-    """The LongBench v2 fields: all of them on a longbench_v2 row (and consistent), none on a v1 row."""
-    given = [f.name for f in fields(InputRow) if f.metadata.get(V2_ONLY) and getattr(row, f.name) is not None]
-    if row.dataset != V2_DATASET:
-        if given:
-            raise DataError(path, lineno, given[0], f"a LongBench v2 field on a {row.dataset} row")
+def _check_benchmark_fields(row: InputRow, path: Path, lineno: int, schema: int) -> None:
+    """The benchmark fields: none on a row of a benchmark without any; its own check on the others."""
+    check = benchmark_of(row.dataset).entry(ROW_CHECK)
+    if check is not None:
+        check(row, path, lineno, schema)
         return
-    if schema < V2_FIELDS_SINCE:
-        raise DataError(path, lineno, "dataset", f"{V2_DATASET} rows need inputs schema {V2_FIELDS_SINCE}")
-    for name in ("v2_mode", "difficulty", "length_class"):
-        if getattr(row, name) is None:
-            raise DataError(path, lineno, name, f"missing on a {V2_DATASET} row")
-    if len(row.answers) != 1 or row.answers[0] not in LETTERS:
-        raise DataError(
-            path, lineno, "answers", f"must be one answer letter ({', '.join(LETTERS)}) on a v2 row"
-        )
-    if row.all_classes is not None:
-        raise DataError(path, lineno, "all_classes", "must be null on a v2 row")
-    if row.mode != V2_CHAT_MODE:
-        raise DataError(path, lineno, "mode", f"must be {V2_CHAT_MODE!r} on a v2 row")
-    cot = V2_MODES[str(row.v2_mode)].answer_template is not None
-    for name in ("answer_template", "answer_max_tokens"):
-        if (getattr(row, name) is not None) != cot:
-            needed = "needed on a cot row" if cot else f"only on cot rows (this row is {row.v2_mode})"
-            raise DataError(path, lineno, name, needed)
-    if cot and COT_PLACEHOLDER not in str(row.answer_template):
-        raise DataError(
-            path, lineno, "answer_template", f"has no {COT_PLACEHOLDER} for the CoT call's output"
-        )
+    given = [f.name for f in fields(InputRow) if f.metadata.get(V2_ONLY) and getattr(row, f.name) is not None]
+    if given:
+        raise DataError(path, lineno, given[0], f"a LongBench v2 field on a {row.dataset} row")
+
+
+# a benchmark's check of its rows' own fields: (row, file, line, the file's schema version); a DataError if bad
+ROW_CHECK: Slot[Callable[[InputRow, Path, int, int], None]] = Slot("eval/prepare/inputs.ROW_CHECK")
 
 
 class _DuplicateKey(Exception):

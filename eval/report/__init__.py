@@ -11,6 +11,19 @@ from eval.public import public_face
 __all__, __getattr__ = public_face(
     __name__,
     {
+        "benchmark_tables": (
+            "REPORT_TABLES",
+            "BenchmarkTables",
+        ),
+        "cells": (
+            "Blank",
+            "Cell",
+            "Frac",
+            "Num",
+            "Row",
+            "Table",
+            "Text",
+        ),
         "console": (
             "cause_lines",
             "compare_summary",

@@ -3,9 +3,9 @@ identical, and the warm change with its interval; with its reading."""
 
 from __future__ import annotations
 
-from eval.analyze.accuracy_types import DatasetAccuracy
+from eval.analyze.accuracy_types import SECONDARY_ROUGE_METRICS, DatasetAccuracy
 from eval.analyze.compare import Comparison
-from eval.benchmarks.longbench.accuracy import SECONDARY_ROUGE_METRICS
+from eval.report.benchmark_tables import accuracy_notes
 from eval.report.cells import Cell, Frac, Num, Row, Table, Text
 from eval.report.columns import change_cell
 
@@ -44,12 +44,7 @@ def accuracy_table(c: Comparison) -> Table:
             "* secondary column: ROUGE-L F-measure from Google's rouge-score package (the official "
             "score column uses the `rouge` package LongBench uses; the two give different numbers)."
         )
-    if any(a.v2 for a in base.accuracy):
-        note = (note + " " if note else "") + (
-            "longbench_v2 (LongBench v2): accuracy in % with the official answer extraction, over every input "
-            "(lbeval's denominator); the official result.py figures, by difficulty and length, are in the "
-            "LongBench v2 table."
-        )
+    note = " ".join([note, *accuracy_notes(base.accuracy)]).strip()  # each benchmark's own (its report.py)
     return Table(
         "accuracy", "Accuracy (official LongBench score, 0-100)", accuracy_reading(c), columns, rows, note
     )

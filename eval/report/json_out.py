@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+from eval.analyze.accuracy import accuracy_json_defaults
+from eval.analyze.accuracy_types import DatasetAccuracy
 from eval.analyze.agreement import PairStats
 from eval.analyze.compare import BOOTSTRAP_RESAMPLES, Comparison, divergence_list
 from eval.analyze.score import ScoredRun
@@ -29,8 +31,17 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+def accuracy_json(acc: DatasetAccuracy) -> dict[str, Any]:
+    """A dataset's scores.json entry: dataset, metric, passes, then every loaded benchmark's keys (its own figures
+    on its datasets, the benchmark's default on the others: LongBench v2's `v2`, {} on a v1 dataset)."""
+    own = acc.extras.json_fields() if acc.extras is not None else {}
+    entry = {"dataset": acc.dataset, "metric": acc.metric, "passes": acc.passes}
+    return dict(to_jsonable({**entry, **accuracy_json_defaults(), **own}))
+
+
 def scores_json(scored: ScoredRun) -> dict[str, Any]:
     data: dict[str, Any] = to_jsonable(scored.scores)  # NaN/inf -> null
+    data["accuracy"] = [accuracy_json(acc) for acc in scored.scores.accuracy]
     data["examples"] = [
         {
             "dataset": row.dataset,

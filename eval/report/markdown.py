@@ -18,9 +18,9 @@ from eval.analyze.score import RunScores
 from eval.gate.verdict import FAIL, Verdict
 from eval.report.attribution import run_attribution_table
 from eval.report.banner import Banner, banner, failed_rows, table_marks
+from eval.report.benchmark_tables import run_tables
 from eval.report.cells import Table, cell_text
 from eval.report.format import first_char_difference, fmt3
-from eval.report.v2 import run_v2_table
 from eval.terminal import inert
 
 MD_DIVERGENCES_SHOWN = 30
@@ -203,9 +203,8 @@ def scores_markdown(s: RunScores) -> str:
         rows.append(cells)
     lines += ["### Official LongBench scores", ""]
     lines += md_table(["dataset", "metric", *passes, "cold ROUGE-L (rouge-score)"], rows) + [""]
-    v2 = run_v2_table(s)
-    if v2 is not None:  # LongBench v2: lbeval's and the official figures by difficulty and length
-        lines += [f"### {md_escape(v2.title)}", *render_table(v2, 0)[1:]]
+    for own in run_tables(s):  # each benchmark's (LongBench v2: both figures by difficulty and length)
+        lines += [f"### {md_escape(own.title)}", *render_table(own, 0)[1:]]
     lines += ["### Agreement", ""] + _agreement_lines(s) + [""]
     lines += ["### Timing (ms, mean over inputs)", ""] + _timing_lines(s) + [""]
     attribution = run_attribution_table(s)

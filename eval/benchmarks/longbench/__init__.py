@@ -5,10 +5,11 @@ metric, output limit and chat/raw mode.
 - `prompting`: pred.py's middle truncation of the formatted prompt (`middle_truncate`).
 - `sources` (prepare): rows validated (file:line:field) from the Hub pin, a data dir or zip, or the mini sample.
 - `build` (prepare): a row -> an input row (`build_row`), the output limit, the templates' provenance;
-  `LongBenchPart`, what prepare calls (eval/prepare/build.PREPARE_PARTS).
+  `LongBenchPart`, what prepare calls (its entry in eval/prepare/benchmark_part.PREPARE_PART).
 - `accuracy` (analyze): an output -> its dataset's official metric and the secondary ROUGE-L (`score_output`),
-  and what analyze calls (`example_score`, `dataset_accuracy`: eval/analyze/accuracy.SCORING); the metrics
-  themselves are scorers.longbench's.
+  and what analyze calls (`example_score`, `dataset_accuracy`: its entry in eval/analyze/accuracy.SCORING); the
+  metrics themselves are scorers.longbench's.
+- `plugin`: the benchmark as the stages see it (`BENCHMARK`: its hooks), registered by eval/benchmarks/plugins.py.
 """
 
 from eval.public import public_face
@@ -18,7 +19,6 @@ __all__, __getattr__ = public_face(
     __name__,
     {
         "accuracy": (
-            "SECONDARY_ROUGE_METRICS",
             "dataset_accuracy",
             "example_score",
         ),

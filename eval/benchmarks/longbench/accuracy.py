@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from eval.analyze.accuracy_types import DatasetAccuracy, ExampleScore, PassScore
+from eval.analyze.accuracy_types import SECONDARY_ROUGE_METRICS, DatasetAccuracy, ExampleScore, PassScore
 from eval.analyze.memo import ScoreMemo
 from eval.benchmarks.longbench.spec import base_name, get_spec
 from eval.prepare.inputs import InputRow
@@ -15,10 +15,6 @@ from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection, ok_record
 from scorers import longbench
 from scorers.longbench.normalize import first_line
-
-# the secondary column (Google rouge-score ROUGE-L): English rouge datasets only; its tokenizer drops
-# non-ASCII text, so on rouge_zh datasets it would always be 0.0
-SECONDARY_ROUGE_METRICS = ("rouge",)
 
 
 def score_output(row: InputRow, output_text: str) -> ExampleScore:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from eval.analyze.accuracy_types import DatasetAccuracy, ExampleScore, PassScore
 from eval.analyze.memo import ScoreMemo
-from eval.benchmarks.longbench_v2.figures import V2_BUCKETS, V2PassAccuracy
+from eval.benchmarks.longbench_v2.figures import V2_BUCKETS, V2Accuracy, V2PassAccuracy
 from eval.benchmarks.longbench_v2.spec import V2_METRIC
 from eval.prepare.inputs import InputRow
 from eval.records.final import ExampleKey as Key
@@ -73,8 +73,9 @@ def item_points(item: ItemResult) -> float:
 def example_score(
     row: InputRow, sel: Selection, pass_name: str, memo: ScoreMemo | None
 ) -> ExampleScore | None:
-    """analyze's scoring of one input in one pass (eval/analyze/accuracy.py): its outcome (v2_item) and its
-    points, None without an ok sample of every call; `memo` is not used (v2 outcomes are cheap)."""
+    """analyze's scoring of one input in one pass (eval/analyze/accuracy.py): its points, and its outcome
+    (v2_item) as the score's extras; None without an ok sample of every call; `memo` is not used (v2 outcomes
+    are cheap)."""
     item = v2_item(row, sel, pass_name)
     return None if item is None else ExampleScore(item_points(item), None, item)
 
@@ -83,13 +84,13 @@ def dataset_accuracy(
     dataset: str, rows: Sequence[InputRow], per_pass: Mapping[str, Mapping[Key, ExampleScore]]
 ) -> DatasetAccuracy:
     """The dataset's accuracy per pass: PassScore.score is lbeval's overall figure (every input in the
-    denominator, 2 decimals), DatasetAccuracy.v2 holds both figures of every pass."""
+    denominator, 2 decimals), its extras (V2Accuracy) both figures of every pass."""
     passes: dict[str, PassScore] = {}
     v2: dict[str, V2PassAccuracy] = {}
     for pass_name, scores in per_pass.items():
-        items = {k: s.v2_item for k, s in scores.items() if s.v2_item is not None}
+        items = {k: s.extras for k, s in scores.items() if isinstance(s.extras, ItemResult)}
         v2[pass_name] = figures = v2_pass_accuracy(rows, items)
         overall = figures.lbeval["overall"]
         score = None if overall is None else round(overall, 2)
         passes[pass_name] = PassScore(score, sum(1 for r in rows if r.key in items), len(rows))
-    return DatasetAccuracy(dataset, V2_METRIC, passes, v2)
+    return DatasetAccuracy(dataset, V2_METRIC, passes, V2Accuracy(v2))

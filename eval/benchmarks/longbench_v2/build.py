@@ -29,6 +29,7 @@ from functools import partial
 from typing import Any
 
 from eval.benchmarks.longbench_v2.prompting import (
+    COT_PLACEHOLDER,
     PromptFields,
     Templates,
     cot_answer_template,
@@ -45,6 +46,7 @@ from eval.benchmarks.longbench_v2.sources import (
     open_v2,
 )
 from eval.benchmarks.longbench_v2.spec import (
+    DEFAULT_V2_MODE,
     TEMPLATE_ORIGIN,
     V2_CHAT_MODE,
     V2_DATASET,
@@ -55,7 +57,7 @@ from eval.benchmarks.longbench_v2.spec import (
 from eval.errors import ConfigError
 from eval.prepare.benchmark_part import DatasetPart, HeaderPart, PrepareJob
 from eval.prepare.data_source import DataSource
-from eval.prepare.inputs import COT_PLACEHOLDER, InputRow, sha256_text
+from eval.prepare.inputs import InputRow, sha256_text
 from eval.prepare.select import select_ids
 from eval.prepare.tokenizers import Tokenizer
 
@@ -206,7 +208,7 @@ class LongBenchV2Part:
 
     def __init__(self, job: PrepareJob, datasets: Sequence[str]) -> None:
         self.job = job
-        self.mode = get_v2_mode(job.v2_mode)
+        self.mode = get_v2_mode(job.v2_mode or DEFAULT_V2_MODE)
         self.prepared: V2Prepared | None = None
 
     def open(self) -> None:

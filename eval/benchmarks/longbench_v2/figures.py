@@ -1,11 +1,12 @@
-"""A LongBench v2 pass's accuracy figures: the type the analysis returns (accuracy.py computes it) and the report
-renders (eval/report/v2.py). Below every stage, so analyze's result types (eval/analyze/accuracy_types.py) can
-hold it while this package's scoring adapter returns them."""
+"""LongBench v2's own accuracy figures: one pass's (`V2PassAccuracy`) and a dataset's (`V2Accuracy`, the extras of
+analyze's DatasetAccuracy), which accuracy.py computes and report.py renders."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from eval.analyze.accuracy_types import DatasetAccuracy
 from scorers.longbench_v2.score import BUCKETS
 
 V2_BUCKETS = BUCKETS  # overall, easy, hard, short, medium, long (result.py's column order)
@@ -43,3 +44,21 @@ class V2PassAccuracy:
             f"the official figures leave out {self.dropped['overall']} of {self.n['overall']} inputs "
             f"({'; '.join(parts)}); lbeval counts them as wrong"
         )
+
+
+@dataclass(frozen=True)
+class V2Accuracy:
+    """A v2 dataset's figures, pass -> both figures (DatasetAccuracy.extras; scores.json's `v2`)."""
+
+    by_pass: dict[str, V2PassAccuracy]
+
+    def json_fields(self) -> dict[str, Any]:
+        return {JSON_KEY: self.by_pass}
+
+
+JSON_KEY = "v2"  # the key of the figures in each accuracy entry of scores.json ({} on other datasets)
+
+
+def v2_figures(acc: DatasetAccuracy) -> dict[str, V2PassAccuracy]:
+    """A dataset's v2 figures by pass ({} on a dataset of another benchmark)."""
+    return acc.extras.by_pass if isinstance(acc.extras, V2Accuracy) else {}

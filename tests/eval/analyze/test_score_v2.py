@@ -11,6 +11,7 @@ import pytest
 
 from eval.analyze.compare import compare
 from eval.analyze.score import score_run
+from eval.benchmarks.longbench_v2.figures import v2_figures
 from eval.cli import main
 from eval.report.cells import cell_text
 from eval.report.json_out import scores_json
@@ -71,7 +72,7 @@ def test_zero_shot_figures_equal_the_hand_computed_ones(tmp_path: Path, inputs: 
     scored = score_run(run_dir)
     (acc,) = scored.scores.accuracy
     assert (acc.dataset, acc.metric) == ("longbench_v2", "v2_accuracy")
-    cold = acc.v2["cold"]
+    cold = v2_figures(acc)["cold"]
     assert cold.lbeval == pytest.approx(COLD_LBEVAL)
     assert cold.official == pytest.approx(COLD_OFFICIAL)
     assert cold.lbeval_compensated["overall"] == pytest.approx(100 * 2.25 / 6)
@@ -91,11 +92,11 @@ def test_zero_shot_figures_equal_the_hand_computed_ones(tmp_path: Path, inputs: 
         6,
     )
     # warm: every answer right, but q2's sample is invalid (not counted): lbeval 5/6, official 5/5
-    warm = acc.v2["warm"]
+    warm = v2_figures(acc)["warm"]
     assert warm.lbeval["overall"] == pytest.approx(100 * 5 / 6) and warm.official["overall"] == 100.0
     assert warm.dropped["overall"] == 1 and warm.not_counted == 1 and warm.dropped["medium"] == 1
     # repeat: q6 has no record
-    repeat = acc.v2["repeat"]
+    repeat = v2_figures(acc)["repeat"]
     assert repeat.lbeval["long"] == 50.0 and repeat.official["long"] == 100.0 and repeat.not_counted == 1
     # per-example scores (scores.json, the paired bootstrap): 1 right, 0 wrong, none where not counted
     examples = scored.example_scores["cold"]
@@ -107,7 +108,7 @@ def test_zero_shot_figures_equal_the_hand_computed_ones(tmp_path: Path, inputs: 
 def test_no_dropped_item_means_one_figure(tmp_path: Path, inputs: Path) -> None:
     outputs = {("q1", "cold"): "The correct answer is (B)"}  # one wrong answer, the rest right by default
     scored = score_run(write_v2_run(tmp_path / "runs", V2Run("main", ROWS, inputs, outputs)))
-    cold = scored.scores.accuracy[0].v2["cold"]
+    cold = v2_figures(scored.scores.accuracy[0])["cold"]
     assert not cold.differ and cold.why() is None
     assert cold.lbeval == cold.official and cold.lbeval["overall"] == pytest.approx(100 * 5 / 6)
     assert cold.lbeval["short"] == 50.0 and cold.lbeval["easy"] == pytest.approx(100 * 2 / 3)
@@ -133,7 +134,7 @@ def test_cot_scores_the_answer_call_and_drops_an_empty_reasoning(tmp_path: Path)
     inputs = write_v2_inputs(tmp_path / "cot.jsonl", COT_ROWS)
     scored = score_run(write_v2_run(tmp_path / "runs", V2Run("main", COT_ROWS, inputs, dict(COT))))
     acc = scored.scores.accuracy[0]
-    cold, warm = acc.v2["cold"], acc.v2["warm"]
+    cold, warm = v2_figures(acc)["cold"], v2_figures(acc)["warm"]
     # cold by hand: lbeval 1/3 (c1); official: c2 (empty reasoning) and c3 (failed) left out -> 1/1
     assert cold.lbeval["overall"] == pytest.approx(100 / 3) and cold.official["overall"] == 100.0
     assert (cold.empty_outputs, cold.not_counted, cold.dropped["hard"]) == (1, 1, 2)
@@ -153,6 +154,7 @@ def test_cot_scores_the_answer_call_and_drops_an_empty_reasoning(tmp_path: Path)
 def test_scores_json_and_md_show_both_figures_and_why(tmp_path: Path, inputs: Path) -> None:
     scored = score_run(write_v2_run(tmp_path / "runs", V2Run("main", ROWS, inputs, dict(COLD))))
     data = json.loads(json.dumps(scores_json(scored)))
+    assert list(data["accuracy"][0]) == ["dataset", "metric", "passes", "v2"]  # the entry's layout, unchanged
     v2 = data["accuracy"][0]["v2"]["cold"]
     assert v2["official"]["overall"] == 50.0 and v2["lbeval"]["overall"] == pytest.approx(33.333, abs=1e-3)
     assert v2["dropped"]["overall"] == 2 and v2["empty_outputs"] == 1

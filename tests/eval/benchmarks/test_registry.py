@@ -1,8 +1,7 @@
-"""The benchmark registry: every package in eval/benchmarks/ is registered, every prompt file under prompts/ is
-named by exactly one benchmark, and each dataset name belongs to exactly one benchmark; a stage finds a dataset's
-benchmark's entry in its mapping (one clear error without one), and no module outside eval/benchmarks/ asks is_v2.
-Each stage's mapping is checked complete beside the stage's tests (tests/eval/prepare/test_build.py,
-tests/eval/analyze/test_accuracy.py)."""
+"""The benchmark registry: every package in eval/benchmarks/ is loaded, every prompt file under prompts/ is named by
+exactly one benchmark, and each dataset name belongs to exactly one benchmark; a stage finds a dataset's
+benchmark's entry in its slot (one clear error without one), every benchmark fills the slots every benchmark
+needs, and no module outside eval/benchmarks/ asks is_v2."""
 
 from __future__ import annotations
 
@@ -12,9 +11,27 @@ from pathlib import Path
 
 import pytest
 
+from eval.analyze.accuracy import SCORING
+from eval.benchmarks import registry
+from eval.benchmarks.longbench.plugin import BENCHMARK as V1
 from eval.benchmarks.longbench.spec import load_specs
-from eval.benchmarks.registry import BENCHMARKS, NoStageEntry, benchmark_of, entry_problems, stage_entry
+from eval.benchmarks.plugins import load_benchmarks
+from eval.benchmarks.registry import (
+    Benchmark,
+    NoStageEntry,
+    Slot,
+    benchmark_of,
+    benchmarks,
+    entries,
+    entry_problems,
+    register,
+    stage_entry,
+)
 from eval.errors import ConfigError
+from eval.prepare.benchmark_part import PREPARE_PART
+from eval.prepare.inputs import ROW_CHECK
+from eval.report.benchmark_tables import REPORT_TABLES
+from tests.eval.benchmarks.swap import without_entry
 
 ROOT = Path(__file__).resolve().parents[3]
 NOT_TEMPLATES = {
@@ -26,7 +43,7 @@ NOT_TEMPLATES = {
 def test_every_benchmark_package_is_registered_and_every_entry_has_a_package() -> None:
     folders = {p.parent.name for p in (ROOT / "eval" / "benchmarks").glob("*/__init__.py")}
     assert folders == {"longbench", "longbench_v2"}
-    assert sorted(b.name for b in BENCHMARKS) == sorted(folders)
+    assert sorted(b.name for b in benchmarks()) == sorted(folders)
 
 
 def test_each_prompt_file_is_named_by_exactly_one_benchmark() -> None:
@@ -35,7 +52,7 @@ def test_each_prompt_file_is_named_by_exactly_one_benchmark() -> None:
         for p in (ROOT / "prompts").rglob("*")
         if p.is_file() and p.name not in NOT_TEMPLATES and "__pycache__" not in p.parts
     }
-    named = [f for b in BENCHMARKS for f in b.prompt_files]
+    named = [f for b in benchmarks() for f in b.prompt_files]
     assert sorted(named) == sorted(on_disk)  # no file twice, none missing, none unclaimed
     assert "dataset2prompt.json" in on_disk and "v2/0shot_cot_ans.txt" in on_disk
 
@@ -55,12 +72,13 @@ def test_a_dataset_name_finds_its_benchmark(dataset: str, benchmark: str) -> Non
 
 def test_no_dataset_belongs_to_two_benchmarks() -> None:
     for name in [*load_specs(), "longbench_v2"]:
-        assert [b.name for b in BENCHMARKS if b.owns(name)] == [benchmark_of(name).name]
+        assert [b.name for b in benchmarks() if b.owns(name)] == [benchmark_of(name).name]
 
 
 def test_an_unknown_dataset_is_one_config_error_naming_the_known_ones() -> None:
     with pytest.raises(
-        ConfigError, match=r"unknown dataset 'qasperr'; known LongBench v1 datasets: .*qasper"
+        ConfigError,
+        match=r"unknown dataset 'qasperr'; known datasets of LongBench v1: .*qasper.*; LongBench v2: longbench_v2$",
     ):
         benchmark_of("qasperr")
 
@@ -80,26 +98,60 @@ def test_the_run_stage_asks_the_registry_where_a_context_ends_and_how_to_answer(
     assert v2.insert_answer("A: $COT$ so", "  because  ") == "A: because so"
 
 
-def test_a_stage_entry_is_found_by_the_dataset_s_benchmark_and_a_missing_one_is_one_clear_error() -> None:
-    entries = {"longbench": "v1 part", "longbench_v2": "v2 part"}
-    assert stage_entry(entries, "gov_report_e", "x.MAP") == "v1 part"
-    assert stage_entry(entries, "longbench_v2", "x.MAP") == "v2 part"
+def test_a_stage_entry_is_found_by_the_dataset_s_benchmark_and_a_missing_one_is_one_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    v1, v2 = benchmark_of("qasper"), benchmark_of("longbench_v2")
+    assert stage_entry(SCORING, "gov_report_e") is v1.entry(SCORING) is not v2.entry(SCORING)
+    assert stage_entry(SCORING, "longbench_v2") is v2.entry(SCORING) is not None
+    assert list(entries(SCORING)) == ["longbench", "longbench_v2"] and list(entries(ROW_CHECK)) == [
+        "longbench_v2"
+    ]
+    with pytest.raises(ConfigError, match="unknown dataset 'qasperr'"):
+        stage_entry(SCORING, "qasperr")
+    without_entry(monkeypatch, "longbench_v2", SCORING)
     with pytest.raises(NoStageEntry) as caught:
-        stage_entry({"longbench": "v1 part"}, "longbench_v2", "eval/x.MAP")
+        stage_entry(SCORING, "longbench_v2")
     assert str(caught.value) == (
         "dataset 'longbench_v2' is LongBench v2's (eval/benchmarks/longbench_v2/), which has no entry in "
-        'eval/x.MAP; add one line there (docs/development.md, "Adding a benchmark")'
+        "eval/analyze/accuracy.SCORING; add a Hook for it to eval/benchmarks/longbench_v2/plugin.py"
     )
-    with pytest.raises(ConfigError, match="unknown dataset 'qasperr'"):
-        stage_entry(entries, "qasperr", "x.MAP")
+    assert list(entries(SCORING)) == ["longbench"]
 
 
-def test_entry_problems_name_a_missing_and_a_stray_benchmark() -> None:
-    assert entry_problems({"longbench": 1, "longbench_v2": 2}, "M") == []
-    assert entry_problems({"longbench": 1, "longbench_3": 3}, "M") == [
-        "M: no entry for benchmark 'longbench_v2'",
-        "M: entry 'longbench_3' is no registered benchmark",
+# the slots every benchmark fills (ROW_CHECK and REPORT_TABLES only a benchmark with fields or figures of its own)
+REQUIRED = {"PREPARE_PART": PREPARE_PART, "SCORING": SCORING}
+
+
+def test_every_benchmark_fills_every_required_slot_and_a_missing_entry_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert entry_problems(REQUIRED) == []
+    assert {b.name for b in benchmarks() if b.entry(REPORT_TABLES)} == {"longbench_v2"}
+    without_entry(monkeypatch, "longbench", PREPARE_PART)
+    assert entry_problems({**REQUIRED, "NEW": Slot("eval/x.NEW")}) == [
+        "eval/prepare/benchmark_part.PREPARE_PART: no entry for benchmark 'longbench'",
+        "eval/x.NEW: no entry for benchmark 'longbench'",
+        "eval/x.NEW: no entry for benchmark 'longbench_v2'",
     ]
+
+
+def test_loading_twice_changes_nothing_and_a_second_benchmark_of_one_name_is_refused() -> None:
+    before = benchmarks()
+    load_benchmarks()
+    assert benchmarks() == before and all(a is b for a, b in zip(benchmarks(), before, strict=True))
+    impostor = Benchmark("longbench", "another", (), V1.owns, V1.datasets, V1.context_end)
+    with pytest.raises(ValueError, match="two benchmarks are named 'longbench'"):
+        register(impostor)
+    assert benchmarks() == before
+
+
+def test_a_stage_asking_before_the_benchmarks_are_loaded_is_one_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(registry, "_LOADED", {})
+    with pytest.raises(NoStageEntry, match="no benchmark is loaded: .*load_benchmarks"):
+        benchmark_of("qasper")
 
 
 def names_is_v2(source: str) -> list[int]:

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import MappingProxyType
 
 import pytest
 
-from eval.benchmarks.registry import NoStageEntry, entry_problems
+from eval.benchmarks.registry import NoStageEntry, entries, entry_problems
 from eval.cli import main
 from eval.errors import ConfigError, DataError
-from eval.prepare import build
+from eval.prepare.benchmark_part import PREPARE_PART
 from eval.prepare.build import PrepareConfig, parse_max_tokens, prepare
 from eval.prepare.data_source import DataSource
 from eval.prepare.inputs import read_inputs
+from tests.eval.benchmarks.swap import without_entry
 from tests.eval.prepare.test_prompting import WordTokenizer
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -231,20 +231,19 @@ def test_a_dataset_listed_twice_is_refused(
     assert capsys.readouterr().err == "lbeval prepare: error: --datasets: qasper is listed twice\n"
 
 
-def test_every_registered_benchmark_has_a_prepare_part() -> None:
-    assert entry_problems(build.PREPARE_PARTS, build.WHERE) == []
-    assert set(build.PREPARE_PARTS) == {"longbench", "longbench_v2"}  # the registry's two, by name
+def test_every_loaded_benchmark_has_a_prepare_part() -> None:
+    assert entry_problems({"PREPARE_PART": PREPARE_PART}) == []
+    assert list(entries(PREPARE_PART)) == ["longbench", "longbench_v2"]  # the registry's two, in load order
 
 
 def test_a_benchmark_without_a_prepare_part_is_one_clear_error_before_any_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    only_v1 = MappingProxyType({"longbench": build.PREPARE_PARTS["longbench"]})
-    monkeypatch.setattr(build, "PREPARE_PARTS", only_v1)
+    without_entry(monkeypatch, "longbench_v2", PREPARE_PART)
     out = tmp_path / "x.jsonl"
     cfg = PrepareConfig(DataSource("mini"), ["qasper", "longbench_v2"], n=1, seed=1, out=out)
     with pytest.raises(
-        NoStageEntry, match=r"'longbench_v2' is LongBench v2's .* no entry in eval/prepare/build"
+        NoStageEntry, match=r"'longbench_v2' is LongBench v2's .* no entry in eval/prepare/benchmark_part"
     ):
         prepare(cfg)
     assert not out.exists()

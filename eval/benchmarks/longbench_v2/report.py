@@ -3,16 +3,18 @@
 Rows per generation pass: lbeval's figures (every input in the denominator) and, when they differ, the official
 result.py figures (the inputs pred.py would write no line for left out), with the count left out and why.
 Columns: result.py's six (overall, easy, hard, short, medium, long), the compensated overall (an answer without
-a letter scores 0.25), and the correct answers over the denominator. Cells only; the numbers come from
-eval/benchmarks/longbench_v2/accuracy.py.
+a letter scores 0.25), and the correct answers over the denominator. Cells only (eval/report/cells.py, which
+the report renders like its own tables: eval/report/benchmark_tables.py); the numbers come from accuracy.py.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from eval.analyze.accuracy_types import DatasetAccuracy
 from eval.analyze.compare import Comparison
 from eval.analyze.score import RunScores
-from eval.benchmarks.longbench_v2.figures import V2_BUCKETS, V2PassAccuracy
+from eval.benchmarks.longbench_v2.figures import V2_BUCKETS, V2PassAccuracy, v2_figures
 from eval.report.cells import Blank, Cell, Frac, Num, Row, Table, Text
 
 TITLE = "LongBench v2 accuracy (%, official answer extraction)"
@@ -28,7 +30,7 @@ NOTE = (
 
 
 def _v2(scores: RunScores) -> list[DatasetAccuracy]:
-    return [a for a in scores.accuracy if a.v2]
+    return [a for a in scores.accuracy if v2_figures(a)]
 
 
 def _cells(figures: V2PassAccuracy, official: bool) -> list[Cell]:
@@ -59,7 +61,7 @@ def run_v2_table(scores: RunScores) -> Table | None:
     rows: list[Row] = []
     whys: list[str] = []
     for acc in _v2(scores):
-        for pass_name, figures in acc.v2.items():
+        for pass_name, figures in v2_figures(acc).items():
             rows += _rows(pass_name, pass_name, figures, [])
             whys += _whys(pass_name, figures)
     if not rows:
@@ -72,11 +74,11 @@ def run_v2_table(scores: RunScores) -> Table | None:
 def _reading_one(scores: RunScores) -> str:
     parts = []
     for acc in _v2(scores):
-        for pass_name, f in acc.v2.items():
+        for pass_name, f in v2_figures(acc).items():
             overall = f.lbeval["overall"]
             shown = "n/a" if overall is None else f"{overall:.1f}%"
             parts.append(f"{pass_name} {shown} ({f.correct}/{f.n['overall']})")
-    differ = any(f.differ for acc in _v2(scores) for f in acc.v2.values())
+    differ = any(f.differ for acc in _v2(scores) for f in v2_figures(acc).values())
     tail = (
         "; the official figures leave some inputs out (rows below)"
         if differ
@@ -93,8 +95,11 @@ def v2_compare_table(c: Comparison) -> Table | None:
     whys: list[str] = []
     for ds, acc in base.items():
         other = variant.get(ds)
-        for pass_name, figures in acc.v2.items():
-            for side, run in (("base", figures), ("variant", other.v2.get(pass_name) if other else None)):
+        for pass_name, figures in v2_figures(acc).items():
+            for side, run in (
+                ("base", figures),
+                ("variant", v2_figures(other).get(pass_name) if other else None),
+            ):
                 if run is None:
                     continue
                 label = f"{pass_name} {side}"
@@ -111,14 +116,27 @@ def _reading_two(base: dict[str, DatasetAccuracy], variant: dict[str, DatasetAcc
     parts = []
     for ds, acc in base.items():
         for pass_name in ("cold", "warm"):
-            b = acc.v2.get(pass_name)
-            v = variant[ds].v2.get(pass_name) if ds in variant else None
+            b = v2_figures(acc).get(pass_name)
+            v = v2_figures(variant[ds]).get(pass_name) if ds in variant else None
             if b is None or v is None or b.lbeval["overall"] is None or v.lbeval["overall"] is None:
                 continue
             parts.append(
                 f"{pass_name} base {b.lbeval['overall']:.1f}% ({b.correct}/{b.n['overall']}) vs variant "
                 f"{v.lbeval['overall']:.1f}% ({v.correct}/{v.n['overall']})"
             )
-    differ = any(f.differ for side in (base, variant) for acc in side.values() for f in acc.v2.values())
+    differ = any(
+        f.differ for side in (base, variant) for acc in side.values() for f in v2_figures(acc).values()
+    )
     text = "LongBench v2 accuracy over every input: " + ("; ".join(parts) or "no pass in both runs")
     return text + ("; the official figures leave some inputs out (see the official rows)." if differ else ".")
+
+
+def accuracy_note(accuracy: Sequence[DatasetAccuracy]) -> str | None:
+    """The accuracy table's note on the v2 dataset (None without one)."""
+    if not any(v2_figures(a) for a in accuracy):
+        return None
+    return (
+        "longbench_v2 (LongBench v2): accuracy in % with the official answer extraction, over every input "
+        "(lbeval's denominator); the official result.py figures, by difficulty and length, are in the "
+        "LongBench v2 table."
+    )

@@ -1,0 +1,29 @@
+"""LongBench v1 as the stages see it: its `Benchmark`, one hook per stage slot it fills (prepare's part, scoring,
+the report's note), registered by the command layer (eval/benchmarks/plugins.py)."""
+
+from __future__ import annotations
+
+from eval.analyze.accuracy import SCORING, Scoring
+from eval.benchmarks.longbench import accuracy
+from eval.benchmarks.longbench.build import LongBenchPart
+from eval.benchmarks.longbench.spec import PROMPT_FILES, context_end, is_v1, load_specs
+from eval.benchmarks.registry import Benchmark, Hook
+from eval.prepare.benchmark_part import PREPARE_PART
+
+
+def datasets() -> list[str]:
+    return list(load_specs())
+
+
+BENCHMARK = Benchmark(
+    "longbench",
+    "LongBench v1",
+    PROMPT_FILES,
+    is_v1,
+    datasets,
+    context_end,
+    hooks=(
+        Hook(PREPARE_PART, LongBenchPart),
+        Hook(SCORING, Scoring(accuracy.example_score, accuracy.dataset_accuracy)),
+    ),
+)
