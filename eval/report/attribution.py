@@ -93,9 +93,11 @@ def _fixed_varied(r: AttributionRow) -> list[Cell]:
 
 
 def run_attribution_table(scores: RunScores) -> Table | None:
-    a = scores.attribution
-    if a is None:
-        return None
+    return None if scores.attribution is None else one_run_table(scores.attribution)
+
+
+def one_run_table(a: Attribution) -> Table:
+    """One row per attribution row of the run, in its order (every registered scenario's)."""
     rows = [
         Row(r.key, row_label(r), [*_fixed_varied(r), *(measure_cell(r, m) for m, _ in MEASURES)])
         for r in a.rows
