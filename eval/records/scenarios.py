@@ -105,18 +105,6 @@ class DefaultPlan:
         return max(1, n_inputs // self.inputs_per)
 
 
-DEFAULT_PLAN = DefaultPlan(
-    scenarios=SCENARIO_NAMES,
-    inputs_per=12,  # 12 mini inputs: 1; 32 inputs: 2 (docs/scenarios.md: about +10-20% server-seconds either way)
-    # partial hits at three depths (1 block, half the prompt's full blocks, one block short of them: partial
-    # when the prompt has 2+ full blocks) and the full one
-    hit_classes=("1B", "middle", "deepest partial", "last block"),
-    batch_sizes=(1, 2),
-    repeats=2,
-    max_tokens=16,
-)
-
-
 CACHE = register(
     ScenarioSpec(
         name=CACHE_SCENARIO,
@@ -157,6 +145,7 @@ CACHE = register(
             "cache_isolation",
         ),
         order=0,
+        default_plan=True,
     )
 )  # fmt: skip
 
@@ -179,6 +168,17 @@ class _Registered(Mapping[str, ScenarioSpec]):
 SCENARIOS: Mapping[str, ScenarioSpec] = _Registered()
 
 assert tuple(SCENARIOS) == SCENARIO_NAMES
+
+DEFAULT_PLAN = DefaultPlan(
+    scenarios=tuple(s.name for s in registered() if s.default_plan),
+    inputs_per=12,  # 12 mini inputs: 1; 32 inputs: 2 (docs/scenarios.md: about +10-20% server-seconds either way)
+    # partial hits at three depths (1 block, half the prompt's full blocks, one block short of them: partial
+    # when the prompt has 2+ full blocks) and the full one
+    hit_classes=("1B", "middle", "deepest partial", "last block"),
+    batch_sizes=(1, 2),
+    repeats=2,
+    max_tokens=16,
+)
 
 
 def parse_scenarios(text: str) -> tuple[str, ...]:

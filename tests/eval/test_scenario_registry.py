@@ -5,7 +5,7 @@ in eval/run/scenarios/<name>.py), and the stages list the scenarios from the reg
 - a toy scenario registered here shows in the `--scenarios` choices, the plan, the attribution rows and the
   attribution table, with no other module edited
 - a scenario module dropped into the packages' folders (a subprocess extends their search path) is found: its
-  passes enter the pass vocabulary and its runner's planner is registered
+  passes enter the pass vocabulary and its runner's planner is registered; it stays out of the default plan
 - every scenario name a stage compares a scenario or unit kind with is a registered one, and every name a stage
   keys by scenario (row builders, planners, the gate's rules a scenario brings) is registered
 """
@@ -169,6 +169,8 @@ from eval.run.scenarios.planners import planner_of
 assert v.SCENARIO_NAMES[-1] == "dropin" and v.SCENARIO_PASSES["dropin"] == ("dropin_a", "dropin_b")
 assert v.scenario_of("dropin_b") == "dropin" and v.choice_of("dropin_a") == "dropin"
 assert "eval.run.scenarios.dropin" in plan.RUNNERS and planner_of("dropin").name == "dropin"
+from eval.records.scenarios import DEFAULT_PLAN  # a new scenario joins the default plan only when it says so
+assert "dropin" not in DEFAULT_PLAN.scenarios and DEFAULT_PLAN.scenarios[-1] == "replicas"
 print("ok")
 """
 

@@ -15,6 +15,7 @@ SPEC = register(
     ScenarioSpec(
         name="batch",
         order=10,
+        default_plan=True,
         isolates="batch composition: the other requests in flight, with the cache out of the picture",
         passes=("batch_alone", "batch_warm_alone", "batch_member", "batch_warm_member", "batch_filler"),
         units="one unit per input: alone, warm alone, then per batch size B a cold batch and a warm batch",

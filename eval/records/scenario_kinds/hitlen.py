@@ -26,6 +26,7 @@ SPEC = register(
     ScenarioSpec(
         name="hitlen",
         order=20,
+        default_plan=True,
         isolates="the prefix-hit length: how many prompt tokens the cache supplies",
         passes=("hitlen_cold", "hitlen_prime", "hitlen_full"),
         units="one unit per input: the cold reference, then a prime and a full request per hit length L",

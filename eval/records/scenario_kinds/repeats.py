@@ -19,6 +19,7 @@ SPEC = register(
     ScenarioSpec(
         name="repeats",
         order=30,
+        default_plan=True,
         isolates="run-to-run variation of the very same request",
         passes=("repeats_alone", "repeats_batched"),
         units="one unit per input: N alone, then N in batches of up to 8",

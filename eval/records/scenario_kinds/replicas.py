@@ -19,6 +19,7 @@ SPEC = register(
     ScenarioSpec(
         name="replicas",
         order=50,
+        default_plan=True,
         isolates="the replica: the same request on another server of the variant (device, driver, build)",
         passes=("replicas_cold", "replicas_warm"),
         units="one unit per input on a run with N >= 2 replicas: per replica r a cold request and its warm twin",

@@ -20,6 +20,7 @@ SPEC = register(
     ScenarioSpec(
         name="traffic",
         order=40,
+        default_plan=True,
         isolates="unrelated traffic between a cold request and its warm twin",
         passes=("traffic_cold", "traffic_warm_idle", "traffic_noise", "traffic_warm"),
         units="one unit per input: cold, warm, 3 noise requests, warm again",
