@@ -30,12 +30,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from eval.records.final import slot_of, unit_of
+from eval.records.scenario_kinds.registry import spans_replicas
 from eval.records.server_figures import checked_cached
 from eval.records.types import CACHE_VERIFIED, RequestRecord
 from eval.records.vocabulary import GENERATION_PASSES, MISS_EXPECTED, RECORD_PASSES, UNIT_MAIN, scenario_of
 
 SHOWN = 3  # problems named per kind; the rest are counted
-SPANNING = "replicas"  # the scenario whose unit runs on every replica (eval/records/scenarios.py)
 
 
 def record_lines(records: Sequence[RequestRecord], torn: Sequence[int]) -> list[int]:
@@ -81,7 +81,7 @@ def _replicas(recs: Sequence[tuple[int, RequestRecord]], n: int) -> Iterator[Fou
         if r.replica >= n:
             yield line, "replica", f"{r.replica}, but the run's sessions served {n} replica(s)"
             continue
-        if r.scenario == SPANNING:  # its unit visits every replica in turn (variation.replica says which)
+        if spans_replicas(r.scenario):  # its unit visits every replica in turn (variation.replica says which)
             continue
         other = first.setdefault((unit_of(r), r.group), r)
         if other.replica != r.replica:

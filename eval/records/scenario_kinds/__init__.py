@@ -18,6 +18,7 @@ __all__, __getattr__ = public_face(
             "pass_owner",
             "register",
             "registered",
+            "spans_replicas",
             "spec_of",
             "unregister",
         ),

@@ -20,6 +20,7 @@ from eval.records.scenario_kinds.spec import (
     pass_owner,
     register,
     registered,
+    spans_replicas,
     spec_of,
     unregister,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "pass_owner",
     "register",
     "registered",
+    "spans_replicas",
     "spec_of",
     "unregister",
 ]

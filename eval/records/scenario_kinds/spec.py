@@ -105,6 +105,12 @@ def is_registered(name: str) -> bool:
     return name in _REGISTRY
 
 
+def spans_replicas(name: str) -> bool:
+    """Whether the scenario of that name sends its unit to every replica (False for a name not registered)."""
+    spec = _REGISTRY.get(name)
+    return spec is not None and spec.spans_replicas
+
+
 def pass_owner(pass_name: str) -> str | None:
     """The scenario whose passes include `pass_name`, None when none does."""
     return next((s.name for s in _REGISTRY.values() if pass_name in s.passes), None)
