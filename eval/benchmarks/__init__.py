@@ -18,6 +18,7 @@ __all__, __getattr__ = public_face(
         "registry": (
             "Slot",
             "benchmark_of",
+            "benchmarks",
             "entries",
             "stage_entry",
         ),

@@ -28,7 +28,9 @@ __all__, __getattr__ = public_face(
             "hub_file",
         ),
         "inputs": (
+            "INPUT_EXTRAS",
             "ROW_CHECK",
+            "ExtrasCodec",
             "V2_FIELDS_SINCE",
             "InputRow",
             "field_problem",

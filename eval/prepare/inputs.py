@@ -13,10 +13,12 @@ type from its annotation (bool is not int, lists of strings hold strings, `X | N
 constraints in its metadata (`min`, `choices`, `nonempty`, `check`); then each row's prompt must match its
 `prompt_sha256` and no (dataset, id) may repeat. Any problem is one DataError naming file:line:field.
 Schema 2 added `n_taken` and `n_available` to the header; schema 1 files are still read (both empty).
-Schema 3 added the LongBench v2 row fields (`v2_mode`, `difficulty`, `length_class`, `original_tokens`,
-`answer_template`, `answer_max_tokens`): they are written only on longbench_v2 rows (a v1 row's line is byte for
-byte what schema 2 wrote), required there, refused on v1 rows and in files of an older schema: the row's
-benchmark checks them (its entry in ROW_CHECK, eval/benchmarks/longbench_v2/inputs.py).
+Schema 3 added the LongBench v2 rows: a benchmark's own fields (v2's `v2_mode`, `difficulty`, `length_class`,
+`original_tokens`) and a two-call input's answer call (`answer_template`, `answer_max_tokens`). Each is written
+only where it is set (a v1 row's line is byte for byte what schema 2 wrote). A benchmark's own fields are a typed
+extras value of its package on the row (`InputRow.extras`), written at the top level of the row's line and read
+back by the benchmark's entry in INPUT_EXTRAS; a field of a benchmark on another's row is refused, and the row's
+benchmark checks the whole row (its entry in ROW_CHECK; v2's: eval/benchmarks/longbench_v2/inputs.py).
 """
 
 from __future__ import annotations
@@ -26,15 +28,14 @@ import json
 import math
 import types
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import Any, Protocol, Union, get_args, get_origin, get_type_hints
 
 from eval.atomic import atomic_write_lines
-from eval.benchmarks.registry import Slot, benchmark_of
+from eval.benchmarks.registry import Slot, benchmark_of, benchmarks, entries
 from eval.errors import ConfigError, DataError
-from scorers.longbench_v2.score import DIFFICULTIES, LENGTHS
 
 INPUTS_SCHEMA_VERSION = 3
 READABLE_SCHEMA_VERSIONS = (1, 2, 3)
@@ -60,7 +61,16 @@ def _readable_version(version: int) -> str | None:
 DATASET = {"nonempty": True, "check": _known_dataset}  # field metadata: the constraints on a field's values
 AT_LEAST_0 = {"min": 0}
 AT_LEAST_1 = {"min": 1}
-V2_ONLY = "v2_only"  # metadata key: a LongBench v2 row field, left out of the line when None (v1 rows)
+OMIT_NONE = "omit_none"  # metadata key: a field left out of the line when None (a one-call row's answer call)
+
+
+class InputExtras(Protocol):
+    """A benchmark's own fields of an input row: a frozen dataclass of its package (LongBench v2's
+    `V2InputFields`), which only the package reads."""
+
+    def line_fields(self) -> dict[str, Any]:
+        """The fields as written at the top level of the row's line (those that are None left out)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -78,16 +88,12 @@ class InputRow:
     length: int = field(metadata=AT_LEAST_0)
     # samsum: stop at the first newline token (ids from the tokenizer), None elsewhere
     stop_token_ids: list[int] | None = field(default=None, metadata=AT_LEAST_0)
-    # LongBench v2 rows only (schema 3; None and absent from the line on v1 rows). On v2 rows `answers` is the
-    # answer letter, `length` the context's word count, `all_classes` None, `mode` chat.
-    v2_mode: str | None = field(default=None, metadata={V2_ONLY: True})  # its choices: the v2 check's
-    difficulty: str | None = field(default=None, metadata={"choices": DIFFICULTIES, V2_ONLY: True})
-    length_class: str | None = field(default=None, metadata={"choices": LENGTHS, V2_ONLY: True})
-    # tokens of the templated prompt before truncation (None without a tokenizer)
-    original_tokens: int | None = field(default=None, metadata={"min": 0, V2_ONLY: True})
-    # cot: the answer call's prompt (0shot_cot_ans.txt filled), `$COT$` where the CoT call's output goes
-    answer_template: str | None = field(default=None, metadata={V2_ONLY: True})
-    answer_max_tokens: int | None = field(default=None, metadata={"min": 1, V2_ONLY: True})
+    # a two-call input (LongBench v2 cot; schema 3): the answer call's prompt with a place for the first call's
+    # output (its benchmark's insert_answer fills it) and its output limit; None and absent from the line elsewhere
+    answer_template: str | None = field(default=None, metadata={OMIT_NONE: True})
+    answer_max_tokens: int | None = field(default=None, metadata={"min": 1, OMIT_NONE: True})
+    # the benchmark's own fields (None: it has none); not a field of the line: its fields are (INPUT_EXTRAS)
+    extras: InputExtras | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -158,12 +164,13 @@ def dumps_line(obj: dict[str, Any]) -> str:
 
 
 def row_dict(row: InputRow) -> dict[str, Any]:
-    """A row as written: the v2-only fields left out when None (so v1 rows read as schema 2 wrote them)."""
-    data = asdict(row)
+    """A row as written: the answer call's fields left out when None, the benchmark's own fields at the top
+    level (so a v1 row reads as schema 2 wrote it)."""
+    data = {f.name: getattr(row, f.name) for f in fields(InputRow) if f.name != EXTRAS}
     for f in fields(InputRow):
-        if f.metadata.get(V2_ONLY) and data[f.name] is None:
+        if f.metadata.get(OMIT_NONE) and data[f.name] is None:
             del data[f.name]
-    return data
+    return {**data, **(row.extras.line_fields() if row.extras is not None else {})}
 
 
 def write_inputs(path: Path, header: InputsHeader, rows: list[InputRow]) -> None:
@@ -184,9 +191,11 @@ def read_inputs(path: Path) -> tuple[InputsHeader, list[InputRow]]:
                 raise DataError(path, 1, "record", "first line must be the inputs_header")
             header = _build(InputsHeader, obj, path, lineno)
         elif kind == "input":
-            row = _build(InputRow, obj, path, lineno)
+            row = _read_row(obj, path, lineno)
             _check_row(row, path, lineno, seen)
-            _check_benchmark_fields(row, path, lineno, header.schema_version if header is not None else 0)
+            check = benchmark_of(row.dataset).entry(ROW_CHECK)
+            if check is not None:
+                check(row, path, lineno, header.schema_version if header is not None else 0)
             rows.append(row)
         else:
             raise DataError(path, lineno, "record", f"expected 'input', got {_show(kind)}")
@@ -212,19 +221,42 @@ def _check_row(row: InputRow, path: Path, lineno: int, seen: dict[tuple[str, str
         )
 
 
-def _check_benchmark_fields(row: InputRow, path: Path, lineno: int, schema: int) -> None:
-    """The benchmark fields: none on a row of a benchmark without any; its own check on the others."""
-    check = benchmark_of(row.dataset).entry(ROW_CHECK)
-    if check is not None:
-        check(row, path, lineno, schema)
-        return
-    given = [f.name for f in fields(InputRow) if f.metadata.get(V2_ONLY) and getattr(row, f.name) is not None]
-    if given:
-        raise DataError(path, lineno, given[0], f"a LongBench v2 field on a {row.dataset} row")
+def _read_row(obj: dict[str, Any], path: Path, lineno: int) -> InputRow:
+    """A row from its line: the benchmarks' own fields split off and read by the row's benchmark."""
+    codecs = entries(INPUT_EXTRAS)
+    owner = {name for codec in codecs.values() for name in codec.names}
+    own = {k: v for k, v in obj.items() if k in owner}
+    if EXTRAS in obj:
+        raise DataError(path, lineno, EXTRAS, "unknown field")
+    row: InputRow = _build(InputRow, {k: v for k, v in obj.items() if k not in owner}, path, lineno)
+    benchmark = benchmark_of(row.dataset)
+    foreign = [(b, k) for b, codec in codecs.items() if b != benchmark.name for k in codec.names if k in own]
+    if foreign:
+        title = next(b.title for b in benchmarks() if b.name == foreign[0][0])
+        raise DataError(path, lineno, foreign[0][1], f"a {title} field on a {row.dataset} row")
+    if benchmark.insert_answer is None:
+        given = [
+            f.name for f in fields(InputRow) if f.metadata.get(OMIT_NONE) and getattr(row, f.name) is not None
+        ]
+        if given:
+            raise DataError(path, lineno, given[0], f"an answer call's field on a {row.dataset} row")
+    codec = codecs.get(benchmark.name)
+    return row if codec is None else replace(row, extras=codec.read(own, path, lineno))
 
 
-# a benchmark's check of its rows' own fields: (row, file, line, the file's schema version); a DataError if bad
+@dataclass(frozen=True)
+class ExtrasCodec:
+    """How a benchmark's own fields are read from a row's line (written: InputExtras.line_fields)."""
+
+    names: tuple[str, ...]  # the line's fields that are the benchmark's
+    # (its fields given on the line, file, line number) -> the row's extras; a DataError naming the field if bad
+    read: Callable[[dict[str, Any], Path, int], InputExtras]
+
+
+INPUT_EXTRAS: Slot[ExtrasCodec] = Slot("eval/prepare/inputs.INPUT_EXTRAS")
+# a benchmark's check of its whole row: (row, file, line, the file's schema version); a DataError if bad
 ROW_CHECK: Slot[Callable[[InputRow, Path, int, int], None]] = Slot("eval/prepare/inputs.ROW_CHECK")
+EXTRAS = "extras"
 
 
 class _DuplicateKey(Exception):

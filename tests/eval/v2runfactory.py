@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eval.benchmarks.longbench_v2.inputs import V2InputFields
 from eval.prepare.inputs import InputRow, InputsHeader, inputs_digest, sha256_text, write_inputs
 from eval.records.run_folder import RECORDS_NAME, RecordWriter, RunManifest, write_manifest
 from eval.records.types import RequestRecord, TopK, Usage
@@ -29,9 +30,9 @@ def v2_row(item_id: str, difficulty: str, length: str, answer: str, *, cot: bool
     return InputRow(
         dataset="longbench_v2", id=item_id, prompt=prompt, mode="chat", max_tokens=1024 if cot else 128,
         prompt_sha256=sha256_text(prompt), prompt_tokens=PROMPT_TOKENS, truncated=False, answers=[answer],
-        all_classes=None, length=4000, v2_mode="cot" if cot else "0shot", difficulty=difficulty,
-        length_class=length, original_tokens=PROMPT_TOKENS, answer_template=TEMPLATE if cot else None,
+        all_classes=None, length=4000, answer_template=TEMPLATE if cot else None,
         answer_max_tokens=128 if cot else None,
+        extras=V2InputFields("cot" if cot else "0shot", difficulty, length, original_tokens=PROMPT_TOKENS),
     )  # fmt: skip
 
 

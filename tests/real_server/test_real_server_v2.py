@@ -22,6 +22,7 @@ from typing import Any
 import httpx2
 import pytest
 
+from eval.benchmarks.longbench_v2.inputs import v2_fields
 from eval.benchmarks.longbench_v2.sources import mini_file
 from eval.cli import main
 from eval.prepare.inputs import InputRow, read_inputs, sha256_text
@@ -115,7 +116,7 @@ def test_prepare_cuts_every_whole_prompt_in_the_middle_with_the_servers_tokenize
         ids = httpx2.post(f"{root}/tokenize", json={"model": "smollm2", "prompt": full}, timeout=60).json()[
             "tokens"
         ]
-        assert row.original_tokens == len(ids) > budget and row.truncated
+        assert v2_fields(row).original_tokens == len(ids) > budget and row.truncated
         kept = ids[: budget // 2] + ids[-budget // 2 :]  # pred.py: first and last max_len//2 tokens
         text = httpx2.post(
             f"{root}/detokenize", json={"model": "smollm2", "tokens": kept}, timeout=60
@@ -130,7 +131,9 @@ def test_prepare_cuts_every_whole_prompt_in_the_middle_with_the_servers_tokenize
     assert "Ilse Varden" in by_id["lbv2mini-0001"].prompt  # a fact near the start survives
     assert "DAILY_LATE_FEE = 3" not in by_id["lbv2mini-0002"].prompt  # the middle of 0002 is cut out
     MEASURED["budget"] = budget
-    MEASURED["tokens before -> after"] = {r.id: f"{r.original_tokens} -> {r.prompt_tokens}" for r in rows}
+    MEASURED["tokens before -> after"] = {
+        r.id: f"{v2_fields(r).original_tokens} -> {r.prompt_tokens}" for r in rows
+    }
 
 
 def test_zero_shot_run_score_compare_and_gate(real_server: RealServer, work: Path) -> None:

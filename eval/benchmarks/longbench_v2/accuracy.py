@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from eval.analyze.accuracy_types import DatasetAccuracy, ExampleScore, PassScore
 from eval.analyze.memo import ScoreMemo
 from eval.benchmarks.longbench_v2.figures import V2_BUCKETS, V2Accuracy, V2PassAccuracy
+from eval.benchmarks.longbench_v2.inputs import v2_fields
 from eval.benchmarks.longbench_v2.spec import V2_METRIC
 from eval.prepare.inputs import InputRow
 from eval.records.final import ExampleKey as Key
@@ -40,11 +41,13 @@ def v2_item(row: InputRow, sel: Selection, pass_name: str) -> ItemResult | None:
     if any(r is None for r in records):
         return None
     outputs = [r.output_text if r is not None else None for r in records]
-    return item_result(row.id, str(row.difficulty), str(row.length_class), row.answers[0], outputs)
+    own = v2_fields(row)
+    return item_result(row.id, own.difficulty, own.length_class, row.answers[0], outputs)
 
 
 def expected(row: InputRow) -> ExpectedItem:
-    return ExpectedItem(row.id, str(row.difficulty), str(row.length_class), row.answers[0])
+    own = v2_fields(row)
+    return ExpectedItem(row.id, own.difficulty, own.length_class, row.answers[0])
 
 
 def v2_pass_accuracy(rows: Sequence[InputRow], items: Mapping[Key, ItemResult]) -> V2PassAccuracy:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from eval.benchmarks.longbench_v2.inputs import V2InputFields
 from eval.benchmarks.longbench_v2.prompting import (
     COT_PLACEHOLDER,
     PromptFields,
@@ -144,12 +145,11 @@ def build_v2_row(
         answers=[row.answer],
         all_classes=None,
         length=len(row.context.split()),
-        v2_mode=mode.name,
-        difficulty=row.difficulty,
-        length_class=row.length,
-        original_tokens=cut.original_tokens if cut is not None else None,
         answer_template=answer_prompt,
         answer_max_tokens=mode.answer_max_tokens,
+        extras=V2InputFields(
+            mode.name, row.difficulty, row.length, cut.original_tokens if cut is not None else None
+        ),
     )
 
 

@@ -7,12 +7,12 @@ from eval.analyze.accuracy import SCORING, Scoring
 from eval.benchmarks.longbench_v2 import accuracy, report
 from eval.benchmarks.longbench_v2.build import LongBenchV2Part
 from eval.benchmarks.longbench_v2.figures import JSON_KEY
-from eval.benchmarks.longbench_v2.inputs import check_row
+from eval.benchmarks.longbench_v2.inputs import CODEC, check_row
 from eval.benchmarks.longbench_v2.prompting import insert_cot
 from eval.benchmarks.longbench_v2.spec import PROMPT_FILES, V2_DATASET, context_end, is_v2
 from eval.benchmarks.registry import Benchmark, Hook
 from eval.prepare.benchmark_part import PREPARE_PART
-from eval.prepare.inputs import ROW_CHECK
+from eval.prepare.inputs import INPUT_EXTRAS, ROW_CHECK
 from eval.report.benchmark_tables import REPORT_TABLES, BenchmarkTables
 
 
@@ -30,6 +30,7 @@ BENCHMARK = Benchmark(
     insert_cot,
     hooks=(
         Hook(PREPARE_PART, LongBenchV2Part),
+        Hook(INPUT_EXTRAS, CODEC),
         Hook(ROW_CHECK, check_row),
         Hook(SCORING, Scoring(accuracy.example_score, accuracy.dataset_accuracy, {JSON_KEY: {}})),
         Hook(

@@ -25,7 +25,7 @@ def qasper_row(item_id: str, answer: str) -> InputRow:
     prompt = f"Answer the question about {item_id}."
     return replace(
         v2_row(item_id, "easy", "short", answer), dataset="qasper", prompt=prompt, prompt_sha256=sha256_text(prompt),
-        v2_mode=None, difficulty=None, length_class=None, original_tokens=None,
+        extras=None,
     )  # fmt: skip
 
 

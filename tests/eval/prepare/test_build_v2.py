@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from eval.benchmarks.longbench_v2.build import truncate_v2
+from eval.benchmarks.longbench_v2.inputs import V2InputFields, v2_fields
 from eval.benchmarks.longbench_v2.prompting import insert_cot
 from eval.benchmarks.longbench_v2.sources import mini_file
 from eval.cli import main
@@ -76,14 +77,15 @@ def test_untruncated_prompts_are_the_official_ones(tmp_path: Path, mode: str) ->
         src = data[row.id]
         assert row.prompt == official_prompt(TEMPLATE_OF[mode], src)
         assert row.prompt_sha256 == sha256_text(row.prompt)
-        assert (row.answers, row.difficulty, row.length_class) == (
+        own = v2_fields(row)
+        assert (row.answers, own.difficulty, own.length_class) == (
             [src["answer"]],
             src["difficulty"],
             src["length"],
         )
-        assert (row.mode, row.v2_mode, row.all_classes, row.truncated) == ("chat", mode, None, False)
+        assert (row.mode, own.v2_mode, row.all_classes, row.truncated) == ("chat", mode, None, False)
         assert row.length == len(src["context"].split())
-        assert (row.prompt_tokens, row.original_tokens) == (None, None)  # --no-truncate
+        assert (row.prompt_tokens, own.original_tokens) == (None, None)  # --no-truncate
         if mode == "cot":
             assert (row.max_tokens, row.answer_max_tokens) == (1024, 128)
             assert row.answer_template is not None
@@ -123,7 +125,7 @@ def test_middle_truncation_keeps_the_first_and_last_halves_of_the_whole_prompt(t
     for row in rows:
         full = official_prompt("0shot.txt", data[row.id])
         words = full.split()
-        assert row.truncated and row.original_tokens == len(words) + 1  # + BOS
+        assert row.truncated and v2_fields(row).original_tokens == len(words) + 1  # + BOS
         # ids = [BOS] + words; keep ids[:84] (BOS + 83 words) and ids[-84:] (the last 84 words); decode drops BOS
         assert row.prompt == " ".join(words[:83] + words[-84:])
         assert row.prompt_tokens == 1 + 83 + 84 <= budget
@@ -264,13 +266,20 @@ BAD: list[tuple[str, dict[str, Any], str, str]] = [
 ]
 
 
+def changed(row: InputRow, changes: dict[str, Any]) -> InputRow:
+    """The row with `changes`, v2's own fields among them changed in its extras."""
+    own = {k: v for k, v in changes.items() if k in V2InputFields.__dataclass_fields__}
+    rest = {k: v for k, v in changes.items() if k not in own}
+    return replace(row, **rest, extras=replace(v2_fields(row), **own))
+
+
 @pytest.mark.parametrize(("case", "changes", "field", "message"), BAD, ids=[b[0] for b in BAD])
 def test_bad_v2_rows_are_refused_when_read(
     tmp_path: Path, case: str, changes: dict[str, Any], field: str, message: str
 ) -> None:
     header, rows = good_rows(tmp_path)
     path = tmp_path / "bad.jsonl"
-    write_inputs(path, header, [rows[0], replace(rows[1], **changes)])
+    write_inputs(path, header, [rows[0], changed(rows[1], changes)])
     with pytest.raises(DataError) as info:
         read_inputs(path)
     assert (info.value.line, info.value.field) == (3, field)
@@ -287,6 +296,31 @@ def test_v2_fields_on_a_v1_row_and_v2_rows_in_an_old_schema_are_refused(tmp_path
     write_inputs(path, replace(header, schema_version=2), rows)
     with pytest.raises(DataError, match=":2:dataset: longbench_v2 rows need inputs schema 3"):
         read_inputs(path)
+    # a v1 row with only an answer call's field: v1 has no answer call
+    write_inputs(path, header, [replace(v1, extras=None)])
+    with pytest.raises(DataError, match=":2:answer_template: an answer call's field on a qasper row"):
+        read_inputs(path)
+    # the extras are no field of the line: their fields are
+    write_inputs(path, header, rows)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[1] = lines[1][:-1] + ',"extras":{}}'
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=":2:extras: unknown field"):
+        read_inputs(path)
+
+
+def test_a_v2_line_holds_the_fields_schema_3_wrote(tmp_path: Path) -> None:
+    """The row's own fields are written at the top level of its line, None ones left out, as before they were a
+    type of the v2 package: the same keys, the same values."""
+    header, rows = good_rows(tmp_path)
+    line = json.loads((tmp_path / "cot.jsonl").read_text(encoding="utf-8").splitlines()[1])
+    common = {"record", "dataset", "id", "prompt", "mode", "max_tokens", "prompt_sha256", "prompt_tokens"}
+    common |= {"truncated", "answers", "all_classes", "length", "stop_token_ids"}
+    v2 = {"v2_mode", "difficulty", "length_class", "answer_template", "answer_max_tokens"}  # no tokenizer: no
+    assert set(line) == common | v2  # original_tokens
+    assert (line["v2_mode"], line["difficulty"], line["length_class"]) == (
+        "cot", sample()[line["id"]]["difficulty"], sample()[line["id"]]["length"]
+    )  # fmt: skip
 
 
 def test_v2_before_v1_keeps_the_datasets_order_and_v1_s_source(tmp_path: Path) -> None:

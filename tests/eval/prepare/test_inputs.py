@@ -17,7 +17,15 @@ import pytest
 
 from eval.cli import main
 from eval.errors import DataError
-from eval.prepare.inputs import InputRow, InputsHeader, inputs_digest, read_inputs, sha256_text, write_inputs
+from eval.prepare.inputs import (
+    InputRow,
+    InputsHeader,
+    inputs_digest,
+    read_inputs,
+    row_dict,
+    sha256_text,
+    write_inputs,
+)
 
 ROW = InputRow(
     dataset="qasper",
@@ -74,7 +82,7 @@ def test_digest_covers_rows_not_header(tmp_path: Path) -> None:
         ("{not json", None, "not valid JSON"),
         (json.dumps({"record": "header"}), "record", "expected 'input'"),
         (json.dumps({"record": "input", "dataset": "qasper"}), "id", "missing field"),
-        (json.dumps({"record": "input", **{**ROW.__dict__, "extra": 1}}), "extra", "unknown field"),
+        (json.dumps({"record": "input", **{**row_dict(ROW), "extra": 1}}), "extra", "unknown field"),
     ],
 )
 def test_bad_lines_name_file_line_field(tmp_path: Path, line2: str, field: str | None, message: str) -> None:

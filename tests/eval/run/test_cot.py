@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from eval.benchmarks.longbench_v2.inputs import V2InputFields
 from eval.prepare.inputs import InputRow, sha256_text, write_inputs
 from eval.records.final import select_final
 from eval.records.run_folder import RECORDS_NAME, load_run
@@ -29,8 +30,8 @@ def cot_row(i: int) -> InputRow:
         f"likely answer choice?"
     )
     return make_row(
-        i, dataset="longbench_v2", max_tokens=8, answers=["B"], v2_mode="cot", difficulty="easy",
-        length_class="short", answer_template=template, answer_max_tokens=5,
+        i, dataset="longbench_v2", max_tokens=8, answers=["B"], extras=V2InputFields("cot", "easy", "short"),
+        answer_template=template, answer_max_tokens=5,
     )  # fmt: skip
 
 
@@ -167,7 +168,12 @@ def test_reset_mode_resets_before_each_cold_call(fake: FakeServer, tmp_path: Pat
 def test_max_tokens_override_applies_to_both_calls_and_zero_shot_rows_have_no_answer_call(
     fake: FakeServer, tmp_path: Path
 ) -> None:
-    zero = replace(cot_row(1), v2_mode="0shot", answer_template=None, answer_max_tokens=None)
+    zero = replace(
+        cot_row(1),
+        extras=V2InputFields("0shot", "easy", "short"),
+        answer_template=None,
+        answer_max_tokens=None,
+    )
     run_dir = run_cot(
         fake,
         tmp_path,
