@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from eval.analyze.attribution import ROW_BUILDERS, attribution
+from eval.analyze.attribution import ROW_MODULES, attribution
+from eval.analyze.attribution_rows import built_names
 from eval.records.final import select_final
 from eval.records.scenario_kinds.registry import (
     PairDef,
@@ -195,7 +196,8 @@ def test_the_registry_holds_the_scenarios_in_their_order() -> None:
 
 
 def test_every_scenario_keyed_table_names_registered_scenarios() -> None:
-    assert set(ROW_BUILDERS) <= set(names())
+    assert set(built_names()) <= set(names())
+    assert set(ROW_MODULES) == {f"eval.analyze.scenario_rows.{n}" for n in built_names()}  # one module each
     assert set(planned_names()) == set(names()) - {CACHE_SCENARIO}  # every scenario beyond cache is planned
     policy = tomllib.loads((ROOT / "eval/gate/policy_default.toml").read_text(encoding="utf-8"))
     for spec in registered():  # the rules a scenario brings are rules of the shipped policy
