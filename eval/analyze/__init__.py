@@ -43,6 +43,7 @@ __all__, __getattr__ = public_face(
             "AttributionRow",
             "Confounding",
             "POINT_BATCH",
+            "POINT_CAUSE",
             "POINT_HITLEN",
             "POINT_NOISE",
             "POINT_NONE",

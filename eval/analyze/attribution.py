@@ -47,6 +47,7 @@ from eval.analyze.attribution_rows import (
     Finals,
     RowContext,
     builder_of,
+    built_names,
     make_row,
     outputs_of,
     unmeasured,
@@ -62,6 +63,7 @@ from eval.records.vocabulary import CACHE_SCENARIO, GENERATION_PASSES
 __all__ = [
     "CONFOUNDER",
     "POINT_BATCH",
+    "POINT_CAUSE",
     "POINT_HITLEN",
     "POINT_NOISE",
     "POINT_NONE",
@@ -190,6 +192,7 @@ POINT_WARM = "warm path"  # a request that starts from a prefix hit differs from
 POINT_BATCH = "batch"  # cold requests differ in a batch
 POINT_TRAFFIC = "traffic"  # warm differs after unrelated traffic, not before it
 POINT_REPLICA = "replica"  # the same request differs between replicas, nothing else does
+POINT_CAUSE = "cause"  # the one differing cause row is a scenario's with generic rows (no pointer of its own)
 POINT_SEVERAL = "several"  # more than one of the above, no single cause
 
 
@@ -249,4 +252,6 @@ def pointed_cause(a: Attribution) -> Pointer:
     if diff == {sc.REPLICA_ROW}:
         replica_subs = [r for r in a.rows if r.level == 1 and r.scenario == "replicas" and differs(r)]
         return Pointer(POINT_REPLICA, differing, clean, replica_subs)
+    if len(differing) == 1 and differing[0].scenario not in (CACHE_SCENARIO, *built_names()):
+        return Pointer(POINT_CAUSE, differing, clean, [])
     return Pointer(POINT_SEVERAL, differing, clean, [])

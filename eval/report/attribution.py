@@ -245,6 +245,7 @@ POINTER_TEXT = {
     at.POINT_BATCH: "differences with batch composition",
     at.POINT_TRAFFIC: "differences after unrelated traffic, not before it",
     at.POINT_REPLICA: "differences between replicas: the same request on another replica of the variant",
+    at.POINT_CAUSE: "differences in one cause only",
     at.POINT_SEVERAL: "differences in several causes, no single one",
 }
 

@@ -1,7 +1,7 @@
 """The scenario registry: a scenario is one registered object (eval/records/scenario_kinds/<name>.py, its planner
 in eval/run/scenarios/<name>.py), and the stages list the scenarios from the registry.
 
-- a name, a pass or a row key is registered once; a planner only for a registered scenario, once
+- a name, a pass or a row key is registered once; a planner or a row builder only for a registered scenario, once
 - a toy scenario registered here shows in the `--scenarios` choices, the plan, the attribution rows and the
   attribution table, with no other module edited
 - a scenario module dropped into the packages' folders (a subprocess extends their search path) is found: its
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from eval.analyze.attribution import ROW_MODULES, attribution
-from eval.analyze.attribution_rows import built_names
+from eval.analyze.attribution_rows import built_names, generic_rows, register_rows
 from eval.records.final import select_final
 from eval.records.scenario_kinds.registry import (
     PairDef,
@@ -98,6 +98,10 @@ def test_a_name_a_pass_or_a_row_is_registered_once() -> None:
         register_planner(Planner("traffic", plan_toy))
     with pytest.raises(ValueError, match="no scenario of that name"):
         register_planner(Planner("toy", plan_toy))
+    with pytest.raises(ValueError, match="'hitlen' has two row builders"):
+        register_rows("hitlen", generic_rows)
+    with pytest.raises(ValueError, match="no scenario of that name"):
+        register_rows("toy", generic_rows)
 
 
 def toy_records() -> list[RequestRecord]:
@@ -146,6 +150,7 @@ def test_a_registered_toy_scenario_shows_in_every_listing(toy: ScenarioSpec) -> 
     table = one_run_table(att)
     assert "toy" in [r.key for r in table.rows]
     assert "toy cause (toy_measured vs toy_ref) 1/2 equal" in reading(att)
+    assert "Points at: differences in one cause only: toy 1/2." in reading(att)
     assert "Not run: cache, batch, hitlen, repeats, traffic, replicas." in reading(att)  # no cache agreement
 
 
