@@ -1,9 +1,11 @@
-"""The scenarios other than `cache` (eval/records/scenarios.py describes them): settings, planning, sending.
+"""The scenarios other than `cache` (eval/records/scenario_kinds/ describes them): settings, planning, sending.
 
 settings.py  ScenarioSettings (`--scenarios`, `--batch-sizes`, `--repeats`, `--hit-lengths`, ...)
 base.py      ScenarioStep and the helpers every scenario's planner uses
-batch.py, hitlen.py, repeats.py, traffic.py   one planner each: the unit of one input
-plan.py      every scenario unit of a run, and where a unit resumes
+planners.py  the planners by scenario name (Planner, PlanContext, register_planner)
+batch.py, hitlen.py, repeats.py, traffic.py, replicas.py   one planner each, registered under the scenario's
+             name: the unit of one input
+plan.py      every scenario unit of a run (from every runner module there is), and where a unit resumes
 execute.py   sending one scenario unit: alone or in batches released together, verified, recorded
 """
 
