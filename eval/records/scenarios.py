@@ -11,7 +11,7 @@ scenario's) and what it varied (`RequestRecord.variation`, keys in each scenario
 a record: fillers, primes and noise too, under their own pass names.
 
     cache    cold, warm, repeat, timing, controls (`--passes`): what lbeval measured before scenarios existed
-    batch, hitlen, repeats, traffic, replicas: eval/records/scenario_kinds/<name>.py
+    the others: one module each, eval/records/scenario_kinds/<name>.py
 
 Units: one per (input, scenario) for the scenarios other than cache, sent back to back by one worker while no
 other unit runs; an interrupted unit starts again from its first request (as group g+1) on resume.

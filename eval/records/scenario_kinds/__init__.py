@@ -1,5 +1,5 @@
-"""The scenarios beyond cache, one module each (batch.py, hitlen.py, repeats.py, traffic.py, replicas.py), and the
-registry they enter by name (spec.py; registry.py loads every module). docs/scenarios.md, "Adding a scenario".
+"""The scenarios beyond cache, one module each (<name>.py), and the registry they enter by name (spec.py;
+registry.py loads every module of this folder). docs/scenarios.md, "Adding a scenario".
 """
 
 from eval.public import public_face

@@ -3,8 +3,7 @@
 settings.py  ScenarioSettings (`--scenarios`, `--batch-sizes`, `--repeats`, `--hit-lengths`, ...)
 base.py      ScenarioStep and the helpers every scenario's planner uses
 planners.py  the planners by scenario name (Planner, PlanContext, register_planner)
-batch.py, hitlen.py, repeats.py, traffic.py, replicas.py   one planner each, registered under the scenario's
-             name: the unit of one input
+<name>.py    one planner per scenario, registered under the scenario's name: the unit of one input
 plan.py      every scenario unit of a run (from every runner module there is), and where a unit resumes
 execute.py   sending one scenario unit: alone or in batches released together, verified, recorded
 """
