@@ -115,11 +115,8 @@ def same_configuration_problems(a: ScoredRun, b: ScoredRun) -> list[str]:
         problems.append(f"its sides served different models ({ma.model}, {mb.model})")
     if ma.inputs_sha256 != mb.inputs_sha256:
         problems.append("its sides asked different inputs (inputs_sha256)")
-    for key in sorted(set(ma.settings) | set(mb.settings)):
-        if ma.settings.get(key) != mb.settings.get(key):
-            problems.append(
-                f"its sides differ in settings.{key} ({ma.settings.get(key)!r}, {mb.settings.get(key)!r})"
-            )
+    for key, in_a, in_b in ma.settings.differences(mb.settings):
+        problems.append(f"its sides differ in settings.{key} ({in_a!r}, {in_b!r})")
     for key, in_a, in_b in server_differences(ma.probe, mb.probe):
         problems.append(f"its servers differ in {key} ({in_a!r}, {in_b!r})")
     return problems

@@ -36,7 +36,7 @@ from scorers import stats
 
 BOOTSTRAP_SEED = 20260909
 BOOTSTRAP_RESAMPLES = 10_000
-# manifest.settings keys that change what the model is asked or how it samples
+# the manifest's settings (RunSettings fields) that change what the model is asked or how it samples
 SAMPLING_KEYS = (
     "temperature",
     "top_p",
@@ -82,7 +82,7 @@ def find_mismatches(base: RunManifest, variant: RunManifest) -> list[Mismatch]:
     if base.model != variant.model:
         found.append(Mismatch("model", base.model, variant.model))
     for key in SAMPLING_KEYS:
-        a, b = base.settings.get(key), variant.settings.get(key)
+        a, b = getattr(base.settings, key), getattr(variant.settings, key)
         if a != b:
             found.append(Mismatch(f"settings.{key}", repr(a), repr(b)))
     return found

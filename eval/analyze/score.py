@@ -48,12 +48,11 @@ SCORES_SCHEMA_VERSION = 1
 
 def passes_in_run(manifest: RunManifest, records: Sequence[RequestRecord]) -> list[str]:
     """The record passes of a run: those its settings asked for, plus any seen in its records."""
-    configured = manifest.settings.get("passes")
-    names = {str(p) for p in configured} if isinstance(configured, list | tuple) else set()
+    names = set(manifest.settings.passes or ())
     for choice, produced in PASS_CHOICES.items():
         if choice in names:
             names.update(produced)
-    if (manifest.settings.get("timing_reps") or 0) > 0:
+    if manifest.settings.timing_reps > 0:
         names.update(PASS_CHOICES["timing"])
     names.update(r.pass_name for r in records)
     return [p for p in RECORD_PASSES if p in names]
@@ -177,7 +176,7 @@ def score_loaded(loaded: LoadedRun, rows: list[InputRow], memo: ScoreMemo | None
     cot_keys = [r.key for r in rows if r.answer_template is not None]
     if cot_keys:  # CoT inputs: the answer call of every generation pass asked (also before any record of it)
         passes = [p for p in RECORD_PASSES if p in passes or REASONING_OF.get(p) in passes]
-    reps = int(m.settings.get("timing_reps") or 0)
+    reps = m.settings.timing_reps
     ex_scores = {p: example_scores(rows, sel, p, memo) for p in GENERATION_PASSES if p in passes}
     pairs: dict[str, list[Pair]] = {}
     agreement: dict[str, PairStats | None] = {}
@@ -206,7 +205,7 @@ def score_loaded(loaded: LoadedRun, rows: list[InputRow], memo: ScoreMemo | None
         cache=cache,
         errors=sum(r.status == "error" for r in finals),
         invalid=invalid_counts(sel),
-        attribution=attribution(keys, sel, m.settings, agreement, memo),
+        attribution=attribution(keys, sel, m.settings.to_dict(), agreement, memo),
         cache_verification=cache_verification(m, sel),
         spec_decode=spec_decode(finals),
     )
@@ -226,7 +225,7 @@ def run_info(
     damaged += pairing_damage(m, loaded.run_dir)  # a side of an lbeval ab session: its pairing file checked
     damaged += filled.damage(bool(m.complete) and not damaged)
     complete = bool(m.complete) and filled.all_filled and not damaged
-    warnings = list(m.warnings) + [str(w) for w in (m.probe.get("warnings") or [])]
+    warnings = list(m.warnings) + list(m.probe.warnings)
     warnings += [f"damaged: {d}" for d in damaged]
     if not complete:
         warnings.append("the run is incomplete (not every planned request has a readable record)")
@@ -246,7 +245,7 @@ def run_info(
         torn_lines=loaded.torn_lines,
         superseded_records=sel.superseded,
         passes=passes,
-        settings=dict(m.settings),
+        settings=m.settings.to_dict(),  # as the manifest holds them
         warnings=list(dict.fromkeys(warnings)),
         damage=damaged,
         torn_line_numbers=list(loaded.torn_line_numbers),

@@ -11,6 +11,7 @@ from typing import Any
 
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection, ok_record, slot
+from eval.records.manifest_parts import RunSettings
 from eval.records.server_figures import own_prefill_s
 from eval.records.types import RequestRecord
 
@@ -128,9 +129,9 @@ def foreign_figures(keys: Sequence[Key], sel: Selection, reps: int) -> ForeignCo
     return ForeignCount(sum(rec.server_foreign is not None for rec in recs), len(recs))
 
 
-def timing(keys: Sequence[Key], sel: Selection, settings: Mapping[str, Any]) -> Timing:
-    reps = int(settings.get("timing_reps") or 0)
-    concurrency = settings.get("concurrency")
+def timing(keys: Sequence[Key], sel: Selection, settings: RunSettings) -> Timing:
+    reps = settings.timing_reps
+    concurrency = settings.concurrency
     per_input = [
         InputTiming(k[0], k[1], {m: spread(timing_values(sel, k, m, reps)) for m in TIMING_MEASURES})
         for k in keys

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eval.errors import DataError
-from eval.records.cache_model import CHECKPOINTS, CacheModel, cache_model_from_dict
+from eval.records.cache_model import CHECKPOINTS, CacheModel
 from eval.records.final import Selection
-from eval.records.run_folder import MANIFEST_NAME, RunManifest
+from eval.records.run_folder import RunManifest
 from eval.records.types import CACHE_UNVERIFIED
 
 VERIFIED, UNVERIFIED, PARTLY = "verified", "unverified", "partly verified"
@@ -58,42 +57,32 @@ class CacheVerification:
 
 
 def cache_verification(manifest: RunManifest, sel: Selection) -> CacheVerification:
-    probe = manifest.probe or {}
+    probe = manifest.probe
     finals = list(sel.final.values())
     unverified = sum(r.cache_check == CACHE_UNVERIFIED for r in finals)
-    probe_says = probe.get("cache_verification") == UNVERIFIED
+    probe_says = probe.cache_verification == UNVERIFIED
     if unverified == 0 and not probe_says:
         state = VERIFIED
     elif unverified == len(finals):
         state = UNVERIFIED
     else:
         state = PARTLY
-    label = str(probe.get("server_label") or "vLLM")
+    label = probe.server_label
     reason = ""
     if state != VERIFIED:
-        caps = probe.get("capabilities") or {}
-        cached = caps.get("cached_tokens") if isinstance(caps, dict) else None
-        detail = cached.get("detail") if isinstance(cached, dict) else None
-        reason = str(detail or f"{label} reported no cached-token count")
-    cold_mode = str(manifest.settings.get("cold_mode") or "salt")
-    method = str(probe.get("cold_method") or _COLD.get(cold_mode, cold_mode))
-    version = probe.get("version")
+        cached = probe.capabilities.get("cached_tokens")
+        reason = (cached.detail if cached is not None else "") or f"{label} reported no cached-token count"
+    cold_mode = manifest.settings.cold_mode
+    method = probe.cold_method or _COLD.get(cold_mode, cold_mode)  # a probe from before cold_method
     return CacheVerification(
-        server_kind=str(probe.get("server_kind") or "vllm"),
+        server_kind=probe.server_kind,
         server_label=label,
-        server_version=str(version) if version else None,
+        server_version=probe.version or None,
         state=state,
         unverified_records=unverified,
         records=len(finals),
         cold_mode=cold_mode,
         cold_method=method,
         reason=reason,
-        cache_model=_cache_model(manifest),
+        cache_model=probe.cache_model,
     )
-
-
-def _cache_model(manifest: RunManifest) -> CacheModel | None:
-    try:
-        return cache_model_from_dict((manifest.probe or {}).get("cache_model"), "probe")
-    except ValueError as exc:
-        raise DataError(f"{manifest.run_id}/{MANIFEST_NAME}", None, "probe.cache_model", str(exc)) from None

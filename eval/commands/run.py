@@ -334,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in manifest.warnings:
         echo_err(f"lbeval run: warning: {warning}", secrets=secrets)
     state = "complete" if manifest.complete else "INCOMPLETE (re-run the same command to resume)"
-    echo_err(f"lbeval run: {manifest.stats.get('records', 0)} records, {state}")
+    echo_err(f"lbeval run: {manifest.stats.records} records, {state}")
     echo(run_dir)
     return 0 if manifest.complete else EXIT_INCOMPLETE
 

@@ -137,7 +137,7 @@ def restrict_loaded(
         m,
         expected_records=recorded if expected is None else expected,
         complete=not damaged,  # the whole run's damage: _view names it
-        stats={k: v for k, v in m.stats.items() if k != "records"},  # counted over the whole run
+        stats=replace(m.stats, records=0),  # counted over the whole run (0: not counted)
     )
     return score_loaded(replace(loaded, manifest=manifest, records=records), mine, memo)
 

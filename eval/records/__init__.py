@@ -43,6 +43,13 @@ __all__, __getattr__ = public_face(
             "slot",
             "unit_of",
         ),
+        "manifest_parts": (
+            "CapabilityFacts",
+            "ManifestError",
+            "ProbeFacts",
+            "RunSettings",
+            "RunStats",
+        ),
         "plan": (
             "beyond_planned_reps",
             "completeness",

@@ -26,11 +26,11 @@ manifest that says complete with a planned slot empty (settings.timing_reps rais
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from eval.records.final import ExampleKey, Selection, Slot
+from eval.records.manifest_parts import RunSettings
 from eval.records.scenarios import scenario_inputs
 from eval.records.vocabulary import (
     ANSWER_PASSES,
@@ -95,14 +95,10 @@ def _describe(s: Slot) -> str:
     return f"{s.dataset}/{s.example_id} {s.pass_name} rep {s.repetition}"
 
 
-def cache_slots(
-    settings: Mapping[str, Any], keys: Sequence[ExampleKey], cot: Sequence[ExampleKey]
-) -> set[Slot]:
+def cache_slots(settings: RunSettings, keys: Sequence[ExampleKey], cot: Sequence[ExampleKey]) -> set[Slot]:
     """The cache scenario's planned slots (module docstring)."""
-    raw = settings.get("passes")
-    choices = [str(p) for p in raw] if isinstance(raw, list) else list(PASS_CHOICES)
-    reps = settings.get("timing_reps")
-    timing_reps = reps if isinstance(reps, int) and not isinstance(reps, bool) else 0
+    choices = list(settings.passes) if settings.passes is not None else list(PASS_CHOICES)
+    timing_reps = settings.timing_reps
     cot_set = set(cot)
     out: set[Slot] = set()
     for key in keys:
@@ -117,36 +113,29 @@ def cache_slots(
     return out
 
 
-def _scenario_keys(settings: Mapping[str, Any], keys: Sequence[ExampleKey]) -> dict[str, set[ExampleKey]]:
+def _scenario_keys(settings: RunSettings, keys: Sequence[ExampleKey]) -> dict[str, set[ExampleKey]]:
     """Scenario (other than cache) -> the inputs it runs on."""
-    raw = settings.get("scenarios")
-    names = [str(s) for s in raw] if isinstance(raw, list) else [CACHE_SCENARIO]
-    limit = settings.get("scenario_inputs")
-    chosen = {keys[i] for i in scenario_inputs(keys, limit if isinstance(limit, int) else None)}
+    names = list(settings.scenarios) if settings.scenarios is not None else [CACHE_SCENARIO]
+    chosen = {keys[i] for i in scenario_inputs(keys, settings.scenario_inputs)}
     return {name: chosen for name in names if name != CACHE_SCENARIO}
 
 
-def _planned_timing_reps(settings: Mapping[str, Any]) -> int:
-    reps = settings.get("timing_reps")
-    return reps if isinstance(reps, int) and not isinstance(reps, bool) else 0
-
-
-def beyond_planned_reps(settings: Mapping[str, Any], slot: Slot) -> bool:
+def beyond_planned_reps(settings: RunSettings, slot: Slot) -> bool:
     """A timing slot past the planned repetitions: an adaptive repetition (or, without one, outside the plan);
     never among the plan's expected_records."""
-    return slot.pass_name in TIMING_PASSES and slot.repetition >= _planned_timing_reps(settings)
+    return slot.pass_name in TIMING_PASSES and slot.repetition >= settings.timing_reps
 
 
-def added_slots(settings: Mapping[str, Any], planned: set[Slot], reps_done: int) -> set[Slot]:
+def added_slots(settings: RunSettings, planned: set[Slot], reps_done: int) -> set[Slot]:
     """The adaptive timing repetitions' slots: repetitions timing_reps .. reps_done-1 of each timing pass that the
     plan has at repetition 0."""
-    start = _planned_timing_reps(settings)
+    start = settings.timing_reps
     first = [s for s in planned if s.pass_name in TIMING_PASSES and s.repetition == 0]
     return {s._replace(repetition=r) for s in first for r in range(start, reps_done)}
 
 
 def completeness(
-    settings: Mapping[str, Any],
+    settings: RunSettings,
     expected: int,
     keys: Sequence[ExampleKey],
     cot: Sequence[ExampleKey],
@@ -184,7 +173,7 @@ def completeness(
     return Completeness(expected, filled, tuple(outside), scenario_filled, n_added, len(planned), missing)
 
 
-def planned_inputs(settings: Mapping[str, Any], keys: Sequence[ExampleKey]) -> list[ExampleKey]:
+def planned_inputs(settings: RunSettings, keys: Sequence[ExampleKey]) -> list[ExampleKey]:
     """The inputs the plan sends anything for, in manifest order: every input when the cache scenario sends
     passes, else the inputs the other scenarios run on (`settings.scenario_inputs`)."""
     with_cache = {k for k in keys if cache_slots(settings, [k], [])}
@@ -193,7 +182,7 @@ def planned_inputs(settings: Mapping[str, Any], keys: Sequence[ExampleKey]) -> l
 
 
 def planned_count(
-    settings: Mapping[str, Any],
+    settings: RunSettings,
     keys: Sequence[ExampleKey],
     run: Sequence[ExampleKey],
     cot: Sequence[ExampleKey],

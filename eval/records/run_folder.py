@@ -36,7 +36,7 @@ import threading
 import typing
 import zlib
 from collections.abc import Iterator, Mapping
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,8 @@ from eval.records.codec import type_name as _type_name
 from eval.records.codec import type_ok as _type_ok
 from eval.records.consistency import record_damage
 from eval.records.final import Selection, describe_duplicates
+from eval.records.manifest_parts import ManifestError as ManifestError  # its readers name it with the layout
+from eval.records.manifest_parts import ProbeFacts, RunSettings, RunStats
 from eval.records.types import READABLE_SCHEMA_VERSIONS, RequestRecord
 from eval.redact import redact_data
 
@@ -92,10 +94,8 @@ class RunManifest:
     inputs_sha256: str
     inputs_header: dict[str, Any]
     model: str  # served model id
-    # eval.run.probe.ProbeResult.to_dict(): block_size, max_model_len, capabilities, warnings, ...
-    probe: dict[str, Any]
-    # temperature, top_p, seed, top_logprobs, passes, timing_reps, cold_mode, concurrency, overrides...
-    settings: dict[str, Any]
+    probe: ProbeFacts  # what the probe found the server to be (eval/records/manifest_parts.py)
+    settings: RunSettings  # what a resume must match: sampling, passes, cold mode, the scenario plan
     lbeval_version: str
     git_commit: str | None
     git_dirty: bool | None
@@ -107,7 +107,7 @@ class RunManifest:
     warnings: list[str]
     expected_records: int  # number of slots a complete run holds (see module docstring)
     sessions: list[dict[str, Any]] = field(default_factory=list)  # one per invocation (resumes append)
-    stats: dict[str, Any] = field(default_factory=dict)  # counts by pass and status, invalid warm, retries
+    stats: RunStats = field(default_factory=RunStats)  # counts by pass and status, invalid warm, retries
     # `lbeval ab` only: this run is one side of an interleaved session, its pairing file part of it (written as
     # each session ends; eval/records/ab_pairs.PairingMark, checked by ab_pairs.pairing_damage)
     interleaved: dict[str, Any] | None = None
@@ -260,17 +260,21 @@ class RecordWriter:
 
 def write_manifest(run_dir: Path, manifest: RunManifest) -> Path:
     path = run_dir / MANIFEST_NAME
-    obj = asdict(manifest)
+    obj = {f.name: getattr(manifest, f.name) for f in fields(manifest)}
+    for name in _PARTS:
+        obj[name] = obj[name].to_dict()
     if obj["interleaved"] is None:  # written only for a side of an lbeval ab session
         del obj["interleaved"]
     atomic_write(path, json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
     return path
 
 
-class ManifestError(DataError):
-    """A run manifest that cannot be read or holds a field of the wrong type: no result from this run (exit 2)."""
-
-    exit_code = 2
+# the manifest's typed parts, each read by its own from_dict (eval/records/manifest_parts.py)
+_PARTS: dict[str, type[ProbeFacts] | type[RunSettings] | type[RunStats]] = {
+    "probe": ProbeFacts,
+    "settings": RunSettings,
+    "stats": RunStats,
+}
 
 
 def _check_manifest_fields(path: Path, obj: dict[str, Any]) -> None:
@@ -286,6 +290,8 @@ def _check_manifest_fields(path: Path, obj: dict[str, Any]) -> None:
         if name not in obj:
             if f.default is MISSING and f.default_factory is MISSING:
                 raise ManifestError(path, None, name, "missing field")
+            continue
+        if name in _PARTS:
             continue
         if not _type_ok(obj[name], hints[name]):
             got = type(obj[name]).__name__
@@ -310,7 +316,8 @@ def read_manifest(run_dir: Path) -> RunManifest:
     if not isinstance(obj, dict):
         raise ManifestError(path, None, None, "manifest must be a JSON object")
     _check_manifest_fields(path, obj)
-    return RunManifest(**obj)
+    parts = {name: part.from_dict(obj[name], path) for name, part in _PARTS.items() if name in obj}
+    return RunManifest(**{**obj, **parts})
 
 
 def load_run(run_dir: Path) -> LoadedRun:
@@ -395,9 +402,9 @@ def damage(loaded: LoadedRun, sel: Selection) -> list[str]:
         out.append(dup)
     m = loaded.manifest
     out += record_damage(loaded.records, torn, m.run_id, m.variant, m.sessions, RECORDS_NAME)
-    counted = m.stats.get("records")
+    counted = m.stats.records
     lines_read = len(loaded.records) + len(torn)
-    if isinstance(counted, int) and lines_read < counted:
+    if lines_read < counted:
         out.append(
             f"{RECORDS_NAME} holds {lines_read} record line(s), {counted - lines_read} fewer than the "
             f"{counted} the manifest counted (records were lost)"

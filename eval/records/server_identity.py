@@ -10,8 +10,9 @@ own reporting facts on top), the two sides of an A/A session (eval/analyze/aa_fl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
+
+from eval.records.cache_model import CacheModel
 
 # the probe facts that identify the server (ProbeResult fields, in the order a refusal names them)
 SERVER_IDENTITY_KEYS = (
@@ -29,20 +30,27 @@ CACHE_MODEL_KEY = "cache_model"
 CACHE_MODEL_IDENTITY = ("kind", "block_size")
 
 
+class ProbeLike(Protocol):
+    """What a comparison of two servers reads: the probe's facts (manifest_parts.ProbeFacts, as a manifest
+    holds them, or eval/run/probe.ProbeResult, as a probe returns them)."""
+
+    @property
+    def cache_model(self) -> CacheModel | None: ...
+
+
 def server_differences(
-    old: Mapping[str, Any], new: Mapping[str, Any], keys: tuple[str, ...] = SERVER_IDENTITY_KEYS
+    old: ProbeLike, new: ProbeLike, keys: tuple[str, ...] = SERVER_IDENTITY_KEYS
 ) -> list[tuple[str, Any, Any]]:
-    """(key, old value, new value) for every identity fact two probe dicts (ProbeResult.to_dict()) disagree
-    on, in the order of `keys`; the cache model too when both have one. Empty: the same server."""
-    out = [(key, old.get(key), new.get(key)) for key in keys if old.get(key) != new.get(key)]
-    before, now = _cache_model(old), _cache_model(new)
+    """(key, old value, new value) for every identity fact two probes disagree on, in the order of `keys`; the
+    cache model too when both have one. Empty: the same server."""
+    out = [
+        (key, getattr(old, key), getattr(new, key)) for key in keys if getattr(old, key) != getattr(new, key)
+    ]
+    before, now = _cache_model(old.cache_model), _cache_model(new.cache_model)
     if before is not None and now is not None and before != now:
         out.append((CACHE_MODEL_KEY, before, now))
     return out
 
 
-def _cache_model(probe: Mapping[str, Any]) -> dict[str, Any] | None:
-    model = probe.get(CACHE_MODEL_KEY)
-    if not isinstance(model, Mapping):
-        return None
-    return {key: model.get(key) for key in CACHE_MODEL_IDENTITY}
+def _cache_model(model: CacheModel | None) -> dict[str, Any] | None:
+    return None if model is None else {key: getattr(model, key) for key in CACHE_MODEL_IDENTITY}

@@ -10,9 +10,9 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from eval.errors import ConfigError, LbevalError
+from eval.records.manifest_parts import RunSettings
 from eval.records.run_folder import refuse_reserved_variant
 from eval.records.vocabulary import PASS_CHOICES
 from eval.redact import NO_SECRETS, Secrets
@@ -141,7 +141,7 @@ def resolved_for_server(config: RunConfig, probe: ProbeResult) -> RunConfig:
     return replace(out, scenarios=scenarios)
 
 
-def run_settings(config: RunConfig) -> dict[str, Any]:
+def run_settings(config: RunConfig) -> RunSettings:
     """The settings a resume must match (operational ones such as retries and the URL are per session)."""
     req = config.request
     settings = {
@@ -162,8 +162,7 @@ def run_settings(config: RunConfig) -> dict[str, Any]:
     }
     if req.server_fields:  # what the server kind needs (eval/run/server_kinds.py); absent for vLLM
         settings["server_fields"] = dict(req.server_fields)
-    normalized: dict[str, Any] = json.loads(json.dumps(settings))  # as it reads back from the manifest
-    return normalized
+    return RunSettings.from_dict(json.loads(json.dumps(settings)), "settings")  # as it reads back
 
 
 def default_run_id(inputs_sha256: str) -> str:

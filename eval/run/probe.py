@@ -20,6 +20,7 @@ from typing import Any
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import InputRow
 from eval.records.cache_model import BLOCKS, CACHE_MODEL_KINDS, CHECKPOINTS, CacheModel
+from eval.records.manifest_parts import ProbeFacts
 from eval.records.types import Usage
 from eval.run.client import Client
 from eval.run.metrics_text import CACHE_CONFIG_INFO, FINISHED_COUNTER, PROCESS_START, Snapshot, parse_metrics
@@ -97,6 +98,10 @@ class ProbeResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def facts(self) -> ProbeFacts:
+        """The probe as the manifest holds it (eval/records/manifest_parts.ProbeFacts)."""
+        return ProbeFacts.from_dict(self.to_dict(), "probe")
 
     def missing(self) -> list[str]:
         return [

@@ -125,7 +125,7 @@ def assign_replicas(weights: Sequence[int], n: int, seed: int = ASSIGNMENT_SEED)
 
 def replica_differences(first: ProbeResult, other: ProbeResult) -> list[str]:
     """What replica `other` reports differently from replica 0 (`first`), e.g. "block_size 16 -> 128"."""
-    diffs = server_differences(first.to_dict(), other.to_dict(), SAME_ON_EVERY_REPLICA)
+    diffs = server_differences(first, other, SAME_ON_EVERY_REPLICA)
     return [f"{name} {before!r} -> {now!r}" for name, before, now in diffs]
 
 

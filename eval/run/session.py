@@ -34,6 +34,7 @@ from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
 from eval.provenance import git_state, host_info, lbeval_version, package_versions
 from eval.records.cache_model import with_blocks
 from eval.records.final import UnitKey, describe_duplicates, select_final, unit_of
+from eval.records.manifest_parts import ProbeFacts, RunSettings, RunStats
 from eval.records.run_folder import (
     MANIFEST_NAME,
     RECORDS_NAME,
@@ -240,15 +241,13 @@ def announce_server(probe: ProbeResult) -> None:
     )
 
 
-def _differences(old: RunManifest, inputs_sha: str, model: str, settings: dict[str, Any]) -> list[str]:
+def _differences(old: RunManifest, inputs_sha: str, model: str, settings: RunSettings) -> list[str]:
     diffs: list[str] = []
     if old.inputs_sha256 != inputs_sha:
         diffs.append(f"inputs_sha256 {old.inputs_sha256[:12]} -> {inputs_sha[:12]}")
     if old.model != model:
         diffs.append(f"model {old.model!r} -> {model!r}")
-    for key in sorted(set(old.settings) | set(settings)):
-        if old.settings.get(key) != settings.get(key):
-            diffs.append(f"{key} {old.settings.get(key)!r} -> {settings.get(key)!r}")
+    diffs += [f"{key} {before!r} -> {now!r}" for key, before, now in old.settings.differences(settings)]
     return diffs
 
 
@@ -264,7 +263,7 @@ def _new_manifest(
         inputs_sha256=sha,
         inputs_header=header,
         model=probe.model,
-        probe=probe.to_dict(),
+        probe=probe.facts(),
         settings=run_settings(config),
         lbeval_version=lbeval_version(),
         git_commit=commit,
@@ -286,19 +285,21 @@ def _open_manifest(config: RunConfig, run_dir: Path, fresh: RunManifest) -> RunM
     refuse_other_server(run_dir, old.probe, fresh.probe)  # first: another server explains other settings too
     diffs = _differences(old, fresh.inputs_sha256, fresh.model, fresh.settings)
     if diffs:
-        cache_only = "scenarios" not in old.settings and "scenarios" in fresh.settings
+        cache_only = old.settings.scenarios is None and fresh.settings.scenarios is not None
         old_plan = " (a cache-only run: add --scenarios cache to resume it)" if cache_only else ""
         raise ConfigError(
             f"{run_dir} holds a run with a different configuration ({'; '.join(diffs)}); it will not be resumed "
             f"into. Pass --run-id NAME for a new run, or run with the original configuration{old_plan}."
         )
     # the latest probe and provenance describe the server and client now; the first start time stays
-    probe = dict(fresh.probe)
-    if probe.get("reset_prefix_cache") is None:  # not re-checked on resume: keep what the first session saw
-        probe["reset_prefix_cache"] = old.probe.get("reset_prefix_cache")
-        probe["capabilities"]["reset_prefix_cache"] = old.probe.get("capabilities", {}).get(
-            "reset_prefix_cache"
-        )
+    probe = fresh.probe
+    if probe.reset_prefix_cache is None:  # not re-checked on resume: keep what the first session saw
+        capabilities = {**probe.capabilities}
+        if "reset_prefix_cache" in old.probe.capabilities:
+            capabilities["reset_prefix_cache"] = old.probe.capabilities["reset_prefix_cache"]
+        else:
+            capabilities.pop("reset_prefix_cache", None)
+        probe = replace(probe, reset_prefix_cache=old.probe.reset_prefix_cache, capabilities=capabilities)
     return replace(
         old,
         probe=probe,
@@ -312,7 +313,7 @@ def _open_manifest(config: RunConfig, run_dir: Path, fresh: RunManifest) -> RunM
     )
 
 
-def refuse_other_server(run_dir: Path, before: Mapping[str, Any], now: Mapping[str, Any]) -> None:
+def refuse_other_server(run_dir: Path, before: ProbeFacts, now: ProbeFacts) -> None:
     """A run is measured on one server: a resume whose probe names another (kind, version, model, block size,
     context length, prefix caching, cold mode, cache model: eval/records/server_identity.py) is refused, one line
     naming what differs; the earlier sessions' probe is kept as it was."""
@@ -359,42 +360,42 @@ def units_left(
     return todo
 
 
-def _stats(session: RunSession, counters: dict[str, int]) -> dict[str, Any]:
+def _stats(session: RunSession, counters: dict[str, int]) -> RunStats:
     sel = select_final(session.slim)
     finals = sel.final
     by_pass: dict[str, dict[str, int]] = {}
     for rec in finals.values():
         by_pass.setdefault(rec.pass_name, {"ok": 0, "invalid": 0, "error": 0})[rec.status] += 1
     retried = Counter(r.pass_name for r in session.slim if r.status == "invalid" and r.attempt == 0)
-    return {
-        "records": len(session.slim),
-        "slots_final": len(finals),
-        "by_pass": by_pass,
-        "invalid_attempts": dict(retried),
-        "transport_retries": sum(r.retries for r in session.slim),
-        "duplicate_records": sum(sel.duplicates.values()),
-        **{k: v for k, v in sorted(counters.items())},
-    }
+    return RunStats(
+        records=len(session.slim),
+        slots_final=len(finals),
+        by_pass=by_pass,
+        invalid_attempts=dict(retried),
+        transport_retries=sum(r.retries for r in session.slim),
+        duplicate_records=sum(sel.duplicates.values()),
+        counters=dict(sorted(counters.items())),
+    )
 
 
-def _warnings(session: RunSession, probe: ProbeResult, stats: dict[str, Any], complete: bool) -> list[str]:
+def _warnings(session: RunSession, probe: ProbeResult, stats: RunStats, complete: bool) -> list[str]:
     config = session.config
     out = list(probe.warnings)
     if config.concurrency != 1:
         out.append(
             f"concurrency {config.concurrency}: timing figures are not valid (timing needs concurrency 1)"
         )
-    errors = sum(p["error"] for p in stats["by_pass"].values())
+    errors = stats.errors
     if errors:
         out.append(f"{errors} request(s) failed after retries; re-run the same command to retry them")
-    missing = session.manifest.expected_records - stats["slots_final"]
+    missing = session.manifest.expected_records - stats.slots_final
     if not complete and missing > 0:
         out.append(
             f"incomplete: {missing} of {session.manifest.expected_records} request slots have no record yet"
         )
     warm = ("warm", "repeat", "timing_warm")
     short = [r for r in session.slim if r.pass_name in warm and r.attempt == 0 and short_hit(r)]
-    warm_invalid = sum(n for p, n in stats["invalid_attempts"].items() if p in warm) - len(short)
+    warm_invalid = sum(n for p, n in stats.invalid_attempts.items() if p in warm) - len(short)
     if warm_invalid:
         out.append(
             f"{warm_invalid} warm/repeat request(s) missed the prefix cache, were marked invalid and retried"
@@ -413,14 +414,14 @@ def _warnings(session: RunSession, probe: ProbeResult, stats: dict[str, Any], co
         out.append(
             f"{session.torn_dropped} torn record line(s) from an interrupted run were dropped on resume"
         )
-    if stats.get("cached_tokens_mismatch"):
+    if stats.counter("cached_tokens_mismatch"):
         out.append(
-            f"{stats['cached_tokens_mismatch']} request(s): usage's cached tokens differ from the server's "
+            f"{stats.counter('cached_tokens_mismatch')} request(s): usage's cached tokens differ from the server's "
             "prefix-cache hits (cache_finding in records.jsonl); their cache checks read the server's count"
         )
-    if stats.get("foreign_figures"):
+    if stats.counter("foreign_figures"):
         out.append(
-            f"{stats['foreign_figures']} request(s): the server's figures were not the request's own (another "
+            f"{stats.counter('foreign_figures')} request(s): the server's figures were not the request's own (another "
             "request counted in the window); left out of every timing statistic (server_foreign)"
         )
     out += scenario_warnings(session.slim)
@@ -430,9 +431,8 @@ def _warnings(session: RunSession, probe: ProbeResult, stats: dict[str, Any], co
 def _finish(session: RunSession, probe: ProbeResult, ctx: Context | None, outcome: str) -> None:
     counters = dict(ctx.counters) if ctx is not None else {}
     stats = _stats(session, counters)
-    complete = outcome == "complete" and stats["slots_final"] >= session.manifest.expected_records
-    complete = complete and not any(p["error"] for p in stats["by_pass"].values())
-    complete = complete and not stats["duplicate_records"]
+    complete = outcome == "complete" and stats.slots_final >= session.manifest.expected_records
+    complete = complete and not stats.errors and not stats.duplicate_records
     m = session.manifest
     m.sessions[-1].update(
         ended_at=now_iso(),

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.prepare.inputs import InputRow, InputsHeader, inputs_digest, sha256_text, write_inputs
+from eval.records.manifest_parts import ProbeFacts, RunSettings
 from eval.records.run_folder import RECORDS_NAME, RecordWriter, RunManifest, write_manifest
 from eval.records.types import ClientTimings, RequestRecord, TopK, Usage
 
@@ -243,8 +244,8 @@ def write_run(root: Path, spec: RunSpec) -> Path:
         inputs_sha256=inputs_digest(spec.inputs_path),
         inputs_header={"seed": 1},
         model=spec.model,
-        probe={"block_size": BLOCK, "warnings": []},
-        settings=settings,
+        probe=ProbeFacts(block_size=BLOCK),
+        settings=RunSettings.from_dict(settings),
         lbeval_version="0.1.0",
         git_commit=None,
         git_dirty=None,

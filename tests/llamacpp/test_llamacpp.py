@@ -90,15 +90,15 @@ def test_prepare_truncates_with_the_servers_extras_tokenizer(inputs: Path) -> No
 def test_the_probe_identifies_the_server_and_what_it_lacks(run_a: LoadedRun) -> None:
     m = run_a.manifest
     probe = m.probe
-    assert probe["server_kind"] == "llama-cpp-python" and probe["version"] == pinned_version()
-    assert probe["model"] == "smollm2-q4_1-gguf"  # --model_alias in eval/serve/variants.toml
-    assert probe["cache_verification"] == "unverified" and not probe["cached_tokens_reported"]
-    caps = probe["capabilities"]
-    assert caps["cached_tokens"]["ok"] is False and caps["cached_tokens"]["required"] is False
-    assert caps["cache_salt"]["ok"] is False and caps["metrics"]["ok"] is False
-    assert caps["token_ids"]["ok"] is True and "/extras/tokenize" in caps["token_ids"]["detail"]
-    assert caps["tokenize"]["ok"] is True
-    assert m.settings["cold_mode"] == "evict" and m.settings["server_fields"] == {"repeat_penalty": 1.0}
+    assert probe.server_kind == "llama-cpp-python" and probe.version == pinned_version()
+    assert probe.model == "smollm2-q4_1-gguf"  # --model_alias in eval/serve/variants.toml
+    assert probe.cache_verification == "unverified" and not probe.cached_tokens_reported
+    caps = probe.capabilities
+    assert caps["cached_tokens"].ok is False and caps["cached_tokens"].required is False
+    assert caps["cache_salt"].ok is False and caps["metrics"].ok is False
+    assert caps["token_ids"].ok is True and "/extras/tokenize" in caps["token_ids"].detail
+    assert caps["tokenize"].ok is True
+    assert m.settings.cold_mode == "evict" and m.settings.server_fields == {"repeat_penalty": 1.0}
     assert any("UNVERIFIED" in w for w in m.warnings)
 
 
@@ -118,7 +118,7 @@ def test_every_record_is_answered_and_labelled_unverified(run_a: LoadedRun) -> N
         expected = 1 if rec.pass_name.startswith(("timing", "control")) else OUT_TOKENS
         assert len(ids) == expected or rec.finish_reason == "stop"
     assert all(finals[s].cache_salt is None for s in finals if s.pass_name in ("cold", "timing_cold"))
-    assert m.stats["evictions"] == 2 * 2  # one before each cold and timing_cold request
+    assert m.stats.counter("evictions") == 2 * 2  # one before each cold and timing_cold request
 
 
 def test_the_token_ids_are_the_servers_own(llamacpp_server: ManagedServer, run_a: LoadedRun) -> None:

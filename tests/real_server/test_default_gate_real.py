@@ -47,9 +47,9 @@ def test_clean_against_clean_passes_the_shipped_default_gate(
     assert all(m.complete for m in manifests)
     # the default plan: no --scenarios given, so the manifest's scenario settings are lbeval's defaults
     for m in manifests:
-        assert m.settings["scenarios"] == list(DEFAULT_PLAN.scenarios), m.settings
-        assert m.settings["hit_classes"] == list(DEFAULT_PLAN.hit_classes)
-        assert m.settings["batch_sizes"] == list(DEFAULT_PLAN.batch_sizes)
+        assert m.settings.scenarios == list(DEFAULT_PLAN.scenarios), m.settings
+        assert m.settings.hit_classes == list(DEFAULT_PLAN.hit_classes)
+        assert m.settings.batch_sizes == list(DEFAULT_PLAN.batch_sizes)
     capsys.readouterr()
     code = lbeval("gate", str(runs[0]), str(runs[1]))
     printed = capsys.readouterr().out

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from eval.cli import main
-from eval.records.cache_model import CHECKPOINTS, cache_model_from_dict
+from eval.records.cache_model import CHECKPOINTS
 from eval.records.final import select_final
 from eval.records.run_folder import load_run
 from eval.records.types import RequestRecord
@@ -69,7 +69,7 @@ def verdict(work: Path, variant: str) -> tuple[int, dict[str, Any]]:
 
 def test_the_probe_measures_recurrent_state_checkpoints(work: Path) -> None:
     manifest = load_run(work / "runs" / "hybrid-a" / "r").manifest
-    model = cache_model_from_dict(manifest.probe.get("cache_model"), "manifest")
+    model = manifest.probe.cache_model
     assert model is not None and model.kind == CHECKPOINTS and model.block_size == 128, model
     assert model.evidence.startswith("a prime of 256 of ") and model.evidence.endswith(": 128 cached")
 

@@ -53,8 +53,8 @@ def finals(run: LoadedRun) -> list[RequestRecord]:
 
 def test_every_planned_request_has_a_whole_record(scenario_run: LoadedRun) -> None:
     m = scenario_run.manifest
-    assert m.complete and m.settings["scenarios"] == ["batch", "hitlen"], m.stats
-    assert m.settings["hit_budget"] == 2048  # max_num_batched_tokens from /server_info (the CPU default)
+    assert m.complete and m.settings.scenarios == ["batch", "hitlen"], m.stats
+    assert m.settings.hit_budget == 2048  # max_num_batched_tokens from /server_info (the CPU default)
     recs = finals(scenario_run)
     assert len(recs) == m.expected_records == len(scenario_run.records)  # nothing retried, nothing superseded
     assert all(r.status == "ok" for r in recs), [(r.pass_name, r.error) for r in recs if r.status != "ok"]

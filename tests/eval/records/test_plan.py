@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from eval.records.final import Selection, Slot
+from eval.records.manifest_parts import RunSettings
 from eval.records.plan import cache_slots, completeness, planned_count, planned_inputs
 from eval.records.types import RequestRecord
 
 KEYS = [("qasper", "a"), ("qasper", "b"), ("gov_report", "c")]
-SETTINGS = {"passes": ["cold", "warm", "repeat", "timing", "controls"], "timing_reps": 2}
+SETTINGS = RunSettings(passes=["cold", "warm", "repeat", "timing", "controls"], timing_reps=2)
 
 
 def _rec(ex: str, pass_name: str, rep: int, ds: str = "qasper") -> RequestRecord:
@@ -31,9 +32,9 @@ def test_cache_slots_count_passes_timing_reps_and_cot_answer_calls() -> None:
 
 
 def test_scenario_repetitions_are_planned_when_contiguous_and_on_a_scenario_input() -> None:
-    settings = {"passes": ["cold"], "scenarios": ["cache", "repeats"], "scenario_inputs": 2}
+    settings = RunSettings(passes=["cold"], scenarios=["cache", "repeats"], scenario_inputs=2)
     # scenario_inputs 2, round robin over datasets: qasper/a and gov_report/c (not qasper/b)
-    assert planned_inputs({"passes": [], "scenarios": ["repeats"], "scenario_inputs": 2}, KEYS) == [
+    assert planned_inputs(RunSettings(passes=[], scenarios=["repeats"], scenario_inputs=2), KEYS) == [
         KEYS[0],
         KEYS[2],
     ]

@@ -18,6 +18,7 @@ import pytest
 from eval.errors import DataError
 from eval.records.codec import decode_topk, dumps_record, encode_topk, record_from_dict
 from eval.records.final import describe_duplicates, select_final
+from eval.records.manifest_parts import ProbeFacts, RunSettings, RunStats
 from eval.records.run_folder import (
     LOCK_NAME,
     RECORDS_NAME,
@@ -184,8 +185,8 @@ def make_manifest(**kw: object) -> RunManifest:
         inputs_sha256="00" * 32,
         inputs_header={"seed": 1},
         model="m",
-        probe={"block_size": 16},
-        settings={"temperature": 0.0},
+        probe=ProbeFacts(block_size=16),
+        settings=RunSettings(temperature=0.0),
         lbeval_version="0.1.0",
         git_commit=None,
         git_dirty=None,
@@ -230,7 +231,9 @@ def test_manifest_errors_name_the_field(tmp_path: Path) -> None:
         ("sessions", [1], "manifest.json:sessions: must be list[dict[str, Any]], got list"),
         ("warnings", [1], "manifest.json:warnings: must be list[str], got list"),
         ("ended_at", 5, "manifest.json:ended_at: must be str | None, got int"),
-        ("stats", None, "manifest.json:stats: must be dict[str, Any], got NoneType"),
+        ("stats", None, "manifest.json:stats: must be an object, got NoneType"),
+        ("settings", [], "manifest.json:settings: must be an object, got list"),
+        ("probe", "vllm", "manifest.json:probe: must be an object, got str"),
     ],
 )
 def test_manifest_field_types_are_checked_when_read(
@@ -242,6 +245,71 @@ def test_manifest_field_types_are_checked_when_read(
     with pytest.raises(ManifestError, match=re.escape(message)) as info:
         read_manifest(tmp_path)
     assert info.value.exit_code == 2 and info.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("part", "key", "value", "field", "message"),
+    [
+        ("settings", "timing_reps", "2", "settings.timing_reps", "must be int, got str '2'"),
+        ("settings", "concurrency", 0, "settings.concurrency", "must not be 0"),
+        ("settings", "scenarios", ["cache", 3], "settings.scenarios", "must be list[str] | None, got list"),
+        ("settings", "temprature", 0.0, "settings.temprature", "unknown field"),
+        ("settings", "part_version", 2, "settings.part_version", "this lbeval reads version 1"),
+        ("probe", "block_size", "16", "probe.block_size", "must be int | None, got str '16'"),
+        (
+            "probe",
+            "capabilities",
+            {"t": {"ok": 1, "required": True, "detail": ""}},
+            "probe.capabilities.t.ok",
+            "must be bool",
+        ),
+        (
+            "probe",
+            "capabilities",
+            {"tokenize": {"ok": True}},
+            "probe.capabilities.tokenize.required",
+            "missing",
+        ),
+        ("probe", "cache_model", {"kind": "lru", "block_size": 16}, "probe.cache_model", "cache_model.kind"),
+        ("stats", "reprimes", "1", "stats.reprimes", "must be int, got str"),
+        ("stats", "by_pass", {"cold": {"ok": "1"}}, "stats.by_pass", "must be dict[str, dict[str, int]]"),
+    ],
+)
+def test_manifest_parts_are_typed_and_damage_names_the_field(
+    tmp_path: Path, part: str, key: str, value: object, field: str, message: str
+) -> None:
+    write_manifest(tmp_path, make_manifest())
+    obj = json.loads((tmp_path / "manifest.json").read_text())
+    obj[part] = {**obj[part], key: value}
+    (tmp_path / "manifest.json").write_text(json.dumps(obj))
+    with pytest.raises(ManifestError, match=re.escape(f"manifest.json:{field}: {message}")) as info:
+        read_manifest(tmp_path)
+    assert info.value.exit_code == 2 and info.value.field == field
+
+
+def test_manifest_parts_read_sparse_and_older_manifests_and_write_the_same_keys(tmp_path: Path) -> None:
+    """A manifest of an earlier lbeval (no part_version, sparse settings and probe, counters flat in stats)
+    reads with the defaults written once in manifest_parts, and is written back with the keys it had."""
+    write_manifest(tmp_path, make_manifest())
+    obj = json.loads((tmp_path / "manifest.json").read_text())
+    obj["settings"] = {"temperature": 0.0, "passes": ["cold"], "timing_reps": 0, "cold_mode": "salt",
+                       "concurrency": 1, "stream_all": False, "scenarios": ["cache", "batch"], "batch_sizes": [4]}  # fmt: skip
+    obj["probe"] = {"block_size": 16, "warnings": ["w"], "capabilities": {"tokenize": {"ok": None, "required": False,
+                    "detail": "d", "fix": "", "fault": False}}}  # fmt: skip
+    obj["stats"] = {"records": 3, "slots_final": 3, "by_pass": {"cold": {"ok": 3, "invalid": 0, "error": 0}},
+                    "invalid_attempts": {}, "transport_retries": 0, "duplicate_records": 0, "reprimes": 2}  # fmt: skip
+    (tmp_path / "manifest.json").write_text(json.dumps(obj))
+    m = read_manifest(tmp_path)
+    assert (
+        m.settings.scenarios == ["cache", "batch"] and m.settings.repeats is None and m.settings.seed is None
+    )
+    assert m.probe.block_size == 16 and m.probe.server_kind == "vllm" and m.probe.cache_model is None
+    assert m.probe.capabilities["tokenize"].detail == "d" and m.probe.warnings == ["w"]
+    assert m.stats.counter("reprimes") == 2 and m.stats.counter("evictions") == 0 and m.stats.errors == 0
+    write_manifest(tmp_path, m)
+    again = json.loads((tmp_path / "manifest.json").read_text())
+    assert again["settings"] == obj["settings"] and again["stats"] == obj["stats"]
+    assert set(obj["probe"]) < set(again["probe"]) and read_manifest(tmp_path) == m
 
 
 def test_load_run_counts_torn_lines(tmp_path: Path) -> None:
@@ -349,7 +417,7 @@ def test_damage_names_unreadable_lines_duplicates_and_lost_records(tmp_path: Pat
         "(two writers?): qasper/e1 cold rep 0 attempt 0 group 0",
         "the manifest says complete, but only 1/2 planned requests have a record (records were lost)",
     ]
-    write_manifest(tmp_path, make_manifest(stats={"records": 3}))
+    write_manifest(tmp_path, make_manifest(stats=RunStats(records=3)))
     (tmp_path / RECORDS_NAME).write_bytes(dumps_record(cold))
     run = load_run(tmp_path)
     assert damage(run, select_final(run.records)) == [

@@ -253,9 +253,9 @@ def test_cli_scenario_options_reach_both_sides(tmp_path: Path, capsys: pytest.Ca
     da, db = (Path(line) for line in capsys.readouterr().out.split())
     for run_dir in (da, db):
         settings = read_manifest(run_dir).settings
-        assert set(settings["scenarios"]) == {"cache", "repeats", "hitlen"}
-        assert settings["repeats"] == 2 and settings["hit_lengths"] == [17]
-        assert settings["scenario_inputs"] == 1 and settings["scenario_max_tokens"] == 2
+        assert set(settings.scenarios or ()) == {"cache", "repeats", "hitlen"}
+        assert settings.repeats == 2 and settings.hit_lengths == [17]
+        assert settings.scenario_inputs == 1 and settings.scenario_max_tokens == 2
     kinds = Counter(p.kind for p in read_pairs(da))
     assert kinds == {"timing": 3, "repeats": 1, "hitlen": 1}
 

@@ -14,7 +14,7 @@ import eval.run.probe as probe_module
 from eval.analyze.score import score_run
 from eval.cli import main as cli_main
 from eval.errors import DataError
-from eval.records.cache_model import BLOCKS, CHECKPOINTS, CacheModel, cache_model_from_dict
+from eval.records.cache_model import BLOCKS, CHECKPOINTS, CacheModel
 from eval.records.final import select_final
 from eval.records.run_folder import MANIFEST_NAME, load_run
 from eval.records.types import RequestRecord
@@ -64,7 +64,7 @@ def hybrid_run(server: FakeServer, tmp_path: Path) -> list[RequestRecord]:
     plan = ScenarioSettings(scenarios=("cache", "hitlen"), hit_classes=("1B", "2B", "3B+1", "last block"))
     run_dir = execute_run(config_for(server, inputs, tmp_path / "runs", scenarios=plan, timing_reps=1))
     loaded = load_run(run_dir)
-    model = cache_model_from_dict(loaded.manifest.probe.get("cache_model"), "manifest")
+    model = loaded.manifest.probe.cache_model
     assert model is not None and model.kind == server_kind(server)
     return list(select_final(loaded.records).final.values())
 

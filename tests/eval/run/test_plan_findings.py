@@ -113,10 +113,10 @@ def test_a_default_plan_run_sends_every_scenario_on_one_input_of_four(tmp_path: 
     loaded = load_run(run_dir)
     m = loaded.manifest
     assert m.complete
-    assert m.settings["scenarios"] == ["cache", "batch", "hitlen", "repeats", "traffic", "replicas"]
+    assert m.settings.scenarios == ["cache", "batch", "hitlen", "repeats", "traffic", "replicas"]
     assert (
-        m.settings["hit_classes"] == ["1B", "middle", "deepest partial", "last block"]
-        and m.settings["scenario_inputs"] == 1
+        m.settings.hit_classes == ["1B", "middle", "deepest partial", "last block"]
+        and m.settings.scenario_inputs == 1
     )
     finals = select_final(loaded.records).final.values()
     per_scenario: dict[str, set[str]] = {}
@@ -159,7 +159,7 @@ def test_the_default_plan_keeps_the_cache_passes_alone_when_cold_requests_reset(
             )
         )
     m = read_manifest(run_dir)
-    assert m.complete and "scenarios" not in m.settings  # the cache-only plan's settings
+    assert m.complete and m.settings.scenarios is None  # the cache-only plan's settings
     assert any("need cold requests by cache_salt" in w and "--cold reset" in w for w in m.warnings)
 
 
@@ -204,7 +204,7 @@ def test_a_run_on_a_leaking_salt_completes_with_the_finding_and_salted_records_t
         )
     loaded = load_run(run_dir)
     m = loaded.manifest
-    assert m.settings["cold_mode"] == "reset" and m.probe["findings"][0].startswith(SALT_FAULT)
+    assert m.settings.cold_mode == "reset" and m.probe.findings[0].startswith(SALT_FAULT)
     assert any(w.startswith(SALT_FAULT) for w in m.warnings)
     salted: list[RequestRecord] = [r for r in loaded.records if r.pass_name == "control_salt"]
     # what the gate's cache_isolation rule reads: a salted request that reports cached tokens
@@ -299,7 +299,7 @@ def test_lbeval_ab_without_scenario_options_runs_the_default_plan_on_both_sides(
     assert code == 0
     for line in capsys.readouterr().out.split():
         m = read_manifest(Path(line))
-        assert m.complete and m.settings["scenarios"] == [
+        assert m.complete and m.settings.scenarios == [
             "cache",
             "batch",
             "hitlen",
@@ -308,6 +308,6 @@ def test_lbeval_ab_without_scenario_options_runs_the_default_plan_on_both_sides(
             "replicas",
         ]
         assert (
-            m.settings["hit_classes"] == ["1B", "middle", "deepest partial", "last block"]
-            and m.settings["repeats"] == 2
+            m.settings.hit_classes == ["1B", "middle", "deepest partial", "last block"]
+            and m.settings.repeats == 2
         )

@@ -215,7 +215,7 @@ def test_every_record_is_pinned_and_verified_on_its_own_engine(tmp_path: Path) -
     line = loaded.manifest.sessions[-1]
     assert [e["pin"] for e in line["replicas"]] == [{DP_RANK_HEADER: "0"}, {DP_RANK_HEADER: "1"}]
     assert {e["base_url"] for e in line["replicas"]} == {fake.base_url} and line["dp_ranks"] == 2
-    assert loaded.manifest.stats.get(MISROUTED, 0) == 0
+    assert loaded.manifest.stats.counter(MISROUTED) == 0
 
 
 def test_a_router_that_ignores_the_pin_makes_records_invalid_and_counted(tmp_path: Path) -> None:
@@ -224,7 +224,7 @@ def test_a_router_that_ignores_the_pin_makes_records_invalid_and_counted(tmp_pat
     loaded = load_run(run_dir)
     flagged = [r for r in loaded.records if r.error is not None and "ignored the pin" in r.error]
     assert flagged and all(r.status == "invalid" for r in flagged)
-    assert loaded.manifest.stats[MISROUTED] == len(flagged)
+    assert loaded.manifest.stats.counter(MISROUTED) == len(flagged)
     # every flagged attempt is counted, recovered by a retry or not
     invalid = score_run(run_dir).scores.invalid
     warm = sum(r.pass_name in WARM_CONDITION for r in flagged)
@@ -315,7 +315,7 @@ def test_scenario_units_on_a_routing_endpoint_stay_on_their_engine(tmp_path: Pat
     assert len(salted) > len(loaded.records) // 2
     for rec in salted:  # primes, fillers and batches included: every request of its salt on its engine
         assert by_salt[rec.cache_salt] == {rec.replica}, rec.key
-    assert loaded.manifest.stats.get(MISROUTED, 0) == 0
+    assert loaded.manifest.stats.counter(MISROUTED) == 0
     assert not [r for r in loaded.records if r.error is not None and "ignored the pin" in r.error]
 
 

@@ -11,6 +11,8 @@ import pytest
 
 from eval.cli import main
 from eval.errors import EXIT_CONFIG, ConfigError
+from eval.records.cache_model import CacheModel
+from eval.records.manifest_parts import ProbeFacts
 from eval.records.run_folder import MANIFEST_NAME, PAIRS_NAME, RECORDS_NAME, read_manifest
 from eval.records.server_identity import SERVER_IDENTITY_KEYS, server_differences
 from eval.records.types import RequestRecord
@@ -65,7 +67,7 @@ def test_a_resume_against_a_server_of_another_version_and_block_size_is_refused(
     # the run folder is as the first session left it: its probe not overwritten, nothing appended
     assert (run_dir / MANIFEST_NAME).read_bytes() == manifest
     assert (run_dir / RECORDS_NAME).read_bytes() == records
-    assert read_manifest(run_dir).probe["version"] == "0.0.0+fake"
+    assert read_manifest(run_dir).probe.version == "0.0.0+fake"
 
 
 @pytest.mark.parametrize(
@@ -93,14 +95,14 @@ def test_an_interrupted_run_resumed_against_another_server_is_refused(
 
 
 def test_server_differences_compare_the_cache_model_only_when_both_probes_have_one() -> None:
-    probe = {key: f"v-{key}" for key in SERVER_IDENTITY_KEYS}
-    assert server_differences(probe, dict(probe)) == []
-    assert server_differences(probe, {**probe, "block_size": 32}) == [("block_size", "v-block_size", 32)]
-    with_model = {**probe, "cache_model": {"kind": "blocks", "block_size": 16, "evidence": "saw 16"}}
+    probe = ProbeFacts(**{key: f"v-{key}" for key in SERVER_IDENTITY_KEYS})  # type: ignore[arg-type]
+    assert server_differences(probe, replace(probe)) == []
+    assert server_differences(probe, replace(probe, block_size=32)) == [("block_size", "v-block_size", 32)]
+    with_model = replace(probe, cache_model=CacheModel(kind="blocks", block_size=16, evidence="saw 16"))
     assert server_differences(probe, with_model) == []  # an earlier probe without one: nothing to compare
-    seen_otherwise = {**probe, "cache_model": {"kind": "blocks", "block_size": 16, "evidence": "saw 32"}}
+    seen_otherwise = replace(probe, cache_model=CacheModel(kind="blocks", block_size=16, evidence="saw 32"))
     assert server_differences(with_model, seen_otherwise) == []  # how the probe saw it names no other server
-    other = {**probe, "cache_model": {"kind": "checkpoints", "block_size": 16, "evidence": "saw 16"}}
+    other = replace(probe, cache_model=CacheModel(kind="checkpoints", block_size=16, evidence="saw 16"))
     assert server_differences(with_model, other) == [
         ("cache_model", {"kind": "blocks", "block_size": 16}, {"kind": "checkpoints", "block_size": 16})
     ]

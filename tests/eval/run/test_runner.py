@@ -65,8 +65,8 @@ def test_full_run_records_salts_and_verification(fake: FakeServer, tmp_path: Pat
     loaded = load_run(run_dir)
     m = loaded.manifest
     assert m.complete and m.expected_records == 2 * (5 + 2 * 2) and len(loaded.records) == 18
-    assert m.model == fake.model and m.probe["block_size"] == BLOCK and m.warnings == []
-    assert m.settings["passes"] == ["cold", "warm", "repeat", "timing", "controls"]
+    assert m.model == fake.model and m.probe.block_size == BLOCK and m.warnings == []
+    assert m.settings.passes == ["cold", "warm", "repeat", "timing", "controls"]
     assert [r.seq for r in loaded.records] == list(range(18))
     slots = by_slot(loaded.records)
     cold_salts = set()
@@ -126,7 +126,7 @@ def test_warm_miss_is_invalid_then_recovers(fake: FakeServer, tmp_path: Path) ->
         1,
     ]  # cold, warm, re-prime, warm, repeat, sibling
     m = read_manifest(tmp_path / "runs" / "v1" / records[0].run_id)
-    assert m.stats["invalid_attempts"] == {"warm": 1} and m.stats["reprimes"] == 1
+    assert m.stats.invalid_attempts == {"warm": 1} and m.stats.counter("reprimes") == 1
     assert any("missed the prefix cache" in w for w in m.warnings)
 
 
@@ -335,7 +335,7 @@ def test_server_restart_reruns_the_group_from_cold(fake: FakeServer, tmp_path: P
     assert select_final(records).final[("qasper", "ex0", "warm", 0)].group == 1
     assert fake.restarts == 1
     m = read_manifest(tmp_path / "runs" / "v1" / records[0].run_id)
-    assert m.stats["group_restarts"] == 1
+    assert m.stats.counter("group_restarts") == 1
 
 
 def test_server_down_then_back_reruns_the_group(fake: FakeServer, tmp_path: Path) -> None:
@@ -440,7 +440,7 @@ def test_variant_and_run_id_names_are_checked(fake: FakeServer, tmp_path: Path) 
 def test_counts_by_pass_in_manifest(fake: FakeServer, tmp_path: Path) -> None:
     run_dir = run(fake, tmp_path, passes=("cold", "warm", "repeat"))
     stats = read_manifest(run_dir).stats
-    assert stats["by_pass"] == {p: {"ok": 2, "invalid": 0, "error": 0} for p in ("cold", "warm", "repeat")}
+    assert stats.by_pass == {p: {"ok": 2, "invalid": 0, "error": 0} for p in ("cold", "warm", "repeat")}
     assert Counter(r.pass_name for r in load_run(run_dir).records) == {"cold": 2, "warm": 2, "repeat": 2}
 
 

@@ -96,11 +96,11 @@ def test_default_runs_keep_their_settings() -> None:
     """Without --scenarios a run's manifest settings are what they always were (resumes and figures unchanged)."""
     config = RunConfig(variant="v", inputs=Path("i.jsonl"), base_url="http://x/v1")
     assert not {"scenarios", "batch_sizes", "repeats", "hit_lengths", "scenario_inputs"} & set(
-        run_settings(config)
+        run_settings(config).to_dict()
     )
     with_batch = replace(config, scenarios=ScenarioSettings(scenarios=("cache", "batch")))
-    assert run_settings(with_batch)["scenarios"] == ["cache", "batch"]
-    assert run_settings(with_batch)["batch_sizes"] == [1, 4, 8]
+    assert run_settings(with_batch).scenarios == ["cache", "batch"]
+    assert run_settings(with_batch).batch_sizes == [1, 4, 8]
 
 
 def test_scenarios_need_salts() -> None:
@@ -140,7 +140,7 @@ def test_every_scenario_records_every_request_in_its_cache_state(fake: FakeServe
     )
     run_dir = scenario_run(fake, tmp_path, s)
     loaded = load_run(run_dir)
-    assert loaded.manifest.complete and loaded.manifest.settings["passes"] == []  # no cache scenario asked
+    assert loaded.manifest.complete and loaded.manifest.settings.passes == []  # no cache scenario asked
     recs = finals(run_dir)
     lengths = [len(hit_lengths(n_tokens(w), BLOCK)) for w in WORDS]
     counts = Counter(r.pass_name for r in recs)
@@ -245,7 +245,7 @@ def test_a_server_restart_inside_a_unit_reruns_it(fake: FakeServer, tmp_path: Pa
     s = ScenarioSettings(scenarios=("batch",), batch_sizes=(1, 2))
     run_dir = scenario_run(fake, tmp_path, s)
     loaded = load_run(run_dir)
-    assert loaded.manifest.complete and loaded.manifest.stats.get("group_restarts") == 1
+    assert loaded.manifest.complete and loaded.manifest.stats.counter("group_restarts") == 1
     restarted = [r for r in loaded.records if r.example_id == "ex1" and r.group == 0]
     assert restarted[-1].status == "invalid" and "restart" in (restarted[-1].error or "")
     assert all(r.status == "ok" for r in finals(run_dir))
@@ -285,8 +285,8 @@ def test_lbeval_run_scenario_options(
     assert code == 0, capsys.readouterr().err
     run_dir = Path(capsys.readouterr().out.strip().splitlines()[-1])
     settings = load_run(run_dir).manifest.settings
-    assert settings["scenarios"] == ["cache", "repeats"] and settings["repeats"] == 2
-    assert settings["scenario_max_tokens"] == 2
+    assert settings.scenarios == ["cache", "repeats"] and settings.repeats == 2
+    assert settings.scenario_max_tokens == 2
     assert cli_main([*base, "--scenarios", "cache,nope", "--run-id", "x"]) == ConfigError.exit_code
     assert "unknown scenario 'nope'" in capsys.readouterr().err
 

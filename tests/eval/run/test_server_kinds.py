@@ -223,9 +223,9 @@ def test_a_run_on_llama_cpp_python_is_unverified_everywhere_and_evicts_before_co
         sent = list(server.requests)
     loaded = load_run(run_dir)
     m = loaded.manifest
-    assert m.complete and m.settings["cold_mode"] == "evict"
-    assert m.settings["server_fields"] == {"repeat_penalty": 1.0}
-    assert m.probe["server_kind"] == "llama-cpp-python" and m.probe["cache_verification"] == "unverified"
+    assert m.complete and m.settings.cold_mode == "evict"
+    assert m.settings.server_fields == {"repeat_penalty": 1.0}
+    assert m.probe.server_kind == "llama-cpp-python" and m.probe.cache_verification == "unverified"
     assert any("UNVERIFIED" in w for w in m.warnings)
     finals = list(select_final(loaded.records).final.values())
     assert finals and all(r.status == "ok" and r.cache_check == "unverified" for r in finals)
@@ -240,7 +240,7 @@ def test_a_run_on_llama_cpp_python_is_unverified_everywhere_and_evicts_before_co
         len(evictions)
         == Counter(r.pass_name for r in finals)["cold"] + Counter(r.pass_name for r in finals)["timing_cold"]
     )
-    assert m.stats["evictions"] == len(evictions)
+    assert m.stats.counter("evictions") == len(evictions)
     on_disk = (run_dir / "records.jsonl").read_text().splitlines()
     assert all(json.loads(line)["cache_check"] == "unverified" for line in on_disk)
 
@@ -266,13 +266,13 @@ def test_a_run_on_sglang_is_verified(tmp_path: Path) -> None:
         run_dir = execute_run(config_for(server, _inputs(tmp_path), tmp_path / "runs", cold_mode="auto"))
     loaded = load_run(run_dir)
     finals = select_final(loaded.records).final.values()
-    assert loaded.manifest.complete and loaded.manifest.probe["server_kind"] == "sglang"
+    assert loaded.manifest.complete and loaded.manifest.probe.server_kind == "sglang"
     assert all(r.status == "ok" and r.cache_check == "verified" for r in finals)
     warm = [r for r in finals if r.pass_name == "warm"]
     cold = [r for r in finals if r.pass_name == "cold"]
     assert all(r.usage.cached_tokens == 0 for r in cold)  # absent in the answer, read as 0
     assert all(r.usage.cached_tokens and r.usage.cached_tokens == r.expected_cached_tokens for r in warm)
-    assert "server_fields" in loaded.manifest.settings  # return_token_ids
+    assert loaded.manifest.settings.server_fields is not None  # return_token_ids
 
 
 def test_a_run_on_sglang_in_reset_mode_flushes_before_each_cold(tmp_path: Path) -> None:

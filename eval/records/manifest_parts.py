@@ -1,0 +1,243 @@
+"""The typed parts of a run manifest (manifest.json): its settings, the probe's facts and its stats.
+
+    RunSettings   `settings`: what a resume must match (sampling, passes, cold mode, the scenario plan)
+    ProbeFacts    `probe`: what the probe found the server to be (eval/run/probe.ProbeResult, as written)
+    RunStats      `stats`: the counts of the last session's end (records, final slots, by pass, counters)
+
+Each is written in one place (the run session) and read as attributes everywhere else; a reader never supplies
+a default again: an absent key reads as the field's default here (the runs of earlier lbeval versions, and
+sparse test manifests, load the same way). `from_dict` checks every field's type and names the file and the
+field on damage (ManifestError, exit 2); `to_dict` is the JSON written, so a run folder written before these
+types existed reads and rewrites with the same keys. Each part carries the version of its shape (`version`, not
+written while it is the first: manifest.json's own `schema_version` names the whole).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from eval.errors import DataError
+from eval.records.cache_model import CacheModel, cache_model_from_dict
+from eval.records.codec import FieldError, check_fields
+
+PARTS_VERSION = 1  # the shape of settings, probe and stats below; a reader for an older shape goes beside it
+
+
+class ManifestError(DataError):
+    """A run manifest that cannot be read or holds a field of the wrong type: no result from this run (exit 2)."""
+
+    exit_code = 2
+
+
+def _check(obj: Any, cls: type, path: Path | str, where: str, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The JSON object `obj` (manifest field `where`) as `cls`'s keyword arguments: every key a field of `cls`
+    and of its type (the `skip` ones are read by their own types); else ManifestError naming file and field."""
+    if not isinstance(obj, Mapping):
+        raise ManifestError(path, None, where, f"must be an object, got {type(obj).__name__}")
+    unknown = sorted(set(obj) - {f.name for f in fields(cls)})
+    if unknown:
+        raise ManifestError(path, None, f"{where}.{unknown[0]}", "unknown field")
+    for f in fields(cls):
+        if f.name not in obj and f.default is MISSING and f.default_factory is MISSING:
+            raise ManifestError(path, None, f"{where}.{f.name}", "missing field")
+    try:
+        check_fields(dict(obj), cls, prefix=f"{where}.", skip=skip)
+    except FieldError as exc:
+        raise ManifestError(path, None, exc.field, str(exc).split(": ", 1)[1]) from None
+    if obj.get("part_version", PARTS_VERSION) != PARTS_VERSION:
+        raise ManifestError(path, None, f"{where}.part_version", f"this lbeval reads version {PARTS_VERSION}")
+    return dict(obj)
+
+
+def _written(part: Any, always: bool = False, keep: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A part as JSON: every field set (not None; every field when `always`), the `keep` ones always, and no
+    part_version while it is the first (the manifests written before the typed parts carry none)."""
+    out = {}
+    for f in fields(part):
+        value = getattr(part, f.name)
+        if f.name == "part_version":
+            if value != 1:
+                out[f.name] = value
+        elif always or value is not None or f.name in keep:
+            out[f.name] = value
+    return out
+
+
+# --- settings -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """manifest.settings: what a resume must match (the operational ones, retries and the URL, are per session).
+
+    None is "not in the manifest": a sampling setting not sent, a plan without that scenario."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    top_logprobs: int | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
+    max_tokens_override: int | None = None
+    return_tokens_as_token_ids: bool | None = None
+    passes: list[str] | None = None  # the cache scenario's pass choices; None: every choice (PASS_CHOICES)
+    timing_reps: int = 0  # the planned timing repetitions (0: none)
+    cold_mode: str = "salt"
+    concurrency: int = 1
+    stream_all: bool = False
+    endpoints: dict[str, str] | None = None
+    # the scenario plan: None without scenarios beyond cache (scenarios) or without that scenario (the others)
+    scenarios: list[str] | None = None
+    batch_sizes: list[int] | None = None
+    repeats: int | None = None
+    hit_lengths: list[int] | None = None
+    hit_budget: int | None = None
+    hit_classes: list[str] | None = None
+    scenario_inputs: int | None = None  # how many inputs run the scenarios beyond cache (None: every input)
+    scenario_max_tokens: int | None = None
+    server_fields: dict[str, Any] | None = None  # what the server kind needs in every request (absent: vLLM)
+    part_version: int = PARTS_VERSION
+
+    @classmethod
+    def from_dict(cls, obj: Any, path: Path | str = "manifest.json") -> RunSettings:
+        out = cls(**_check(obj, cls, path, "settings"))
+        for name in ("timing_reps", "concurrency", "repeats", "hit_budget", "scenario_inputs"):
+            value = getattr(out, name)
+            if value is not None and value < (1 if name == "concurrency" else 0):
+                raise ManifestError(path, None, f"settings.{name}", f"must not be {value}")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return _written(self, keep=("timing_reps", "cold_mode", "concurrency", "stream_all"))
+
+    def differences(self, other: RunSettings) -> list[tuple[str, Any, Any]]:
+        """(key, mine, other's) for each setting the two differ in, by key; empty: the same settings."""
+        a, b = self.to_dict(), other.to_dict()
+        return [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+# --- probe ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CapabilityFacts:
+    """One capability the probe checked (eval/run/probe.Capability, as written)."""
+
+    ok: bool | None  # None: not checked
+    required: bool
+    detail: str
+    fix: str = ""
+    fault: bool = False
+    part_version: int = PARTS_VERSION
+
+
+@dataclass(frozen=True)
+class ProbeFacts:
+    """manifest.probe: what the probe found the server to be (eval/run/probe.ProbeResult's fields, as written;
+    the defaults read a sparse or older probe). `cache_model` is what its prefix cache can hit
+    (eval/records/cache_model.py); None before cache models, or when nothing about hits can be known."""
+
+    model: str = ""
+    model_ids: list[str] = field(default_factory=list)
+    max_model_len: int | None = None
+    version: str | None = None  # the server's
+    metrics: bool = False
+    prefix_caching: bool | None = None
+    block_size: int | None = None
+    cached_tokens_reported: bool = False
+    top_logprobs: int = 20
+    cache_hit_seen: bool | None = None
+    salt_honored: bool | None = None
+    reset_prefix_cache: bool | None = None
+    tokenize: bool = False
+    process_start_time: float | None = None
+    finished_requests: float | None = None
+    capabilities: dict[str, CapabilityFacts] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+    server_kind: str = "vllm"
+    server_label: str = "vLLM"
+    server_evidence: str = ""
+    server_info: dict[str, Any] = field(default_factory=dict)
+    cold_mode: str = "salt"
+    cold_method: str = ""
+    cache_verification: str = "verified"  # "verified" | "unverified" (the server reports no cached tokens)
+    request_fields: dict[str, Any] = field(default_factory=dict)
+    cache_model: CacheModel | None = None
+    part_version: int = PARTS_VERSION
+
+    @classmethod
+    def from_dict(cls, obj: Any, path: Path | str = "manifest.json") -> ProbeFacts:
+        raw = _check(obj, cls, path, "probe", skip=("capabilities", "cache_model"))
+        caps = raw.get("capabilities") or {}
+        if not isinstance(caps, Mapping):
+            raise ManifestError(
+                path, None, "probe.capabilities", f"must be an object, got {type(caps).__name__}"
+            )
+        raw["capabilities"] = {
+            name: CapabilityFacts(**_check(cap, CapabilityFacts, path, f"probe.capabilities.{name}"))
+            for name, cap in caps.items()
+        }
+        try:
+            raw["cache_model"] = cache_model_from_dict(raw.get("cache_model"), "probe")
+        except ValueError as exc:
+            raise ManifestError(path, None, "probe.cache_model", str(exc).split(": ", 1)[-1]) from None
+        return cls(**raw)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As eval/run/probe.ProbeResult.to_dict() writes it: every field, None ones too."""
+        out = _written(self, always=True)
+        out["capabilities"] = {k: _written(c, always=True) for k, c in self.capabilities.items()}
+        model = self.cache_model
+        out["cache_model"] = (
+            None if model is None else {f.name: getattr(model, f.name) for f in fields(model)}
+        )
+        return out
+
+
+# --- stats ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """manifest.stats: the counts written as the last session ended (all zero before a session ended).
+
+    `counters` are the session's named counts beside these (reprimes, group_restarts, evictions,
+    cached_tokens_mismatch, foreign_figures, ...: eval/run/passes.py), written flat beside the others."""
+
+    records: int = 0  # record lines written, every attempt (0: not counted; damage() then checks none lost)
+    slots_final: int = 0  # slots with a final record (eval/records/final.select_final)
+    by_pass: dict[str, dict[str, int]] = field(default_factory=dict)  # pass -> status -> final records
+    invalid_attempts: dict[str, int] = field(default_factory=dict)  # pass -> first attempts marked invalid
+    transport_retries: int = 0
+    duplicate_records: int = 0
+    counters: dict[str, int] = field(default_factory=dict)
+    part_version: int = PARTS_VERSION
+
+    @classmethod
+    def from_dict(cls, obj: Any, path: Path | str = "manifest.json") -> RunStats:
+        if not isinstance(obj, Mapping):
+            raise ManifestError(path, None, "stats", f"must be an object, got {type(obj).__name__}")
+        named = {f.name for f in fields(cls)} - {"counters"}
+        counters = {k: v for k, v in obj.items() if k not in named}
+        for key, value in counters.items():
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ManifestError(path, None, f"stats.{key}", f"must be int, got {type(value).__name__}")
+        raw = _check({k: v for k, v in obj.items() if k in named}, cls, path, "stats")
+        return cls(**raw, counters=counters)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = _written(self, always=True)
+        counters = out.pop("counters")
+        return {**out, **dict(sorted(counters.items()))}
+
+    def counter(self, name: str) -> int:
+        """A session counter (0 when the session counted none)."""
+        return self.counters.get(name, 0)
+
+    @property
+    def errors(self) -> int:
+        """Final records whose status is error, over every pass."""
+        return sum(p.get("error", 0) for p in self.by_pass.values())
