@@ -4,8 +4,8 @@ in eval/run/scenarios/<name>.py), and the stages list the scenarios from the reg
 - a name, a pass or a row key is registered once; a planner or a row builder only for a registered scenario, once
 - a toy scenario registered here shows in the `--scenarios` choices, the plan, the attribution rows and the
   attribution table, with no other module edited
-- a scenario module dropped into the packages' folders (a subprocess extends their search path) is found: its
-  passes enter the pass vocabulary and its runner's planner is registered; it stays out of the default plan
+- the guide's small scenario (docs/scenarios.md), its two modules dropped beside the others (a subprocess extends
+  the packages' search path), is found, stays out of the default plan, runs, and shows in the scores
 - every scenario name a stage compares a scenario or unit kind with is a registered one, and every name a stage
   keys by scenario (row builders, planners, the gate's rules a scenario brings) is registered
 """
@@ -13,6 +13,7 @@ in eval/run/scenarios/<name>.py), and the stages list the scenarios from the reg
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -154,43 +155,68 @@ def test_a_registered_toy_scenario_shows_in_every_listing(toy: ScenarioSpec) -> 
     assert "Not run: cache, batch, hitlen, repeats, traffic, replicas." in reading(att)  # no cache agreement
 
 
-RECORDS_MODULE = """
-from eval.records.scenario_kinds.spec import PairDef, ScenarioSpec, register
-SPEC = register(ScenarioSpec(name="dropin", order=60, isolates="x", passes=("dropin_a", "dropin_b"),
-    units="u", cost="2", pairs=(PairDef("dropin", "c", "dropin_a", "dropin_b", None, "f", "v"),)))
-"""
-RUNNER_MODULE = """
-from eval.run.scenarios.base import scenario_step
-from eval.run.scenarios.planners import Planner, register_planner
-PLANNER = register_planner(Planner("dropin", lambda ctx: [scenario_step("dropin_a", 0, "miss", {})]))
-"""
 CHECK = """
 import sys
-import eval.records.scenario_kinds as kinds, eval.run.scenarios as runners
-kinds.__path__.append(sys.argv[1] + "/records")
-runners.__path__.append(sys.argv[1] + "/run")
+from dataclasses import replace
+from pathlib import Path
+
+import eval.records.scenario_kinds as kinds
+import eval.run.scenarios as runners
+
+tmp = Path(sys.argv[1])
+kinds.__path__.append(str(tmp / "records"))
+runners.__path__.append(str(tmp / "run"))
+
+from eval.analyze.score import score_run
+from eval.benchmarks.plugins import load_benchmarks
 from eval.records import vocabulary as v
+from eval.records.scenarios import DEFAULT_PLAN
+from eval.report.attribution import run_attribution_table
+from eval.run.runner import execute_run
 from eval.run.scenarios import plan
-from eval.run.scenarios.planners import planner_of
-assert v.SCENARIO_NAMES[-1] == "dropin" and v.SCENARIO_PASSES["dropin"] == ("dropin_a", "dropin_b")
-assert v.scenario_of("dropin_b") == "dropin" and v.choice_of("dropin_a") == "dropin"
-assert "eval.run.scenarios.dropin" in plan.RUNNERS and planner_of("dropin").name == "dropin"
-from eval.records.scenarios import DEFAULT_PLAN  # a new scenario joins the default plan only when it says so
-assert "dropin" not in DEFAULT_PLAN.scenarios and DEFAULT_PLAN.scenarios[-1] == "replicas"
-print("ok")
+from eval.run.scenarios.settings import ScenarioSettings
+from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.support.fake_server import FakeServer
+
+load_benchmarks()  # as tests/conftest.py does for the stages called directly
+assert v.SCENARIO_NAMES[-1] == "salt" and v.SCENARIO_PASSES["salt"] == ("salt_a", "salt_b")
+assert v.scenario_of("salt_b") == "salt" and v.choice_of("salt_a") == "salt"
+assert "eval.run.scenarios.salt" in plan.RUNNERS
+assert "salt" not in DEFAULT_PLAN.scenarios and DEFAULT_PLAN.scenarios[-1] == "replicas"
+inputs = write_rows(tmp / "inputs.jsonl", [make_row(i, words=w) for i, w in enumerate((40, 47))])
+with FakeServer() as fake:
+    config = config_for(fake, inputs, tmp / "runs", passes=("cold", "warm", "repeat"))
+    run_dir = execute_run(replace(config, scenarios=ScenarioSettings(scenarios=("cache", "salt"), max_tokens=4)))
+scores = score_run(run_dir).scores
+row = scores.attribution.row("salt")
+table = run_attribution_table(scores)
+print(scores.run.complete, row.measured, row.pairs.n_total, row.pairs.tokens_equal, "salt" in [r.key for r in table.rows])
 """
 
 
-def test_a_scenario_module_on_disk_is_found_without_other_edits(tmp_path: Path) -> None:
-    (tmp_path / "records").mkdir()
-    (tmp_path / "run").mkdir()
-    (tmp_path / "records" / "dropin.py").write_text(RECORDS_MODULE, encoding="utf-8")
-    (tmp_path / "run" / "dropin.py").write_text(RUNNER_MODULE, encoding="utf-8")
+def doc_modules() -> dict[str, str]:
+    """The example scenario's modules in docs/scenarios.md: each python block whose first line names its path."""
+    text = (ROOT / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n# (\S+)\n(.*?)```", text, re.S)
+    return {path: body for path, body in blocks}
+
+
+def test_the_documented_scenario_runs_from_its_two_modules_alone(tmp_path: Path) -> None:
+    """The guide's small scenario, dropped beside the others (a subprocess extends the two packages' search path),
+    is in the pass vocabulary and the planners, stays out of the default plan, runs on the fake server, and its
+    row is in the scores and the attribution table: 2 inputs, 1 pair each, equal (the fake's output depends on
+    the prompt alone, never on the salt)."""
+    modules = doc_modules()
+    assert sorted(modules) == ["eval/records/scenario_kinds/salt.py", "eval/run/scenarios/salt.py"]
+    for path, body in modules.items():
+        folder = tmp_path / ("records" if "/records/" in path else "run")
+        folder.mkdir()
+        (folder / "salt.py").write_text(body, encoding="utf-8")
     proc = subprocess.run(
-        [sys.executable, "-c", CHECK, str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", CHECK, str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
-    assert proc.stdout.strip() == "ok", proc.stderr[-2000:]
-    assert "dropin" not in SCENARIOS  # this interpreter's registry is untouched
+    assert proc.stdout.split() == ["True", "True", "2", "2", "True"], proc.stderr[-3000:]
+    assert "salt" not in SCENARIOS  # this interpreter's registry is untouched
 
 
 def test_the_registry_holds_the_scenarios_in_their_order() -> None:
