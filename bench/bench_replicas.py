@@ -1,11 +1,14 @@
 """Replicas' scaling on fake servers of a fixed per-request latency (`python -m bench replicas`).
 
-48 inputs in the cold, warm and repeat passes (144 requests) through the real runner (eval/run/replicas.py), at
-N = 1, 2, 4 and 8 replicas, each a fake server (tests/support/fake_server.py, `--latency`) in its own process, each
-replica at concurrency 1. A server answers each generation request after LATENCY_S, so a perfect harness takes
-144 x LATENCY_S / N plus the probes; the line gives the wall time, the speed-up over N = 1 and whether it is
-within 10% of N, and the client's CPU per request (this process's CPU time: the servers run elsewhere). The
-records are checked too: every input's requests on one replica, every final record ok (each warm hit found).
+12 and 48 inputs through the real runner (eval/run/replicas.py) with the default plan of `lbeval run` (the cache
+passes with the controls, timing x2, and the default plan's scenarios: one scenario input per 12 inputs, and on
+2+ replicas the replicas scenario), on N = 1 and 4 replicas, each a fake server (tests/support/fake_server.py,
+`--latency`) in its own process at concurrency 1. A server answers each generation request after LATENCY_S.
+The line gives the wall time of the whole `lbeval run` (Clients, probes, plan, manifest, units), the units' span
+(first request sent to last answered, from the records), the speed-up of each over N = 1, and the client's CPU
+per request (this process's CPU time: the servers run elsewhere). N > 1 plans more requests than N = 1 (the
+replicas scenario); the speed-up is of the whole run as a user sees it. The records are checked too: every
+final record ok, every unit's group on one replica, every input's cache units on one replica.
 """
 
 from __future__ import annotations
@@ -23,16 +26,22 @@ from pathlib import Path
 from bench import smoke
 from bench.bench_gap import counting_scrapes
 from eval.prepare.inputs import InputRow, InputsHeader, sha256_text, write_inputs
-from eval.records.final import select_final
+from eval.records.final import select_final, unit_of
 from eval.records.run_folder import load_run
+from eval.records.scenarios import DEFAULT_PLAN
+from eval.records.types import RequestRecord
+from eval.records.vocabulary import CACHE_SCENARIO
 from eval.run.config import RunConfig
 from eval.run.runner import execute_run
+from eval.run.scenarios.settings import ScenarioSettings
 
-INPUTS = 48
-PASSES = ("cold", "warm", "repeat")
-LATENCY_S = 0.2
-REPLICAS = (1, 2, 4, 8)
+INPUTS = (12, 48)
+PASSES = ("cold", "warm", "repeat", "controls", "timing")
+TIMING_REPS = 2
+LATENCY_S = 0.1
+REPLICAS = (1, 4)
 WORDS = 200
+TARGETS = {12: 3.2, 48: 3.6}  # the wall speed-up at 4 replicas each input count must reach
 
 
 @dataclass(frozen=True)
@@ -93,28 +102,30 @@ def _fake_servers(n: int) -> Iterator[list[str]]:
         yield urls
 
 
-def measure(n: int, work: Path, n_inputs: int = INPUTS) -> Scaling:
-    inputs = work / "inputs.jsonl"
+def _plan() -> ScenarioSettings:
+    """The default plan of `lbeval run` (eval/commands/run.scenario_config with no scenario option)."""
+    p = DEFAULT_PLAN
+    return ScenarioSettings(
+        scenarios=p.scenarios, batch_sizes=p.batch_sizes, repeats=p.repeats, max_tokens=p.max_tokens,
+        hit_classes=p.hit_classes, default_plan=True,
+    )  # fmt: skip
+
+
+def measure(n: int, work: Path, n_inputs: int) -> Scaling:
+    inputs = work / f"inputs-{n_inputs}.jsonl"
     if not inputs.exists():
         write_inputs(inputs, _header(), _rows(n_inputs))
     with _fake_servers(n) as urls:
         config = RunConfig(
-            variant=f"x{n}", inputs=inputs, base_url=urls[0], base_urls=tuple(urls) if n > 1 else (),
-            out=work / "runs", passes=PASSES, quiet=True,
+            variant=f"i{n_inputs}-x{n}", inputs=inputs, base_url=urls[0], base_urls=tuple(urls) if n > 1 else (),
+            out=work / "runs", passes=PASSES, timing_reps=TIMING_REPS, scenarios=_plan(), quiet=True,
         )  # fmt: skip
         with counting_scrapes() as scrapes:
             cpu0, wall0 = time.process_time(), time.perf_counter()
             run_dir = execute_run(config)
             wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     loaded = load_run(run_dir)
-    finals = select_final(loaded.records).final
-    if not loaded.manifest.complete or any(r.status != "ok" for r in finals.values()):
-        raise SystemExit(f"bench replicas: N={n}: the run is not complete and ok")
-    per_input: dict[str, set[int]] = {}
-    for r in loaded.records:
-        per_input.setdefault(r.example_id, set()).add(r.replica)
-    if any(len(s) != 1 for s in per_input.values()):
-        raise SystemExit(f"bench replicas: N={n}: an input's requests went to more than one replica")
+    _check(n, loaded.manifest.complete, loaded.records)
     timed = [
         (r.timings.sent_at, r.timings.sent_at + (r.timings.done_s or 0.0))
         for r in loaded.records
@@ -125,25 +136,52 @@ def measure(n: int, work: Path, n_inputs: int = INPUTS) -> Scaling:
     return Scaling(n, n_rec, wall, span, cpu * 1000 / n_rec, scrapes[0] / n_rec)
 
 
+def _check(n: int, complete: bool, records: list[RequestRecord]) -> None:
+    """Complete and ok; every unit's group on one replica (the replicas scenario visits each in turn); every
+    input's cache units on one replica (they share its cache relations)."""
+    finals = select_final(records).final
+    if not complete or any(r.status != "ok" for r in finals.values()):
+        raise SystemExit(f"bench replicas: N={n}: the run is not complete and ok")
+    groups: dict[object, set[int]] = {}
+    for r in records:
+        if r.scenario != "replicas":
+            groups.setdefault((unit_of(r), r.group), set()).add(r.replica)
+        if r.scenario == CACHE_SCENARIO:
+            groups.setdefault((r.dataset, r.example_id), set()).add(r.replica)
+    if any(len(s) != 1 for s in groups.values()):
+        raise SystemExit(f"bench replicas: N={n}: a unit's or an input's cache requests went to two replicas")
+
+
 def main() -> None:
-    replicas, inputs = ((1, 2), 4) if smoke() else (REPLICAS, INPUTS)
-    with tempfile.TemporaryDirectory() as tmp:
-        results = [measure(n, Path(tmp), inputs) for n in replicas]
-    base, base_span = results[0].wall_s, results[0].span_s
-    print(f"{inputs} inputs x {'/'.join(PASSES)}, fake latency {LATENCY_S * 1000:.0f} ms, concurrency 1 each")
+    cases = ((4,), (1, 2)) if smoke() else (INPUTS, REPLICAS)
     print(
-        "| replicas | requests | wall s | speed-up | units s | units speed-up | within 10% of N "
-        "(wall / units) | client CPU ms/request | /metrics scrapes/request |"
+        f"default plan ({'/'.join(PASSES)}, timing x{TIMING_REPS}), fake latency {LATENCY_S * 1000:.0f} ms, "
+        "concurrency 1 each"
     )
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | :---: | ---: | ---: |")
-    for r in results:
-        speedup, units = base / r.wall_s, base_span / r.span_s
-        ok = "/".join("yes" if s >= 0.9 * r.replicas else "no" for s in (speedup, units))
-        print(
-            f"| {r.replicas} | {r.requests} | {r.wall_s:.2f} | {speedup:.2f} | {r.span_s:.2f} | {units:.2f} | "
-            f"{ok} | {r.cpu_ms_per_request:.2f} | {r.scrapes_per_request:.2f} |"
-        )
-    print(f"load average (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"load average at the start (1, 5, 15 min): {_load()}")
+    print(
+        "| inputs | replicas | requests | wall s | speed-up | units s | units speed-up | target | "
+        "client CPU ms/request | /metrics scrapes/request |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: | ---: | ---: |")
+    for n_inputs in cases[0]:
+        with tempfile.TemporaryDirectory() as tmp:
+            results = [measure(n, Path(tmp), n_inputs) for n in cases[1]]
+        base, base_span = results[0].wall_s, results[0].span_s
+        for r in results:
+            speedup, units = base / r.wall_s, base_span / r.span_s
+            target = TARGETS.get(n_inputs) if r.replicas == 4 else None
+            met = "" if target is None else f">= {target}: {'yes' if speedup >= target else 'no'}"
+            print(
+                f"| {n_inputs} | {r.replicas} | {r.requests} | {r.wall_s:.2f} | {speedup:.2f} | {r.span_s:.2f} | "
+                f"{units:.2f} | {met} | {r.cpu_ms_per_request:.2f} | {r.scrapes_per_request:.2f} |",
+                flush=True,
+            )
+    print(f"load average at the end (1, 5, 15 min): {_load()}")
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":

@@ -664,7 +664,7 @@ class _ReplicaSides:
     per: list[_Side]
     across: _Side
     ctxs: list[ReplicaContext]
-    assignment: tuple[int, ...]
+    lanes: dict[UnitId, int]  # unit -> its replica pair (eval/run/replicas.place_units)
 
 
 def _execute_replicas(
@@ -696,8 +696,8 @@ def _execute_replicas(
         ):
             sides.append(_replica_sides(name, session, cl, inputs, started, stack, lock))
         note_session(config.seed, (sessions[0], sessions[1]))
-        if sides[0].assignment != sides[1].assignment:
-            raise ConfigError("the two sides assign the inputs to replicas differently; cannot pair them")
+        if sides[0].lanes != sides[1].lanes:
+            raise ConfigError("the two sides place the units on replicas differently; cannot pair them")
         ok = _replica_pairs(config, sides[0], sides[1], between)
     except BaseException as exc:
         outcome = f"stopped: {exc}" if isinstance(exc, LbevalError) else "interrupted"
@@ -728,7 +728,7 @@ def _replica_sides(
         emit(rec, final)
         seqs[rec.replica].append(rec.seq)
 
-    ctxs, assignment = start_replicas(session, clients, inputs, started, emit_seq)
+    ctxs, lanes = start_replicas(session, clients, inputs, started, emit_seq)
     todo = {(u.row_index, u.kind, u.repetition): (u, gs, i) for u, gs, i in session.todo}
     per = [
         _Side(name, session, session.probe, ctx, progress, todo, seqs, (i,), (), lock)
@@ -737,7 +737,7 @@ def _replica_sides(
     across = _Side(
         name, session, session.probe, ctxs[0], progress, todo, seqs, tuple(seqs), tuple(ctxs), lock
     )
-    return _ReplicaSides(per, across, ctxs, assignment)
+    return _ReplicaSides(per, across, ctxs, lanes)
 
 
 def _replica_pairs(
@@ -754,7 +754,7 @@ def _replica_pairs(
     ab_id = _ab_id(run_dirs[0])
     order = session_order(units, config.seed)
     lanes = [
-        [u for u in order if not spans_replicas(u) and a.assignment[u.row_index] == i]
+        [u for u in order if not spans_replicas(u) and a.lanes[(u.row_index, u.kind, u.repetition)] == i]
         for i in range(len(a.per))
     ]
     oks = [{"a": True, "b": True} for _ in lanes]

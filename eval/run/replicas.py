@@ -72,12 +72,13 @@ from eval.run.passes import Context, GroupState, run_unit
 from eval.run.probe import ProbeResult, probe_server
 from eval.run.progress import Progress
 from eval.run.reply import RequestFailed
+from eval.run.scenarios.base import ScenarioStep
 from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
 from eval.run.scenarios.replicas import spans_replicas
 from eval.run.server_watch import ServerWatch
 from eval.run.session import Inputs, RunSession, api_key, open_client, units_left
-from eval.run.steps import Unit
+from eval.run.steps import Step, Unit
 from eval.serve.launch_specs import LaunchSpec
 from eval.serve.process import start
 from eval.terminal import echo_err
@@ -92,6 +93,7 @@ MISROUTED = "misrouted"  # the counter of records another engine than the pinned
 SAME_ON_EVERY_REPLICA = (*SERVER_IDENTITY_KEYS, "cached_tokens_reported", "salt_honored")
 
 Todo = tuple[Unit, GroupState, int]
+UnitId = tuple[int, str, int]  # (row index, unit kind, repetition)
 
 
 # --- the assignment (pure) ---------------------------------------------------------------------------------------
@@ -121,6 +123,50 @@ def assign_replicas(weights: Sequence[int], n: int, seed: int = ASSIGNMENT_SEED)
         out[i] = r
         loads[r] += weights[i]
     return tuple(out)
+
+
+def unit_id(unit: Unit) -> UnitId:
+    return (unit.row_index, unit.kind, unit.repetition)
+
+
+def unit_cost(unit: Unit, rows: Sequence[InputRow]) -> int:
+    """A unit's share of a lane's work: the weight (`row_weight`) of every request's prompt (a scenario step's
+    filler or noise prompt is its own input's)."""
+    return sum(row_weight(rows[_prompt_row(unit, step)]) for step in unit.steps)
+
+
+def _prompt_row(unit: Unit, step: Step) -> int:
+    other = step.prompt_row if isinstance(step, ScenarioStep) else None
+    return unit.row_index if other is None else other
+
+
+def place_units(
+    units: Sequence[Unit], rows: Sequence[InputRow], n: int, seed: int = ASSIGNMENT_SEED
+) -> dict[UnitId, int]:
+    """Unit -> its lane (replica 0..n-1). An input's cache units share its cold/warm cache relations on one
+    server, so they go together to the input's replica (`assign_replicas`). A scenario unit makes its own salts
+    fresh, so it needs nothing its input left on a server: the scenario units go by cost, the costliest first
+    (plan order among equal costs), each to the lane with the least cost so far (a tie: the lowest index), after
+    the cache units. A unit that spans every replica (the replicas scenario) has no lane. A pure function of the
+    units, the inputs and n: the same plan and n always place the same."""
+    inputs = assign_replicas([row_weight(r) for r in rows], n, seed)
+    loads = [0] * n
+    lanes: dict[UnitId, int] = {}
+    movable: list[Unit] = []
+    for unit in units:
+        if spans_replicas(unit):
+            continue
+        if is_scenario_unit(unit):
+            movable.append(unit)
+            continue
+        lane = inputs[unit.row_index]
+        lanes[unit_id(unit)] = lane
+        loads[lane] += unit_cost(unit, rows)
+    for unit in sorted(movable, key=lambda u: -unit_cost(u, rows)):  # stable: plan order among equal costs
+        lane = min(range(n), key=lambda k: (loads[k], k))
+        lanes[unit_id(unit)] = lane
+        loads[lane] += unit_cost(unit, rows)
+    return lanes
 
 
 def replica_differences(first: ProbeResult, other: ProbeResult) -> list[str]:
@@ -309,13 +355,36 @@ def _probe(config: RunConfig, client: Client, inputs: Inputs) -> ProbeResult:
     return probe
 
 
-def _replicas(session: RunSession, config: RunConfig, clients: list[Client], inputs: Inputs) -> list[Replica]:
-    """Replica 0 is the session's (already probed); the others are probed (in parallel) and compared with it."""
+@contextmanager
+def _probing_others(
+    config: RunConfig, clients: list[Client], inputs: Inputs
+) -> Iterator[list[Future[ProbeResult]]]:
+    """The other replicas' probes, started at once while replica 0's session is prepared (its probe, plan and
+    manifest); none for a routing endpoint's ranks, probed one after the other once replica 0's is done (a
+    probe's cache reset empties every rank)."""
+    if dp_ranks(config) > 1 or len(clients) < 2:
+        yield []
+        return
+    with ThreadPoolExecutor(max_workers=len(clients) - 1) as pool:
+        yield [pool.submit(_probe, config, c, inputs) for c in clients[1:]]
+
+
+def _replicas(
+    session: RunSession,
+    config: RunConfig,
+    clients: list[Client],
+    inputs: Inputs,
+    early: Sequence[Future[ProbeResult]] = (),
+) -> list[Replica]:
+    """Replica 0 is the session's (already probed); the others are probed (in parallel, or `early`: started
+    beside replica 0's) and compared with it."""
     out = [Replica(0, config.base_urls[0], clients[0], session.probe)]
-    # the others at once; a routing endpoint's ranks one after the other (a probe's cache reset empties all)
-    workers = 1 if dp_ranks(config) > 1 else max(1, len(clients) - 1)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        probes = list(pool.map(lambda c: _probe(config, c, inputs), clients[1:]))
+    if early:
+        probes = [f.result() for f in early]
+    else:  # the others at once; a routing endpoint's ranks one after the other (a reset empties all)
+        workers = 1 if dp_ranks(config) > 1 else max(1, len(clients) - 1)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            probes = list(pool.map(lambda c: _probe(config, c, inputs), clients[1:]))
     for i, (client, probe) in enumerate(zip(clients[1:], probes, strict=True), start=1):
         diffs = replica_differences(session.probe, probe)
         if diffs:
@@ -349,13 +418,14 @@ def run_replicated(
         config = replace(config, base_url=urls[0], base_urls=tuple(urls))
         with ExitStack() as stack:
             clients = [stack.enter_context(c) for c in replica_clients(config, urls, ledger)]
+            early = stack.enter_context(_probing_others(config, clients, inputs))
             session = RunSession.prepare(config, clients[0], inputs)
             session.on_record = on_record
             refuse_reset_on_ranks(session.config)  # --cold auto may have chosen it
             require_engines(session.config, clients[0], session.probe.metrics)
-            replicas, assignment = _begin(session, clients, inputs, started)
+            replicas, lanes = _begin(session, clients, inputs, started, early)
             _note_pins(session, replicas)
-            _send_all(session, replicas, assignment)
+            _send_all(session, replicas, lanes)
 
 
 def start_replicas(
@@ -364,25 +434,32 @@ def start_replicas(
     inputs: Inputs,
     started: list[dict[str, Any]],
     emit: Callable[[RequestRecord, bool], None],
-) -> tuple[list[ReplicaContext], tuple[int, ...]]:
+) -> tuple[list[ReplicaContext], dict[UnitId, int]]:
     """`lbeval ab`'s hook (eval/run/ab.py): a prepared session's replicas probed and compared, its units
-    assigned and left, its session line started, and every replica's context with the assignment."""
-    replicas, assignment = _begin(session, clients, inputs, started)
-    return _contexts(session, replicas, emit), assignment
+    placed and left, its session line started, and every replica's context with the placement."""
+    replicas, lanes = _begin(session, clients, inputs, started)
+    return _contexts(session, replicas, emit), lanes
 
 
 def _begin(
-    session: RunSession, clients: list[Client], inputs: Inputs, started: list[dict[str, Any]]
-) -> tuple[list[Replica], tuple[int, ...]]:
-    """A prepared session's replicas probed and compared, its units assigned and what is left of them chosen,
-    its session line started with every replica noted: what `lbeval run` and `lbeval ab` both do first."""
-    replicas = _replicas(session, session.config, clients, inputs)
-    assignment = assign_replicas([row_weight(r) for r in session.rows], len(replicas))
+    session: RunSession,
+    clients: list[Client],
+    inputs: Inputs,
+    started: list[dict[str, Any]],
+    early: Sequence[Future[ProbeResult]] = (),
+) -> tuple[list[Replica], dict[UnitId, int]]:
+    """A prepared session's replicas probed and compared, its units placed (`place_units`) and what is left of
+    them chosen, its session line started with every replica noted: what `lbeval run` and `lbeval ab` both do
+    first."""
+    replicas = _replicas(session, session.config, clients, inputs, early)
+    lanes = place_units(session.units, session.rows, len(replicas))
     same = _same_servers(session, replicas)
-    session.todo = units_left(session.units, session.rows, session.slim, same, assignment)
+    session.todo = units_left(
+        session.units, session.rows, session.slim, same, lambda u: lanes.get(unit_id(u), 0)
+    )
     session.start(started[0] if started else None)
     _note_replicas(session, replicas, started[1:])
-    return replicas, assignment
+    return replicas, lanes
 
 
 def _note_replicas(session: RunSession, replicas: list[Replica], more: list[dict[str, Any]]) -> None:
@@ -427,13 +504,13 @@ def _contexts(
     return out
 
 
-def _send_all(session: RunSession, replicas: list[Replica], assignment: Sequence[int]) -> None:
+def _send_all(session: RunSession, replicas: list[Replica], lanes: Mapping[UnitId, int]) -> None:
     progress = Progress(session.units, session.done_by_pass(), session.config.quiet)
     ctxs: list[ReplicaContext] = []
     try:
         with RecordWriter(session.run_dir / RECORDS_NAME) as writer:
             ctxs = _contexts(session, replicas, session.emitter(writer, progress))
-            outcome = "complete" if _run_every_replica(session, ctxs, assignment) else "incomplete"
+            outcome = "complete" if _run_every_replica(session, ctxs, lanes) else "incomplete"
     except BaseException as exc:
         progress.close()
         outcome = f"stopped: {exc}" if isinstance(exc, LbevalError) else "interrupted"
@@ -457,16 +534,51 @@ def merged_context(session: RunSession, ctxs: list[ReplicaContext]) -> Context |
     return ctxs[0]
 
 
-def _run_every_replica(session: RunSession, ctxs: list[ReplicaContext], assignment: Sequence[int]) -> bool:
-    """Every replica's units at once (one thread each); the first failure stops them all and is raised."""
+class LaneLock:
+    """A replica's turn: one unit at a time sends to it (a lane's unit, or a spanning unit's part on it), in the
+    order they asked, so a lane's next unit never overtakes a spanning unit waiting for the replica."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._asked = 0
+        self._served = 0
+
+    def acquire(self) -> bool:
+        with self._cond:
+            ticket = self._asked
+            self._asked += 1
+            self._cond.wait_for(lambda: self._served == ticket)
+        return True
+
+    def release(self) -> None:
+        with self._cond:
+            self._served += 1
+            self._cond.notify_all()
+
+    def __enter__(self) -> LaneLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _run_every_replica(session: RunSession, ctxs: list[ReplicaContext], lanes: Mapping[UnitId, int]) -> bool:
+    """Every replica's units at once (one thread each), and beside them the units that span the replicas (the
+    replicas scenario), up to one per replica at a time, each taking a replica's turn (`LaneLock`) for its part
+    there: every replica still has one unit sending at a time. The first failure stops them all and is raised."""
     mine: list[list[Todo]] = [[] for _ in ctxs]
+    spanning = [t for t in session.todo if spans_replicas(t[0])]
     for t in session.todo:
         if not spans_replicas(t[0]):
-            mine[assignment[t[0].row_index]].append(t)
-    with ThreadPoolExecutor(max_workers=len(ctxs)) as pool:
+            mine[lanes[unit_id(t[0])]].append(t)
+    turns = [LaneLock() for _ in ctxs]
+    with ThreadPoolExecutor(max_workers=2 * len(ctxs)) as pool:
         futures = [
-            pool.submit(_run_replica, session, ctx, todo) for ctx, todo in zip(ctxs, mine, strict=True)
+            pool.submit(_run_replica, session, ctx, todo, turn)
+            for ctx, todo, turn in zip(ctxs, mine, turns, strict=True)
         ]
+        futures += [pool.submit(_run_spanning, session, ctxs, t, turns) for t in spanning]
         try:
             done = _wait_all(futures)
         except BaseException:  # Ctrl-C, SIGTERM: no wait for the requests in flight (as eval/run/runner.py)
@@ -479,19 +591,15 @@ def _run_every_replica(session: RunSession, ctxs: list[ReplicaContext], assignme
             for ctx in ctxs:
                 ctx.stop.set()
             raise failed[0].exception()  # type: ignore[misc]
-        ok = all(f.result() for f in futures)
-    return _run_across_replicas(session, ctxs) and ok
+        return all(f.result() for f in futures)
 
 
-def _run_across_replicas(session: RunSession, ctxs: list[ReplicaContext]) -> bool:
-    """The units whose requests go to every replica (the replicas scenario), one at a time once the replicas'
-    own units are done, so each replica still has one request in flight at a time."""
-    ok = True
-    for unit, gs, _ in (t for t in session.todo if spans_replicas(t[0])):
-        if ctxs[0].stop.is_set():
-            return False
-        ok = run_scenario_unit(ctxs[0], session.rows, unit, gs, peers=ctxs) and ok
-    return ok
+def _run_spanning(session: RunSession, ctxs: list[ReplicaContext], todo: Todo, turns: list[LaneLock]) -> bool:
+    """A unit whose requests go to every replica, its part on each replica in that replica's turn."""
+    unit, gs, _ = todo
+    if ctxs[0].stop.is_set():
+        return False
+    return run_scenario_unit(ctxs[0], session.rows, unit, gs, peers=ctxs, turns=turns)
 
 
 def _wait_all(futures: list[Future[bool]]) -> set[Future[bool]]:
@@ -501,9 +609,9 @@ def _wait_all(futures: list[Future[bool]]) -> set[Future[bool]]:
             return done
 
 
-def _run_replica(session: RunSession, ctx: ReplicaContext, todo: list[Todo]) -> bool:
-    """One replica's units: the cache units at --concurrency, then its scenario units one at a time (a
-    scenario unit owns its replica while it runs)."""
+def _run_replica(session: RunSession, ctx: ReplicaContext, todo: list[Todo], turn: LaneLock) -> bool:
+    """One replica's units, each in the replica's turn: the cache units at --concurrency (one turn for them
+    all above 1), then its scenario units one at a time (a scenario unit owns its replica while it runs)."""
     rows = session.rows
     cache = [t for t in todo if not is_scenario_unit(t[0])]
     ok = True
@@ -511,15 +619,17 @@ def _run_replica(session: RunSession, ctx: ReplicaContext, todo: list[Todo]) -> 
         for unit, gs, index in cache:
             if ctx.stop.is_set():
                 return False
-            ok = run_unit(ctx, rows[unit.row_index], unit, gs, index) and ok
-    else:
-        with ThreadPoolExecutor(max_workers=session.config.concurrency) as pool:
+            with turn:
+                ok = run_unit(ctx, rows[unit.row_index], unit, gs, index) and ok
+    elif cache:
+        with turn, ThreadPoolExecutor(max_workers=session.config.concurrency) as pool:
             results = list(pool.map(lambda t: run_unit(ctx, rows[t[0].row_index], *t), cache))
             ok = all(results)
     for unit, gs, _ in (t for t in todo if is_scenario_unit(t[0])):
         if ctx.stop.is_set():
             return False
-        ok = run_scenario_unit(ctx, rows, unit, gs) and ok
+        with turn:
+            ok = run_scenario_unit(ctx, rows, unit, gs) and ok
     return ok
 
 

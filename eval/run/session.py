@@ -336,12 +336,12 @@ def units_left(
     rows: Sequence[InputRow],
     records: Sequence[RequestRecord],
     same_server: Sequence[bool],
-    assignment: Sequence[int] | None = None,
+    lane: Callable[[Unit], int] | None = None,
 ) -> list[Todo]:
-    """The units left, each to run on replica `assignment[unit.row_index]` (None: replica 0, one server). A unit
-    whose latest group has records from another replica than its assigned one (the replica count changed) and
-    is not complete restarts as a whole, as the next group; otherwise it resumes as on one server
-    (`same_server[r]`: replica r's process is the one of the last session)."""
+    """The units left, each to run on replica `lane(unit)` (None: replica 0, one server). A unit whose latest
+    group has records from another replica than its own (the replica count changed) and is not complete
+    restarts as a whole, as the next group; otherwise it resumes as on one server (`same_server[r]`: replica
+    r's process is the one of the last session)."""
     by_unit: dict[UnitKey, list[RequestRecord]] = {}
     for r in records:
         by_unit.setdefault(unit_of(r), []).append(r)
@@ -349,7 +349,7 @@ def units_left(
     for unit in units:
         row = rows[unit.row_index]
         mine = by_unit.get(UnitKey(row.dataset, row.id, unit.kind, unit.repetition), [])
-        target = 0 if assignment is None else assignment[unit.row_index]
+        target = 0 if lane is None else lane(unit)
         resume = scenario_resume_point if is_scenario_unit(unit) else resume_point
         point = resume(unit, mine, same_server[target])
         if point is None:

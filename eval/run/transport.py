@@ -8,6 +8,8 @@ has its own, shorter bound (`CONNECT_S`). The transport honours HTTP_PROXY, HTTP
 
 from __future__ import annotations
 
+import functools
+import os
 import ssl
 import time
 import urllib.request
@@ -127,14 +129,28 @@ def _no_proxy(host: str, no_proxy: str) -> bool:
     return False
 
 
+def shared_ssl_context() -> ssl.SSLContext:
+    """The verifying SSL context every transport of the process shares (an SSLContext serves many connections
+    and threads): reading the CA store takes about 0.1 s, and each transport made two, so a session on N
+    replicas spent 0.4 s per Client before its first request. Another SSL_CERT_FILE or SSL_CERT_DIR in the
+    environment gets a context of its own (httpx2 reads them)."""
+    return _ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.lru_cache(maxsize=8)
+def _ssl_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    del cert_file, cert_dir  # the cache's key: httpx2 reads them from the environment
+    return httpx2.create_ssl_context()
+
+
 class DeadlineTransport(httpx2.HTTPTransport):
     """httpx2's HTTP transport over a connection pool of DeadlineStreams, through `proxy` when one is given
     (`environment_proxy`). httpx2 has no public way to give the pool it builds a network backend, so that pool is
     replaced by an equivalent one that has ours (httpx2 builds an HTTP proxy's pool the same way)."""
 
     def __init__(self, proxy: str | None = None) -> None:
-        super().__init__(limits=_LIMITS)
-        ssl_context = httpx2.create_ssl_context()
+        ssl_context = shared_ssl_context()
+        super().__init__(verify=ssl_context, limits=_LIMITS)
         if proxy is None:
             self._pool = httpcore2.ConnectionPool(
                 ssl_context=ssl_context,

@@ -85,8 +85,12 @@ SHAPES: dict[str, list[tuple[str, int]]] = {
         (r"\| quiet \| \+20 % \| \+10 % \| [01] of 1 \| .* \| [01] \| [01] \|", 1),
     ],
     "bench_replicas": [
-        (r"4 inputs x cold/warm/repeat, fake latency 200 ms, concurrency 1 each", 1),
-        (rf"\| [12] \| 12 \| {NUM} \| {NUM} \| {NUM} \| {NUM} \| (yes|no)/(yes|no) \| {NUM} \| {NUM} \|", 2),
+        (
+            r"default plan \(cold/warm/repeat/controls/timing, timing x2\), fake latency 100 ms, concurrency 1 each",
+            1,
+        ),
+        (rf"\| 4 \| [12] \| [0-9]+ \| {NUM} \| {NUM} \| {NUM} \| {NUM} \|  \| {NUM} \| {NUM} \|", 2),
+        (rf"load average at the (start|end) \(1, 5, 15 min\): {NUM} {NUM} {NUM}", 2),
     ],
     "bench_scoring": [
         (rf"scoring: 42 rows in {NUM} s = [0-9]+ rows/s \(.*\), peak RSS .*", 2),

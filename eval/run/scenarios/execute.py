@@ -22,7 +22,7 @@ import contextlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from eval.errors import LbevalError
 from eval.prepare.inputs import InputRow, sha256_text
@@ -77,13 +77,17 @@ def run_scenario_unit(
     unit: Unit,
     start: GroupState,
     peers: Sequence[Context] = (),
+    turns: Sequence[Turn] = (),
 ) -> bool:
     """Send a scenario unit from its first request in group `start.group`; True when complete. `peers`: every
-    replica's context by index, for a step that names its replica (the replicas scenario)."""
+    replica's context by index, for a step that names its replica (the replicas scenario); `turns`: each
+    replica's turn, taken for the steps sent there and given back when the unit moves on (none: the caller
+    owns the replicas)."""
     gs = start
     for _ in range(MAX_GROUP_RESTARTS + 1):
         try:
-            _run_once(ctx, rows, unit, gs, peers)
+            with _Turns(turns) as held:
+                _run_once(ctx, rows, unit, gs, peers, held)
             return True
         except RestartDetected:
             ctx.count("group_restarts")
@@ -119,8 +123,48 @@ def sender(ctx: Context, peers: Sequence[Context], step: ScenarioStep) -> Contex
     return peers[step.replica]
 
 
+class Turn(Protocol):
+    """A replica's turn (eval/run/replicas.LaneLock): one unit at a time sends to the replica."""
+
+    def acquire(self) -> bool: ...
+
+    def release(self) -> None: ...
+
+
+class _Turns:
+    """The replica turn a spanning unit holds now: taken as its steps reach a replica, the last one given back
+    when they move to the next replica and when the unit ends."""
+
+    def __init__(self, turns: Sequence[Turn]) -> None:
+        self.turns = turns
+        self.now: int | None = None
+
+    def take(self, replica: int | None) -> None:
+        if not self.turns or replica is None or replica == self.now:
+            return
+        self.give_back()
+        self.turns[replica].acquire()
+        self.now = replica
+
+    def give_back(self) -> None:
+        if self.now is not None:
+            self.turns[self.now].release()
+            self.now = None
+
+    def __enter__(self) -> _Turns:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.give_back()
+
+
 def _run_once(
-    ctx0: Context, rows: Sequence[InputRow], unit: Unit, gs: GroupState, peers: Sequence[Context]
+    ctx0: Context,
+    rows: Sequence[InputRow],
+    unit: Unit,
+    gs: GroupState,
+    peers: Sequence[Context],
+    held: _Turns,
 ) -> None:
     own = rows[unit.row_index]
     salts: dict[str, str] = {}
@@ -128,6 +172,7 @@ def _run_once(
     epochs: dict[int, int] = {}  # per sending context (a replica's): its server's epoch moving is a restart
     for group in batches(steps_of(unit)):
         ctx = sender(ctx0, peers, group[0])  # a batch's steps share their replica (planners keep it so)
+        held.take(group[0].replica)  # a spanning unit waits for the replica's turn, then sees a stop
         if ctx.stop.is_set():
             raise _Stopped()
         built = [_build(ctx, rows, own, step, salts, sent) for step in group]

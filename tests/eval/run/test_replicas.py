@@ -3,6 +3,8 @@ records show every unit's cache relations on one replica, also after a resume wi
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import replace
@@ -21,16 +23,21 @@ from eval.records.vocabulary import SCENARIO_NAMES
 from eval.run.probe import ProbeResult
 from eval.run.replicas import (
     CPU_BIND_ENV,
+    LaneLock,
     assign_replicas,
     core_sets,
+    place_units,
     refuse_ranks_in_ab,
     replica_count,
     replica_differences,
     replica_specs,
     row_weight,
+    unit_cost,
 )
 from eval.run.runner import RunConfig, execute_run
+from eval.run.scenarios.base import scenario_step
 from eval.run.scenarios.settings import ScenarioSettings
+from eval.run.steps import Step, Unit
 from eval.serve.launch_specs import get_launch_spec, parse_spec
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.support.fake_server import FakeServer, Fault
@@ -238,7 +245,7 @@ def test_the_shipped_two_replica_spec_is_cpu_smollm2_twice_on_its_own_cores() ->
     assert replica_count(RunConfig(variant="v", inputs=Path("i"), base_url="", server=spec)) == 2
 
 
-def test_scenario_units_with_their_primes_and_fillers_stay_on_one_replica(
+def test_scenario_units_with_their_primes_and_fillers_stay_on_one_replica_placed_by_cost(
     fakes: list[FakeServer], tmp_path: Path
 ) -> None:
     s = ScenarioSettings(scenarios=SCENARIO_NAMES, batch_sizes=(1, 2), inputs=4, max_tokens=3)
@@ -247,18 +254,67 @@ def test_scenario_units_with_their_primes_and_fillers_stay_on_one_replica(
     assert loaded.manifest.complete
     scenarios = {r.scenario for r in loaded.records}
     assert scenarios == set(SCENARIO_NAMES)
-    by_input: dict[str, set[int]] = {}
+    by_unit: dict[tuple[object, int], set[int]] = {}
+    cache_of_input: dict[str, set[int]] = {}
     for r in loaded.records:
         if (
             r.scenario != "replicas"
         ):  # the replicas scenario sends to every replica (test_replicas_scenario.py)
-            by_input.setdefault(r.example_id, set()).add(r.replica)
-    assert all(len(replicas) == 1 for replicas in by_input.values())
-    assert {next(iter(s)) for s in by_input.values()} == {0, 1}
+            by_unit.setdefault((unit_of(r), r.group), set()).add(r.replica)
+        if r.scenario == "cache":
+            cache_of_input.setdefault(r.example_id, set()).add(r.replica)
+    assert all(len(replicas) == 1 for replicas in by_unit.values())  # a unit with its primes and fillers
+    assert all(len(replicas) == 1 for replicas in cache_of_input.values())  # an input's cache units together
+    assert {next(iter(s)) for s in cache_of_input.values()} == {0, 1}
+    moved = {
+        (key.kind, key.example_id)
+        for (key, _), (replica,) in by_unit.items()
+        if key.kind != "main" and cache_of_input[key.example_id] != {replica}
+    }
+    assert moved  # a scenario unit placed by cost, away from its input's cache units
     for index, fake in enumerate(fakes[:2]):  # each cache record's prompt went to the replica it names
         seen = {sha256_text(prompt_of(body)) for _, body in fake.requests}
         mine = {r.prompt_sha256 for r in loaded.records if r.replica == index and r.scenario == "cache"}
         assert mine and mine <= seen
+
+
+def test_a_replicas_turn_goes_to_units_in_the_order_they_asked() -> None:
+    turn = LaneLock()
+    order: list[str] = []
+
+    def ask(name: str) -> None:
+        with turn:
+            order.append(name)
+
+    turn.acquire()  # a unit sending on the replica
+    threads = []
+    for name in ("spanning unit", "the lane's next unit", "another spanning unit"):
+        threads.append(threading.Thread(target=ask, args=(name,)))
+        threads[-1].start()
+        while turn._asked < len(threads) + 1:  # until this one has asked for its turn
+            time.sleep(0.001)
+    turn.release()
+    for t in threads:
+        t.join()
+    assert order == ["spanning unit", "the lane's next unit", "another spanning unit"]
+
+
+def test_units_are_placed_by_cost_after_their_inputs_cache_units() -> None:
+    rows = [replace(make_row(0), prompt_tokens=30), replace(make_row(1), prompt_tokens=10)]
+    main = (Step("cold", salt="fresh", expect="miss"), Step("warm"))
+    step = lambda name, **kw: scenario_step(name, 0, "miss", {}, **kw)  # noqa: E731
+    batch = Unit(0, "batch", 0, (step("batch"), step("batch"), step("batch")))  # 3 x 30
+    repeats = Unit(0, "repeats", 0, (step("repeats"), step("traffic_noise", prompt_row=1)))  # 30 + 10
+    traffic = Unit(1, "traffic", 0, (step("traffic_cold"),))  # 10
+    spanning = Unit(0, "replicas", 0, (step("replicas_cold", replica=0), step("replicas_cold", replica=1)))
+    units = [Unit(0, "main", 0, main), Unit(1, "main", 0, main), batch, repeats, traffic, spanning]
+    # by hand: the inputs heaviest first (30 -> 0, 10 -> 1); cache loads 60 and 20; then the costliest scenario
+    # unit first, each to the lighter lane: batch 90 -> 1 (110), repeats 40 -> 0 (100), traffic 10 -> 0 (110)
+    assert [unit_cost(u, rows) for u in units[2:5]] == [90, 40, 10]
+    assert place_units(units, rows, 2) == {
+        (0, "main", 0): 0, (1, "main", 0): 1, (0, "batch", 0): 1, (0, "repeats", 0): 0, (1, "traffic", 0): 0,
+    }  # fmt: skip
+    assert set(place_units(units, rows, 1).values()) == {0}
 
 
 def prompt_of(body: dict[str, object]) -> str:

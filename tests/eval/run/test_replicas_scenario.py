@@ -101,9 +101,22 @@ def test_every_replica_gets_the_cold_request_and_its_warm_twin(
         assert cached == 0 if r.pass_name == "replicas_cold" else cached > 0
     by_input = {(r.example_id, r.replica) for r in mine}
     assert len(by_input) == SCENARIO_INPUTS * N_REPLICAS
-    # the unit ran after every other unit: no replica had another request in flight meanwhile
-    last_other = max(r.seq for r in loaded.records if r.scenario != "replicas")
-    assert min(r.seq for r in mine) > last_other
+    # each replica's cold and warm twin ran in that replica's turn: nothing else was sent to the replica between
+    # the two (send order), and nothing else was in flight there while either was
+    for r in mine:
+        others = [o for o in loaded.records if o.replica == r.replica and o.scenario != "replicas"]
+        twin = next(
+            t
+            for t in mine
+            if (t.example_id, t.replica) == (r.example_id, r.replica) and t.pass_name != r.pass_name
+        )
+        low, high = sorted((r.seq, twin.seq))
+        assert not [o for o in others if low < o.seq < high]
+        assert r.timings is not None
+        start, end = r.timings.sent_at, r.timings.sent_at + (r.timings.done_s or 0.0)
+        for o in others:
+            assert o.timings is not None
+            assert o.timings.sent_at >= end or o.timings.sent_at + (o.timings.done_s or 0.0) <= start
 
 
 def test_a_replica_that_differs_shows_in_its_sub_row_only(fakes: list[FakeServer], tmp_path: Path) -> None:
