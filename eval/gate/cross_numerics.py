@@ -142,8 +142,8 @@ def run_declaration(side: str, run: ScoredRun) -> Declaration | None:
     said = set()
     for i, s in enumerate(run.loaded.manifest.sessions):
         where = f"{side} run {info.run_id}: manifest session {i + 1}"
-        reason = declared_reason(s.get("numerics", ""), f"{where}: numerics")
-        spec = s.get("launch_spec")
+        reason = declared_reason(s.numerics, f"{where}: numerics")
+        spec = s.launch_spec
         if reason and not (isinstance(spec, str) and SPEC_NAME.match(spec)):
             raise ConfigError(f"{where}: launch_spec must name the spec that declared numerics, got {spec!r}")
         said.add((reason, spec if reason else None))

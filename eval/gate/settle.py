@@ -500,7 +500,7 @@ class GateResult:
 
 def _stopped_outcome(run: ScoredRun) -> bool:
     sessions = run.loaded.manifest.sessions
-    return bool(sessions) and str(sessions[-1].get("outcome", "")).startswith(STOPPED_OUTCOME)
+    return bool(sessions) and (sessions[-1].outcome or "").startswith(STOPPED_OUTCOME)
 
 
 def _stop_of(base: ScoredRun, variant: ScoredRun) -> tuple[StopRecord | None, list[str]]:
@@ -543,7 +543,7 @@ def _against_plan(run: ScoredRun, stop: StopRecord, side: int) -> tuple[int, lis
         problems.append(f"the stop record stops after {stop.inputs_run} of {len(inputs)} inputs: not early")
     if not _stopped_outcome(run):
         sessions = run.loaded.manifest.sessions
-        last = str(sessions[-1].get("outcome", "none")) if sessions else "no session"
+        last = (sessions[-1].outcome or "none") if sessions else "no session"
         problems.append(
             f"{name}'s manifest does not say its session stopped early (last session: {last:.60})"
         )

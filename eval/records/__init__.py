@@ -44,11 +44,14 @@ __all__, __getattr__ = public_face(
             "unit_of",
         ),
         "manifest_parts": (
+            "AbEntry",
             "CapabilityFacts",
             "ManifestError",
             "ProbeFacts",
+            "ReplicaEntry",
             "RunSettings",
             "RunStats",
+            "SessionEntry",
         ),
         "plan": (
             "beyond_planned_reps",

@@ -26,10 +26,11 @@ records of the same slot, group and attempt are `final.describe_duplicates`.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from eval.records.final import slot_of, unit_of
+from eval.records.manifest_parts import SessionEntry
 from eval.records.scenario_kinds.registry import spans_replicas
 from eval.records.server_figures import checked_cached
 from eval.records.types import CACHE_VERIFIED, RequestRecord
@@ -69,9 +70,9 @@ def _own_run(recs: Sequence[tuple[int, RequestRecord]], run_id: str, variant: st
             )
 
 
-def replica_count(sessions: Sequence[Mapping[str, Any]]) -> int:
+def replica_count(sessions: Sequence[SessionEntry]) -> int:
     """The most replicas a session of the run served (each session names its replicas; 1 without)."""
-    counts = [len(s["replicas"]) for s in sessions if isinstance(s.get("replicas"), list)]
+    counts = [len(s.replicas) for s in sessions if s.replicas is not None]
     return max([1, *counts])
 
 
@@ -145,7 +146,7 @@ def record_damage(
     torn: Sequence[int],
     run_id: str,
     variant: str,
-    sessions: Sequence[Mapping[str, Any]],
+    sessions: Sequence[SessionEntry],
     name: str,
 ) -> list[str]:
     """One line per kind of contradiction between the records (of file `name`) and their run, naming the first

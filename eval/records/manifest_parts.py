@@ -3,8 +3,9 @@
     RunSettings   `settings`: what a resume must match (sampling, passes, cold mode, the scenario plan)
     ProbeFacts    `probe`: what the probe found the server to be (eval/run/probe.ProbeResult, as written)
     RunStats      `stats`: the counts of the last session's end (records, final slots, by pass, counters)
+    SessionEntry  each of `sessions`: one invocation's line (its server, its outcome, its replicas, its ab side)
 
-Each is written in one place (the run session) and read as attributes everywhere else; a reader never supplies
+Each is written by the run session (a session line also by the replicas' and ab's drivers) and read as attributes everywhere else; a reader never supplies
 a default again: an absent key reads as the field's default here (the runs of earlier lbeval versions, and
 sparse test manifests, load the same way). `from_dict` checks every field's type and names the file and the
 field on damage (ManifestError, exit 2); `to_dict` is the JSON written, so a run folder written before these
@@ -241,3 +242,89 @@ class RunStats:
     def errors(self) -> int:
         """Final records whose status is error, over every pass."""
         return sum(p.get("error", 0) for p in self.by_pass.values())
+
+
+# --- sessions -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReplicaEntry:
+    """One replica of a session that ran on several (eval/run/replicas.py); `pin`: the header that routes a
+    request to its data-parallel rank (a routing endpoint's replicas share one URL)."""
+
+    replica: int
+    base_url: str
+    server_version: str | None = None
+    server_process_start_time: float | None = None
+    pin: dict[str, str] | None = None
+    part_version: int = PARTS_VERSION
+
+
+@dataclass(frozen=True)
+class AbEntry:
+    """The session was side `side` of an lbeval ab session, with the seed of its pairs' order and its partner."""
+
+    side: str
+    seed: int
+    partner: str
+    part_version: int = PARTS_VERSION
+
+
+# the keys a session line has had since it was first written (None ones too); the others once they are set
+_SESSION_START = (
+    "started_at", "base_url", "server_version", "server_process_start_time", "records_on_disk", "units_to_run",
+    "torn_lines_dropped", "retry", "timeout_s", "quiet", "launch_spec", "numerics",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SessionEntry:
+    """One line of manifest.sessions: one invocation on the run folder (a resume appends one). Written as the
+    session starts, completed as it ends (`ended_at`, `outcome`, `records_written`); `replicas`, `dp_ranks` and
+    `ab` only for a session on several replicas, on data-parallel ranks, or as one side of lbeval ab."""
+
+    started_at: str = ""
+    base_url: str = ""
+    server_version: str | None = None
+    server_process_start_time: float | None = None
+    records_on_disk: int = 0
+    units_to_run: int = 0
+    torn_lines_dropped: int = 0
+    retry: dict[str, Any] = field(default_factory=dict)  # the RetryPolicy of the session
+    timeout_s: float | None = None
+    quiet: bool = False
+    launch_spec: str | None = None  # the launch spec given, and the numerics change it declares (or "")
+    numerics: str = ""
+    ended_at: str | None = None
+    outcome: str | None = None  # "complete", "interrupted", "stopped: ..." (None: the session did not end)
+    records_written: int | None = None
+    replicas: list[ReplicaEntry] | None = None
+    dp_ranks: int | None = None
+    ab: AbEntry | None = None
+    part_version: int = PARTS_VERSION
+
+    @classmethod
+    def from_dict(cls, obj: Any, path: Path | str = "manifest.json", index: int = 0) -> SessionEntry:
+        where = f"sessions.{index}"
+        raw = _check(obj, cls, path, where, skip=("replicas", "ab"))
+        replicas = raw.get("replicas")
+        if replicas is not None:
+            if not isinstance(replicas, list):
+                raise ManifestError(
+                    path, None, f"{where}.replicas", f"must be a list, got {type(replicas).__name__}"
+                )
+            raw["replicas"] = [
+                ReplicaEntry(**_check(r, ReplicaEntry, path, f"{where}.replicas.{i}"))
+                for i, r in enumerate(replicas)
+            ]
+        if raw.get("ab") is not None:
+            raw["ab"] = AbEntry(**_check(raw["ab"], AbEntry, path, f"{where}.ab"))
+        return cls(**raw)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = _written(self, keep=_SESSION_START)
+        if self.replicas is not None:
+            out["replicas"] = [_written(r) for r in self.replicas]
+        if self.ab is not None:
+            out["ab"] = _written(self.ab)
+        return out

@@ -49,7 +49,7 @@ from eval.records.codec import type_ok as _type_ok
 from eval.records.consistency import record_damage
 from eval.records.final import Selection, describe_duplicates
 from eval.records.manifest_parts import ManifestError as ManifestError  # its readers name it with the layout
-from eval.records.manifest_parts import ProbeFacts, RunSettings, RunStats
+from eval.records.manifest_parts import ProbeFacts, RunSettings, RunStats, SessionEntry
 from eval.records.types import READABLE_SCHEMA_VERSIONS, RequestRecord
 from eval.redact import redact_data
 
@@ -106,7 +106,7 @@ class RunManifest:
     complete: bool
     warnings: list[str]
     expected_records: int  # number of slots a complete run holds (see module docstring)
-    sessions: list[dict[str, Any]] = field(default_factory=list)  # one per invocation (resumes append)
+    sessions: list[SessionEntry] = field(default_factory=list)  # one per invocation (resumes append)
     stats: RunStats = field(default_factory=RunStats)  # counts by pass and status, invalid warm, retries
     # `lbeval ab` only: this run is one side of an interleaved session, its pairing file part of it (written as
     # each session ends; eval/records/ab_pairs.PairingMark, checked by ab_pairs.pairing_damage)
@@ -263,6 +263,7 @@ def write_manifest(run_dir: Path, manifest: RunManifest) -> Path:
     obj = {f.name: getattr(manifest, f.name) for f in fields(manifest)}
     for name in _PARTS:
         obj[name] = obj[name].to_dict()
+    obj["sessions"] = [s.to_dict() for s in manifest.sessions]
     if obj["interleaved"] is None:  # written only for a side of an lbeval ab session
         del obj["interleaved"]
     atomic_write(path, json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
@@ -291,7 +292,7 @@ def _check_manifest_fields(path: Path, obj: dict[str, Any]) -> None:
             if f.default is MISSING and f.default_factory is MISSING:
                 raise ManifestError(path, None, name, "missing field")
             continue
-        if name in _PARTS:
+        if name in _PARTS or name == "sessions":
             continue
         if not _type_ok(obj[name], hints[name]):
             got = type(obj[name]).__name__
@@ -316,7 +317,13 @@ def read_manifest(run_dir: Path) -> RunManifest:
     if not isinstance(obj, dict):
         raise ManifestError(path, None, None, "manifest must be a JSON object")
     _check_manifest_fields(path, obj)
-    parts = {name: part.from_dict(obj[name], path) for name, part in _PARTS.items() if name in obj}
+    parts: dict[str, Any] = {
+        name: part.from_dict(obj[name], path) for name, part in _PARTS.items() if name in obj
+    }
+    sessions = obj.get("sessions", [])
+    if not isinstance(sessions, list):
+        raise ManifestError(path, None, "sessions", f"must be a list, got {type(sessions).__name__}")
+    parts["sessions"] = [SessionEntry.from_dict(s, path, i) for i, s in enumerate(sessions)]
     return RunManifest(**{**obj, **parts})
 
 

@@ -66,6 +66,7 @@ from eval.records.ab_pairs import (
     pairing_mark,
     read_pairs,
 )
+from eval.records.manifest_parts import AbEntry
 from eval.records.run_folder import LOCK_NAME, RECORDS_NAME, RecordWriter, run_lock, write_manifest
 from eval.records.stop import STOP_SCHEMA_VERSION, Settlement, StopRecord, remove_stop, write_stop
 from eval.records.types import RequestRecord
@@ -108,7 +109,6 @@ from eval.serve.process import sigterm_as_interrupt
 from eval.terminal import echo_err, progress_bar
 
 SIDES = ("a", "b")
-AB_SESSION_KEY = "ab"  # a run's session line: {"side", "seed", "partner"} when it was one side of lbeval ab
 UnitId = tuple[int, str, int]  # (row index, unit kind, repetition)
 
 
@@ -326,9 +326,9 @@ def _same_partners(dirs: tuple[Path, Path], names: tuple[str, str]) -> None:
             )
 
 
-def _ab_line(session: RunSession) -> dict[str, Any] | None:
+def _ab_line(session: RunSession) -> AbEntry | None:
     """The `ab` entry of the run's last session that was one side of an lbeval ab session (None: none was)."""
-    return next((s[AB_SESSION_KEY] for s in reversed(session.manifest.sessions) if AB_SESSION_KEY in s), None)
+    return next((s.ab for s in reversed(session.manifest.sessions) if s.ab is not None), None)
 
 
 def refuse_other_session(seed: int, sessions: tuple[RunSession, RunSession]) -> None:
@@ -342,10 +342,10 @@ def refuse_other_session(seed: int, sessions: tuple[RunSession, RunSession]) -> 
         if before is None:
             continue
         name = _run_name(session)
-        if before.get("side") != side:
-            changed.append(f"{name} was side {before.get('side')}, now side {side}")
-        if before.get("seed") != seed and f"--seed {before.get('seed')}" not in changed:
-            changed.append(f"--seed {before.get('seed')}, now {seed}")
+        if before.side != side:
+            changed.append(f"{name} was side {before.side}, now side {side}")
+        if before.seed != seed and f"--seed {before.seed}" not in changed:
+            changed.append(f"--seed {before.seed}, now {seed}")
     if _swapped(sessions):
         changed.append("side A's server is side B's of the last session and side B's is side A's")
     if changed:
@@ -363,7 +363,7 @@ def _swapped(sessions: tuple[RunSession, RunSession]) -> bool:
     now_url = [safe_url(s.config.base_url) for s in sessions]
     now_start = [s.probe.process_start_time for s in sessions]
     for key, now in (("base_url", now_url), ("server_process_start_time", now_start)):
-        was = [last[0].get(key), last[1].get(key)]
+        was = [getattr(last[0], key), getattr(last[1], key)]
         if None not in was and was[0] != was[1] and now == [was[1], was[0]]:
             return True
     return False
@@ -373,11 +373,8 @@ def note_session(seed: int, sessions: tuple[RunSession, RunSession]) -> None:
     """Each run's session line says it was side a or b of an lbeval ab session, with the seed and its partner (what
     `refuse_other_session` reads when the session resumes)."""
     for side, session, partner in zip(SIDES, sessions, reversed(sessions), strict=True):
-        session.manifest.sessions[-1][AB_SESSION_KEY] = {
-            "side": side,
-            "seed": seed,
-            "partner": _run_name(partner),
-        }
+        line = session.manifest.sessions[-1]
+        session.manifest.sessions[-1] = replace(line, ab=AbEntry(side, seed, _run_name(partner)))
         write_manifest(session.run_dir, session.manifest)
 
 
@@ -647,8 +644,7 @@ def say_last_stop(sessions: tuple[RunSession, RunSession]) -> None:
     """On resume, one stderr line when the last session stopped on an error (a side's engine died): what happened
     before the units left are sent again."""
     for session in sessions:
-        last = session.manifest.sessions[-1] if session.manifest.sessions else {}
-        outcome = str(last.get("outcome") or "")
+        outcome = (session.manifest.sessions[-1].outcome if session.manifest.sessions else None) or ""
         if outcome.startswith("stopped: "):
             echo_err(f"lbeval ab: resuming; the last session {outcome}", secrets=run_secrets(session.config))
             return

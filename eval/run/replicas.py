@@ -45,6 +45,7 @@ from typing import Any
 
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import InputRow
+from eval.records.manifest_parts import ReplicaEntry
 from eval.records.run_folder import (
     MANIFEST_NAME,
     RECORDS_NAME,
@@ -264,7 +265,7 @@ def replicated(config: RunConfig, inputs: Inputs) -> bool:
         return True
     if not (inputs.run_dir / MANIFEST_NAME).exists():
         return False
-    return any("replicas" in s for s in read_manifest(inputs.run_dir).sessions)
+    return any(s.replicas is not None for s in read_manifest(inputs.run_dir).sessions)
 
 
 def refuse_ranks_in_ab(config: RunConfig, side: str) -> None:
@@ -397,8 +398,8 @@ def _replicas(
 
 
 def _same_servers(session: RunSession, replicas: list[Replica]) -> list[bool]:
-    last = session.manifest.sessions[-1].get("replicas") if session.manifest.sessions else None
-    before = {int(r["replica"]): r.get("server_process_start_time") for r in last or []}
+    last = session.manifest.sessions[-1].replicas if session.manifest.sessions else None
+    before = {r.replica: r.server_process_start_time for r in last or []}
     return [
         before.get(r.index) is not None and before.get(r.index) == r.probe.process_start_time
         for r in replicas
@@ -464,15 +465,14 @@ def _begin(
 
 def _note_replicas(session: RunSession, replicas: list[Replica], more: list[dict[str, Any]]) -> None:
     """The session line's `replicas` (never a URL's credentials); the other started servers in servers.jsonl."""
-    session.manifest.sessions[-1]["replicas"] = [
-        {
-            "replica": r.index,
-            "base_url": safe_url(r.base_url),
-            "server_version": r.probe.version,
-            "server_process_start_time": r.probe.process_start_time,
-        }
-        for r in replicas
-    ]
+    line = session.manifest.sessions[-1]
+    session.manifest.sessions[-1] = replace(
+        line,
+        replicas=[
+            ReplicaEntry(r.index, safe_url(r.base_url), r.probe.version, r.probe.process_start_time)
+            for r in replicas
+        ],
+    )
     write_manifest(session.run_dir, session.manifest)
     for server in more:
         append_server_record(session.run_dir, server)
@@ -528,8 +528,12 @@ def merged_context(session: RunSession, ctxs: list[ReplicaContext]) -> Context |
     for ctx in ctxs:
         for name, n in ctx.counters.items():
             total[name] = total.get(name, 0) + n
-    for entry, ctx in zip(session.manifest.sessions[-1].get("replicas", []), ctxs, strict=False):
-        entry["server_process_start_time"] = ctx.watch.start_time
+    line = session.manifest.sessions[-1]
+    started = [
+        replace(entry, server_process_start_time=ctx.watch.start_time)
+        for entry, ctx in zip(line.replicas or [], ctxs, strict=False)
+    ]
+    session.manifest.sessions[-1] = replace(line, replicas=started + (line.replicas or [])[len(started) :])
     ctxs[0].counters = total
     return ctxs[0]
 
@@ -819,7 +823,7 @@ def _note_pins(session: RunSession, replicas: list[Replica]) -> None:
     """A routing endpoint's session line: each replica's pin header (the URLs are the same)."""
     if dp_ranks(session.config) <= 1:
         return
-    for entry in session.manifest.sessions[-1]["replicas"]:
-        entry["pin"] = rank_headers(int(entry["replica"]))
-    session.manifest.sessions[-1]["dp_ranks"] = len(replicas)
+    line = session.manifest.sessions[-1]
+    pinned = [replace(entry, pin=rank_headers(entry.replica)) for entry in line.replicas or []]
+    session.manifest.sessions[-1] = replace(line, replicas=pinned, dp_ranks=len(replicas))
     write_manifest(session.run_dir, session.manifest)

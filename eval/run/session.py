@@ -34,7 +34,7 @@ from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
 from eval.provenance import git_state, host_info, lbeval_version, package_versions
 from eval.records.cache_model import with_blocks
 from eval.records.final import UnitKey, describe_duplicates, select_final, unit_of
-from eval.records.manifest_parts import ProbeFacts, RunSettings, RunStats
+from eval.records.manifest_parts import ProbeFacts, RunSettings, RunStats, SessionEntry
 from eval.records.run_folder import (
     MANIFEST_NAME,
     RECORDS_NAME,
@@ -222,7 +222,7 @@ def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> RunSession:
     fresh = _new_manifest(config, run_dir.name, inputs.header, inputs.sha256, probe, expected)
     manifest = _open_manifest(config, run_dir, fresh)
     records, torn = _existing(run_dir)
-    last = manifest.sessions[-1].get("server_process_start_time") if manifest.sessions else None
+    last = manifest.sessions[-1].server_process_start_time if manifest.sessions else None
     same_server = last is not None and last == probe.process_start_time
     todo = units_left(units, rows, records, [same_server])
     return RunSession(config, run_dir, manifest, rows, units, todo, records, torn, probe, client.ledger)
@@ -434,7 +434,8 @@ def _finish(session: RunSession, probe: ProbeResult, ctx: Context | None, outcom
     complete = outcome == "complete" and stats.slots_final >= session.manifest.expected_records
     complete = complete and not stats.errors and not stats.duplicate_records
     m = session.manifest
-    m.sessions[-1].update(
+    m.sessions[-1] = replace(
+        m.sessions[-1],
         ended_at=now_iso(),
         outcome=outcome,
         records_written=session.written,
@@ -501,21 +502,21 @@ def _context(
 def _start_session(session: RunSession, probe: ProbeResult) -> None:
     config = session.config
     session.manifest.sessions.append(
-        {
-            "started_at": now_iso(),
-            "base_url": safe_url(config.base_url),
-            "server_version": probe.version,
-            "server_process_start_time": probe.process_start_time,
-            "records_on_disk": len(session.slim),
-            "units_to_run": len(session.todo),
-            "torn_lines_dropped": session.torn_dropped,
-            "retry": asdict(config.retry),
-            "timeout_s": config.timeout_s,
-            "quiet": config.quiet,
+        SessionEntry(
+            started_at=now_iso(),
+            base_url=safe_url(config.base_url),
+            server_version=probe.version,
+            server_process_start_time=probe.process_start_time,
+            records_on_disk=len(session.slim),
+            units_to_run=len(session.todo),
+            torn_lines_dropped=session.torn_dropped,
+            retry=asdict(config.retry),
+            timeout_s=config.timeout_s,
+            quiet=config.quiet,
             # the launch spec given and its declared numerics change (the gate's cross_variant_cold names it)
-            "launch_spec": config.launch_spec,
-            "numerics": config.numerics,
-        }
+            launch_spec=config.launch_spec,
+            numerics=config.numerics,
+        )
     )
     write_manifest(session.run_dir, session.manifest)
 

@@ -117,9 +117,9 @@ def test_the_two_sides_were_two_servers(session: tuple[Path, Path, Path]) -> Non
     for s in servers:
         assert (work / s["log"]).read_text().count(f"starting {SPEC}") == 1  # one start per log file
     runs = [load_run(d).manifest for d in (dir_a, dir_b)]
-    urls = [m.sessions[-1]["base_url"] for m in runs]
+    urls = [m.sessions[-1].base_url for m in runs]
     assert urls == [f"http://127.0.0.1:{s['port']}/v1" for s in servers]  # each side sent to its own server
-    starts = [m.sessions[-1]["server_process_start_time"] for m in runs]
+    starts = [m.sessions[-1].server_process_start_time for m in runs]
     assert starts[0] != starts[1]
 
 

@@ -72,9 +72,9 @@ def finals(run: LoadedRun) -> list[RequestRecord]:
 def test_the_run_is_complete_on_two_replicas_and_every_record_names_one(run: LoadedRun) -> None:
     m = run.manifest
     assert m.complete, m.stats
-    replicas = m.sessions[-1]["replicas"]
-    assert [r["replica"] for r in replicas] == list(range(N_REPLICAS))
-    assert len({r["base_url"] for r in replicas}) == N_REPLICAS  # two servers, two ports
+    replicas = m.sessions[-1].replicas or []
+    assert [r.replica for r in replicas] == list(range(N_REPLICAS))
+    assert len({r.base_url for r in replicas}) == N_REPLICAS  # two servers, two ports
     recs = finals(run)
     assert len(recs) == m.expected_records
     assert all(r.status == "ok" for r in recs), [

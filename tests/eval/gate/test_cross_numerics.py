@@ -17,6 +17,7 @@ from eval.analyze.attribution import Attribution, AttributionRow
 from eval.cli import main
 from eval.errors import ConfigError
 from eval.gate.cross_numerics import BaseNoise, InputPair, base_noise, judge, run_declaration
+from eval.records.manifest_parts import ManifestError, SessionEntry
 from eval.records.run_folder import MANIFEST_NAME
 from tests.eval.runfactory import base_and_variant, write_run
 
@@ -134,9 +135,10 @@ def test_no_benign_row_is_noise_zero() -> None:
 
 
 def run_with(sessions: list[dict[str, Any]]) -> Any:
+    lines = [SessionEntry.from_dict(s, "manifest.json", i) for i, s in enumerate(sessions)]
     return SimpleNamespace(
         scores=SimpleNamespace(run=SimpleNamespace(run_id="r1")),
-        loaded=SimpleNamespace(manifest=SimpleNamespace(sessions=sessions)),
+        loaded=SimpleNamespace(manifest=SimpleNamespace(sessions=lines)),
     )
 
 
@@ -157,7 +159,6 @@ def test_a_run_declares_what_every_session_s_launch_spec_declared() -> None:
         ([FP8, {"launch_spec": "cpu-smollm2", "numerics": ""}], "its sessions disagree"),
         ([FP8, {}], "its sessions disagree"),
         ([{"launch_spec": "x", "numerics": "fp8"}], 'session 1: numerics: must read "changed: REASON"'),
-        ([{"launch_spec": "x", "numerics": 3}], "session 1: numerics: must be a string"),
         ([{"launch_spec": "../x y", "numerics": "changed: fp8"}], "launch_spec must name the spec"),
         ([{"numerics": "changed: fp8"}], "launch_spec must name the spec"),
     ],
@@ -167,6 +168,11 @@ def test_a_malformed_or_ambiguous_declaration_is_refused(
 ) -> None:
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         run_declaration("variant", run_with(sessions))
+
+
+def test_a_declaration_that_is_not_a_string_is_a_damaged_manifest() -> None:
+    with pytest.raises(ManifestError, match="manifest.json:sessions.0.numerics: must be str, got int 3"):
+        run_with([{"launch_spec": "x", "numerics": 3}])
 
 
 # ---------------------------------------------------------------- through lbeval gate, from the manifest

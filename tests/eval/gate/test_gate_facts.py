@@ -124,9 +124,10 @@ def test_an_edited_replica_is_damage_not_a_fail(tmp_path: Path, capsys: pytest.C
 
 def test_a_replica_other_than_its_units_is_damage() -> None:
     from eval.records.consistency import record_damage
+    from eval.records.manifest_parts import ReplicaEntry, SessionEntry
     from tests.eval.records.test_run_folder import make_record
 
-    sessions = [{"replicas": [{"index": 0}, {"index": 1}]}]
+    sessions = [SessionEntry(replicas=[ReplicaEntry(0, "http://a/v1"), ReplicaEntry(1, "http://b/v1")])]
     recs = [make_record(seq=0), make_record(pass_name="warm", seq=1, replica=1, expected_cached_tokens=None)]
     (line,) = record_damage(recs, [], "r1", "v", sessions, "records.jsonl")
     assert "records.jsonl:2:replica: 1, but its unit's group ran on replica 0" in line

@@ -227,8 +227,7 @@ def test_manifest_errors_name_the_field(tmp_path: Path) -> None:
         ("expected_records", True, "manifest.json:expected_records: must be int, got bool True"),
         ("expected_records", -1, "manifest.json:expected_records: must not be negative"),
         ("complete", "yes", "manifest.json:complete: must be bool, got str"),
-        ("sessions", {"a": 1}, "manifest.json:sessions: must be list[dict[str, Any]], got dict"),
-        ("sessions", [1], "manifest.json:sessions: must be list[dict[str, Any]], got list"),
+        ("sessions", {"a": 1}, "manifest.json:sessions: must be a list, got dict"),
         ("warnings", [1], "manifest.json:warnings: must be list[str], got list"),
         ("ended_at", 5, "manifest.json:ended_at: must be str | None, got int"),
         ("stats", None, "manifest.json:stats: must be an object, got NoneType"),
@@ -287,6 +286,34 @@ def test_manifest_parts_are_typed_and_damage_names_the_field(
     assert info.value.exit_code == 2 and info.value.field == field
 
 
+@pytest.mark.parametrize(
+    ("line", "field", "message"),
+    [
+        (1, "sessions.0", "must be an object, got int"),
+        ({"outcome": 3}, "sessions.0.outcome", "must be str | None, got int 3"),
+        ({"numerics": None}, "sessions.0.numerics", "must be str, got NoneType"),
+        ({"replicas": {}}, "sessions.0.replicas", "must be a list, got dict"),
+        ({"replicas": [{"replica": "0", "base_url": "u"}]}, "sessions.0.replicas.0.replica", "must be int"),
+        ({"ab": {"side": "a", "partner": "r2"}}, "sessions.0.ab.seed", "missing field"),
+        (
+            {"dp_ranks": 2, "ab": {"side": "a", "seed": 1, "partner": "p", "order": 1}},
+            "sessions.0.ab.order",
+            "unknown",
+        ),
+    ],
+)
+def test_session_lines_are_typed_and_damage_names_the_line_and_field(
+    tmp_path: Path, line: object, field: str, message: str
+) -> None:
+    write_manifest(tmp_path, make_manifest())
+    obj = json.loads((tmp_path / "manifest.json").read_text())
+    obj["sessions"] = [line]
+    (tmp_path / "manifest.json").write_text(json.dumps(obj))
+    with pytest.raises(ManifestError, match=re.escape(f"manifest.json:{field}: {message}")) as info:
+        read_manifest(tmp_path)
+    assert info.value.exit_code == 2 and info.value.field == field
+
+
 def test_manifest_parts_read_sparse_and_older_manifests_and_write_the_same_keys(tmp_path: Path) -> None:
     """A manifest of an earlier lbeval (no part_version, sparse settings and probe, counters flat in stats)
     reads with the defaults written once in manifest_parts, and is written back with the keys it had."""
@@ -298,8 +325,18 @@ def test_manifest_parts_read_sparse_and_older_manifests_and_write_the_same_keys(
                     "detail": "d", "fix": "", "fault": False}}}  # fmt: skip
     obj["stats"] = {"records": 3, "slots_final": 3, "by_pass": {"cold": {"ok": 3, "invalid": 0, "error": 0}},
                     "invalid_attempts": {}, "transport_retries": 0, "duplicate_records": 0, "reprimes": 2}  # fmt: skip
+    started = {"started_at": "t0", "base_url": "http://h/v1", "server_version": None, "server_process_start_time": 1.5,
+               "records_on_disk": 0, "units_to_run": 3, "torn_lines_dropped": 0, "retry": {"attempts": 3},
+               "timeout_s": 600.0, "quiet": True, "launch_spec": None, "numerics": ""}  # fmt: skip
+    ended = {**started, "ended_at": "t1", "outcome": "complete", "records_written": 3, "dp_ranks": 2,
+             "replicas": [{"replica": 0, "base_url": "http://h/v1", "server_version": "v",
+                           "server_process_start_time": 1.5, "pin": {"X-data-parallel-rank": "0"}}],
+             "ab": {"side": "a", "seed": 7, "partner": "r2"}}  # fmt: skip
+    obj["sessions"] = [started, ended]
     (tmp_path / "manifest.json").write_text(json.dumps(obj))
     m = read_manifest(tmp_path)
+    assert m.sessions[0].outcome is None and m.sessions[1].ab is not None and m.sessions[1].ab.seed == 7
+    assert [r.pin for r in m.sessions[1].replicas or []] == [{"X-data-parallel-rank": "0"}]
     assert (
         m.settings.scenarios == ["cache", "batch"] and m.settings.repeats is None and m.settings.seed is None
     )
@@ -309,6 +346,7 @@ def test_manifest_parts_read_sparse_and_older_manifests_and_write_the_same_keys(
     write_manifest(tmp_path, m)
     again = json.loads((tmp_path / "manifest.json").read_text())
     assert again["settings"] == obj["settings"] and again["stats"] == obj["stats"]
+    assert again["sessions"] == obj["sessions"]
     assert set(obj["probe"]) < set(again["probe"]) and read_manifest(tmp_path) == m
 
 

@@ -97,7 +97,7 @@ def test_resume_after_interrupt_reruns_missing_side_and_marks_it(tmp_path: Path)
             execute_ab(config, between=interrupt)
         da, db = execute_ab(config)
     assert read_manifest(da).complete and read_manifest(db).complete
-    assert [s["outcome"] for s in read_manifest(da).sessions] == ["interrupted", "complete"]
+    assert [s.outcome for s in read_manifest(da).sessions] == ["interrupted", "complete"]
     pairs = read_pairs(da)
     assert len(pairs) == 9
     rerun = [p for p in pairs if p.rerun is not None]

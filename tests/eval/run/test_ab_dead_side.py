@@ -49,7 +49,7 @@ def test_a_side_whose_engine_dies_stops_the_session_on_both_sides(
         for run_dir in (run_a, run_b):
             manifest = read_manifest(run_dir)
             assert not manifest.complete
-            assert manifest.sessions[-1]["outcome"] == f"stopped: {message}"
+            assert manifest.sessions[-1].outcome == f"stopped: {message}"
         # side A did not run on alone: at most the pair B died in, never the whole plan (it did before)
         final_a = select_final(scan_records(run_a / RECORDS_NAME).records).final
         assert len(final_a) < read_manifest(run_a).expected_records

@@ -141,4 +141,4 @@ def test_the_command_takes_repeated_base_urls_per_side(fakes: list[FakeServer], 
     assert code == 0
     for variant in ("base", "var"):
         m = read_manifest(tmp_path / "runs" / variant / "r")
-        assert m.complete and [r["replica"] for r in m.sessions[-1]["replicas"]] == list(range(N))
+        assert m.complete and [r.replica for r in m.sessions[-1].replicas or []] == list(range(N))

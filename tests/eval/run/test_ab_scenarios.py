@@ -194,14 +194,14 @@ def test_resume_after_a_kill_in_the_middle_of_a_scenario_pair(tmp_path: Path) ->
             "hitlen_cold",
             "hitlen_prime",
         ]
-        assert [x["outcome"] for x in read_manifest(rdb).sessions] == ["interrupted"]
+        assert [x.outcome for x in read_manifest(rdb).sessions] == ["interrupted"]
         lines_before = read_pairs(rda)
         assert all(p.unit != ("qasper", interrupted_ex, "hitlen", 0) for p in lines_before)
         out_a, out_b = execute_ab(config)
     assert (out_a, out_b) == (rda, rdb)
     for run_dir in (out_a, out_b):
         m = read_manifest(run_dir)
-        assert m.complete and [x["outcome"] for x in m.sessions] == ["interrupted", "complete"]
+        assert m.complete and [x.outcome for x in m.sessions] == ["interrupted", "complete"]
         sel = select_final(_records(run_dir))
         assert not sel.duplicates and len(sel.final) == m.expected_records
         assert all(r.status == "ok" for r in sel.final.values())

@@ -58,10 +58,10 @@ def test_reproducible_warm_mismatch_on_input_3_of_12_stops_with_fail(
         assert stop.server_seconds > 0 and stop.server_seconds_full == pytest.approx(stop.server_seconds * 4)
         for d in (da, db):
             m = read_manifest(d)
-            assert not m.complete and m.sessions[-1]["outcome"].startswith(
+            assert not m.complete and (m.sessions[-1].outcome or "").startswith(
                 "stopped early by a settled decision"
             )
-            assert "stopped after 3 of 12 inputs" in m.sessions[-1]["outcome"]
+            assert "stopped after 3 of 12 inputs" in (m.sessions[-1].outcome or "")
         capsys.readouterr()
         assert main(["gate", str(da), str(db)]) == 1
         out = capsys.readouterr().out

@@ -181,8 +181,8 @@ def test_every_unit_runs_on_one_replica_and_the_manifest_lists_them(
         assert ids and all(any(i in s for s in sent) for i in ids)
     seqs = [r.seq for r in loaded.records]
     assert len(seqs) == len(set(seqs))  # one send order across the replicas
-    line = loaded.manifest.sessions[-1]["replicas"]
-    assert [(e["replica"], e["base_url"]) for e in line] == [(i, f.base_url) for i, f in enumerate(fakes)]
+    line = loaded.manifest.sessions[-1].replicas or []
+    assert [(e.replica, e.base_url) for e in line] == [(i, f.base_url) for i, f in enumerate(fakes)]
 
 
 def not_probes(fake: FakeServer) -> list[dict[str, Any]]:
@@ -333,7 +333,7 @@ def test_the_command_line_takes_base_url_repeated(fakes: list[FakeServer], tmp_p
     assert cli_main(argv) == 0
     loaded = load_run(next((tmp_path / "runs" / "v").glob("run-*")))
     assert {r.replica for r in loaded.records} == {0, 1}
-    assert len(loaded.manifest.sessions[-1]["replicas"]) == 2
+    assert len(loaded.manifest.sessions[-1].replicas or []) == 2
 
 
 def test_an_interrupted_replicated_run_is_recorded_and_resumes_on_the_same_replicas(
@@ -351,7 +351,7 @@ def test_an_interrupted_replicated_run_is_recorded_and_resumes_on_the_same_repli
         execute_run(config, on_record=stop_after_five)
     run_dir = next((tmp_path / "runs" / "v1").glob("run-*"))
     left = load_run(run_dir)
-    assert not left.manifest.complete and left.manifest.sessions[-1]["outcome"] == "interrupted"
+    assert not left.manifest.complete and left.manifest.sessions[-1].outcome == "interrupted"
     assert 5 <= len(left.records) < left.manifest.expected_records
     loaded = load_run(execute_run(config))
     assert loaded.manifest.complete

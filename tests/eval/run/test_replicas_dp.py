@@ -213,8 +213,8 @@ def test_every_record_is_pinned_and_verified_on_its_own_engine(tmp_path: Path) -
         assert engines_of[(rec.prompt_sha256, rec.cache_salt)] == {rec.replica}, rec.key
         assert rec.server_metrics is not None and rec.server_foreign is None, rec.key
     line = loaded.manifest.sessions[-1]
-    assert [e["pin"] for e in line["replicas"]] == [{DP_RANK_HEADER: "0"}, {DP_RANK_HEADER: "1"}]
-    assert {e["base_url"] for e in line["replicas"]} == {fake.base_url} and line["dp_ranks"] == 2
+    assert [e.pin for e in line.replicas or []] == [{DP_RANK_HEADER: "0"}, {DP_RANK_HEADER: "1"}]
+    assert {e.base_url for e in line.replicas or []} == {fake.base_url} and line.dp_ranks == 2
     assert loaded.manifest.stats.counter(MISROUTED) == 0
 
 
@@ -278,7 +278,7 @@ def test_a_running_spec_with_a_url_list_is_its_replicas(tmp_path: Path) -> None:
         assert cli_main(argv) == 0
         assert len(a.requests) > 2 and len(b.requests) > 2  # both served inputs (beyond their probes)
     loaded = load_run(next((tmp_path / "runs" / "two").glob("run-*")))
-    assert [e["base_url"] for e in loaded.manifest.sessions[-1]["replicas"]] == [a.base_url, b.base_url]
+    assert [e.base_url for e in loaded.manifest.sessions[-1].replicas or []] == [a.base_url, b.base_url]
 
 
 def test_a_cache_reset_or_several_urls_are_refused_with_dp_ranks(tmp_path: Path) -> None:

@@ -151,7 +151,7 @@ def test_ab_resumed_with_another_seed_is_refused(tmp_path: Path) -> None:
         assert {p: p.read_bytes() for p in (tmp_path / "runs").rglob(RECORDS_NAME)} == records  # none sent
         da, db = execute_ab(config)  # the original seed resumes
     assert read_manifest(da).complete and read_manifest(db).complete
-    assert [s["ab"]["seed"] for s in read_manifest(da).sessions] == [7, 7]
+    assert [s.ab.seed for s in read_manifest(da).sessions if s.ab is not None] == [7, 7]
 
 
 def test_ab_resumed_with_the_sides_swapped_is_refused(tmp_path: Path) -> None:

@@ -186,7 +186,9 @@ def test_a_full_disk_stops_the_run_with_one_line_and_exit_3_then_it_resumes(
     loaded = load_run(run_dir)
     assert loaded.torn_lines == 0 and len(loaded.records) == 5  # the 6th line was cut off again
     assert not loaded.manifest.complete
-    assert loaded.manifest.sessions[-1]["outcome"].startswith(f"stopped: {records}: cannot append a record")
+    assert (loaded.manifest.sessions[-1].outcome or "").startswith(
+        f"stopped: {records}: cannot append a record"
+    )
     # the disk is still full when the outcome is written: both failures on one line, no temporary file left
     monkeypatch.setattr(eval.records.run_folder, "os", FullDisk("write", 2))
     monkeypatch.setattr(
@@ -201,7 +203,7 @@ def test_a_full_disk_stops_the_run_with_one_line_and_exit_3_then_it_resumes(
         MANIFEST_NAME,
         RECORDS_NAME,
     ]
-    assert len(load_run(run_dir).records) == 7 and "outcome" not in read_manifest(run_dir).sessions[-1]
+    assert len(load_run(run_dir).records) == 7 and read_manifest(run_dir).sessions[-1].outcome is None
     monkeypatch.undo()  # space freed: the same command resumes and completes without duplicates
     assert main(argv) == 0
     loaded = load_run(run_dir)
@@ -234,7 +236,7 @@ def test_sigterm_stops_the_run_like_ctrl_c_and_it_resumes(fake: FakeServer, tmp_
     assert lines[1].startswith("lbeval run: ") and f"records kept in {run_dir}" in lines[1]
     assert lines[2].startswith("lbeval run: re-run to resume")
     loaded = load_run(run_dir)
-    assert loaded.manifest.sessions[-1]["outcome"] == "interrupted" and not loaded.manifest.complete
+    assert loaded.manifest.sessions[-1].outcome == "interrupted" and not loaded.manifest.complete
     assert loaded.torn_lines == 0 and 3 <= len(loaded.records) < 18
     assert (run_dir / LOCK_NAME).read_text() == ""  # the lock was released on the way out
     fake.faults.clear()

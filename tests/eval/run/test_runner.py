@@ -175,7 +175,7 @@ def test_interrupt_then_resume_completes_without_duplicates(
     run_dir = tmp_path / "runs" / "v1" / seen[0].run_id
     partial = load_run(run_dir)
     assert len(partial.records) == stop_after and not partial.manifest.complete
-    assert partial.manifest.sessions[-1]["outcome"] == "interrupted"
+    assert partial.manifest.sessions[-1].outcome == "interrupted"
     records = assert_complete_without_duplicates(
         execute_run(config_for(fake, two_rows(tmp_path), tmp_path / "runs"))
     )
@@ -271,7 +271,7 @@ def test_torn_last_line_is_reported_and_dropped(fake: FakeServer, tmp_path: Path
     )
     assert len(records) == 18
     m = read_manifest(run_dir)
-    assert m.sessions[-1]["torn_lines_dropped"] == 1
+    assert m.sessions[-1].torn_lines_dropped == 1
     assert any("1 torn record line(s)" in w for w in m.warnings)
 
 
@@ -313,7 +313,7 @@ def test_4xx_stops_with_the_server_message(fake: FakeServer, tmp_path: Path) -> 
     (run_dir,) = (tmp_path / "runs" / "v1").glob("run-*")
     loaded = load_run(run_dir)
     assert {r.example_id for r in loaded.records} == {"ex0"} and len(loaded.records) == 9
-    assert loaded.manifest.sessions[-1]["outcome"].startswith("stopped: ")
+    assert (loaded.manifest.sessions[-1].outcome or "").startswith("stopped: ")
     assert not loaded.manifest.complete
 
 
