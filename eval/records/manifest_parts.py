@@ -38,7 +38,7 @@ def _check(obj: Any, cls: type, path: Path | str, where: str, skip: tuple[str, .
     and of its type (the `skip` ones are read by their own types); else ManifestError naming file and field."""
     if not isinstance(obj, Mapping):
         raise ManifestError(path, None, where, f"must be an object, got {type(obj).__name__}")
-    unknown = sorted(set(obj) - {f.name for f in fields(cls)})
+    unknown = sorted(set(obj) - {f.name for f in fields(cls) if f.name != "present"})
     if unknown:
         raise ManifestError(path, None, f"{where}.{unknown[0]}", "unknown field")
     for f in fields(cls):
@@ -54,15 +54,18 @@ def _check(obj: Any, cls: type, path: Path | str, where: str, skip: tuple[str, .
 
 
 def _written(part: Any, always: bool = False, keep: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A part as JSON: every field set (not None; every field when `always`), the `keep` ones always, and no
-    part_version while it is the first (the manifests written before the typed parts carry none)."""
+    """A part as JSON: every field set (not None; every field when `always`), the `keep` ones and those the
+    part was read with (`present`) always, and no part_version while it is the first (the manifests written
+    before the typed parts carry none)."""
     out = {}
     for f in fields(part):
         value = getattr(part, f.name)
         if f.name == "part_version":
             if value != 1:
                 out[f.name] = value
-        elif always or value is not None or f.name in keep:
+        elif f.name == "present":
+            continue
+        elif always or value is not None or f.name in keep or f.name in getattr(part, "present", ()):
             out[f.name] = value
     return out
 
@@ -100,10 +103,13 @@ class RunSettings:
     scenario_max_tokens: int | None = None
     server_fields: dict[str, Any] | None = None  # what the server kind needs in every request (absent: vLLM)
     part_version: int = PARTS_VERSION
+    # the keys it was read with, written back even when null (`"seed": null`, `"hit_lengths": null`)
+    present: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
     @classmethod
     def from_dict(cls, obj: Any, path: Path | str = "manifest.json") -> RunSettings:
-        out = cls(**_check(obj, cls, path, "settings"))
+        raw = _check(obj, cls, path, "settings")
+        out = cls(**raw, present=frozenset(raw))
         for name in ("timing_reps", "concurrency", "repeats", "hit_budget", "scenario_inputs"):
             value = getattr(out, name)
             if value is not None and value < (1 if name == "concurrency" else 0):
@@ -270,7 +276,8 @@ class AbEntry:
     part_version: int = PARTS_VERSION
 
 
-# the keys a session line has had since it was first written (None ones too); the others once they are set
+# the keys a session line (a replica's) has had since it was first written (None ones too); others once set
+_REPLICA_START = ("replica", "base_url", "server_version", "server_process_start_time")
 _SESSION_START = (
     "started_at", "base_url", "server_version", "server_process_start_time", "records_on_disk", "units_to_run",
     "torn_lines_dropped", "retry", "timeout_s", "quiet", "launch_spec", "numerics",
@@ -324,7 +331,7 @@ class SessionEntry:
     def to_dict(self) -> dict[str, Any]:
         out = _written(self, keep=_SESSION_START)
         if self.replicas is not None:
-            out["replicas"] = [_written(r) for r in self.replicas]
+            out["replicas"] = [_written(r, keep=_REPLICA_START) for r in self.replicas]
         if self.ab is not None:
             out["ab"] = _written(self.ab)
         return out

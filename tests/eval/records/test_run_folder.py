@@ -320,7 +320,8 @@ def test_manifest_parts_read_sparse_and_older_manifests_and_write_the_same_keys(
     write_manifest(tmp_path, make_manifest())
     obj = json.loads((tmp_path / "manifest.json").read_text())
     obj["settings"] = {"temperature": 0.0, "passes": ["cold"], "timing_reps": 0, "cold_mode": "salt",
-                       "concurrency": 1, "stream_all": False, "scenarios": ["cache", "batch"], "batch_sizes": [4]}  # fmt: skip
+                       "concurrency": 1, "stream_all": False, "scenarios": ["cache", "batch"], "batch_sizes": [4],
+                       "seed": None, "hit_lengths": None}  # fmt: skip
     obj["probe"] = {"block_size": 16, "warnings": ["w"], "capabilities": {"tokenize": {"ok": None, "required": False,
                     "detail": "d", "fix": "", "fault": False}}}  # fmt: skip
     obj["stats"] = {"records": 3, "slots_final": 3, "by_pass": {"cold": {"ok": 3, "invalid": 0, "error": 0}},
