@@ -103,7 +103,16 @@ from eval.run.reply import RequestFailed
 from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
 from eval.run.scenarios.replicas import spans_replicas
-from eval.run.session import Inputs, RunSession, open_client, read_inputs_of, run_secrets, serving
+from eval.run.session import (
+    Inputs,
+    RunSession,
+    open_client,
+    outcome_of,
+    read_inputs_of,
+    run_secrets,
+    run_to_end,
+    serving,
+)
 from eval.run.steps import Unit
 from eval.serve.process import sigterm_as_interrupt
 from eval.terminal import echo_err, progress_bar
@@ -409,24 +418,20 @@ def _interleave(
     between: Callable[[str, UnitId], None] | None,
 ) -> None:
     sides: list[_Side] = []
-    try:
+
+    def run() -> list[str]:
         sides.append(_side("a", sa, ca, stack))
         sides.append(_side("b", sb, cb, stack))
         stopped: list[StopRecord] = []
         ok = _pairs(config, sides[0], sides[1], between, stopped)  # side name -> all its units complete
-    except BaseException as exc:
-        outcome = f"stopped: {exc}" if isinstance(exc, LbevalError) else "interrupted"
-        mark_pairing((sa, sb))
-        for s in (sa, sb):
-            ctx = next((x.ctx for x in sides if x.session is s), None)
-            s.end(ctx, outcome, exc)
-        raise
-    mark_pairing((sa, sb))
-    for side in sides:
-        outcome = "complete" if ok[side.name] else "incomplete"
         if stopped:  # the manifest's session says so: stopped early, by a settled decision, after k of N
-            outcome = f"stopped early by a settled decision: {stopped[0].headline()}"
-        side.session.end(side.ctx, outcome, None)
+            return [f"stopped early by a settled decision: {stopped[0].headline()}"] * 2
+        return [outcome_of(ok[name]) for name in SIDES]
+
+    def contexts() -> list[Context | None]:
+        return [next((x.ctx for x in sides if x.session is s), None) for s in (sa, sb)]
+
+    run_to_end((sa, sb), run, contexts, lambda: mark_pairing((sa, sb)))
 
 
 def _pairs(
@@ -686,7 +691,8 @@ def _execute_replicas(
     say_last_stop((sessions[0], sessions[1]))
     lock = threading.Lock()
     sides: list[_ReplicaSides] = []
-    try:
+
+    def run() -> list[str]:
         for name, session, cl, inputs, (_, started) in zip(
             SIDES, sessions, clients, ins, served, strict=True
         ):
@@ -695,15 +701,12 @@ def _execute_replicas(
         if sides[0].lanes != sides[1].lanes:
             raise ConfigError("the two sides place the units on replicas differently; cannot pair them")
         ok = _replica_pairs(config, sides[0], sides[1], between)
-    except BaseException as exc:
-        outcome = f"stopped: {exc}" if isinstance(exc, LbevalError) else "interrupted"
-        mark_pairing((sessions[0], sessions[1]))
-        for k, session in enumerate(sessions):
-            session.end(merged_context(session, sides[k].ctxs) if k < len(sides) else None, outcome, exc)
-        raise
-    mark_pairing((sessions[0], sessions[1]))
-    for name, session, side in zip(SIDES, sessions, sides, strict=True):
-        session.end(merged_context(session, side.ctxs), "complete" if ok[name] else "incomplete", None)
+        return [outcome_of(ok[name]) for name in SIDES]
+
+    def contexts() -> list[Context | None]:
+        return [merged_context(s, sides[k].ctxs) if k < len(sides) else None for k, s in enumerate(sessions)]
+
+    run_to_end(sessions, run, contexts, lambda: mark_pairing((sessions[0], sessions[1])))
 
 
 def _replica_sides(

@@ -43,7 +43,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from eval.errors import ConfigError, LbevalError
+from eval.errors import ConfigError
 from eval.prepare.inputs import InputRow
 from eval.records.manifest_parts import ReplicaEntry
 from eval.records.run_folder import (
@@ -78,7 +78,7 @@ from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
 from eval.run.scenarios.replicas import spans_replicas
 from eval.run.server_watch import ServerWatch
-from eval.run.session import Inputs, RunSession, api_key, open_client, units_left
+from eval.run.session import Inputs, RunSession, api_key, open_client, outcome_of, run_to_end, units_left
 from eval.run.steps import Step, Unit
 from eval.serve.launch_specs import LaunchSpec
 from eval.serve.process import start
@@ -507,17 +507,13 @@ def _contexts(
 def _send_all(session: RunSession, replicas: list[Replica], lanes: Mapping[UnitId, int]) -> None:
     progress = Progress(session.units, session.done_by_pass(), session.config.quiet)
     ctxs: list[ReplicaContext] = []
-    try:
+
+    def run() -> list[str]:
         with RecordWriter(session.run_dir / RECORDS_NAME) as writer:
-            ctxs = _contexts(session, replicas, session.emitter(writer, progress))
-            outcome = "complete" if _run_every_replica(session, ctxs, lanes) else "incomplete"
-    except BaseException as exc:
-        progress.close()
-        outcome = f"stopped: {exc}" if isinstance(exc, LbevalError) else "interrupted"
-        session.end(merged_context(session, ctxs), outcome, exc)
-        raise
-    progress.close()
-    session.end(merged_context(session, ctxs), outcome, None)
+            ctxs.extend(_contexts(session, replicas, session.emitter(writer, progress)))
+            return [outcome_of(_run_every_replica(session, ctxs, lanes))]
+
+    run_to_end([session], run, lambda: [merged_context(session, ctxs)], progress.close)
 
 
 def merged_context(session: RunSession, ctxs: list[ReplicaContext]) -> Context | None:

@@ -18,7 +18,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from eval.atomic import WriteFailed
-from eval.errors import LbevalError
 from eval.records.run_folder import RECORDS_NAME, RecordWriter, refuse_ab_folder, run_lock
 from eval.records.types import RequestRecord
 from eval.run.client import Client
@@ -39,7 +38,7 @@ from eval.run.progress import Progress
 from eval.run.replicas import replicated, run_replicated
 from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
-from eval.run.session import RunSession, open_client, read_inputs_of, serving
+from eval.run.session import RunSession, open_client, outcome_of, read_inputs_of, run_to_end, serving
 from eval.run.steps import Unit
 from eval.serve.process import sigterm_as_interrupt
 
@@ -101,17 +100,13 @@ def _send(session: RunSession, client: Client) -> None:
     """Send the pending units; the session's outcome is written to the manifest however they end."""
     progress = Progress(session.units, session.done_by_pass(), session.config.quiet)
     ctx: list[Context] = []
-    try:
+
+    def run() -> list[str]:
         with RecordWriter(session.run_dir / RECORDS_NAME) as writer:
             ctx.append(session.context(client, session.emitter(writer, progress)))
-            outcome = "complete" if _run_all(session, ctx[0]) else "incomplete"
-    except BaseException as exc:  # a 4xx, a full disk, Ctrl-C or SIGTERM: recorded, then raised
-        progress.close()
-        outcome = f"stopped: {exc}" if isinstance(exc, LbevalError) else "interrupted"
-        session.end(ctx[0] if ctx else None, outcome, exc)
-        raise
-    progress.close()
-    session.end(ctx[0], outcome, None)
+            return [outcome_of(_run_all(session, ctx[0]))]
+
+    run_to_end([session], run, lambda: ctx or [None], progress.close)
 
 
 def _run_all(session: RunSession, ctx: Context) -> bool:

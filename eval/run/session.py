@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.atomic import WriteFailed
-from eval.errors import ConfigError, DataError
+from eval.errors import ConfigError, DataError, LbevalError
 from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
 from eval.provenance import git_state, host_info, lbeval_version, package_versions
 from eval.records.cache_model import with_blocks
@@ -426,6 +426,44 @@ def _warnings(session: RunSession, probe: ProbeResult, stats: RunStats, complete
         )
     out += scenario_warnings(session.slim)
     return out
+
+
+COMPLETE, INCOMPLETE = "complete", "incomplete"  # a session's outcome when its units ran to their end
+
+
+def outcome_of(ok: bool) -> str:
+    """The outcome of a session whose units all ran: complete when every one completed."""
+    return COMPLETE if ok else INCOMPLETE
+
+
+def failure_outcome(exc: BaseException) -> str:
+    """The outcome of a session its failure ended: "stopped: <the message>" for lbeval's own (a 4xx, a full disk,
+    a dead engine), "interrupted" for anything else (Ctrl-C, SIGTERM)."""
+    return f"stopped: {exc}" if isinstance(exc, LbevalError) else "interrupted"
+
+
+def run_to_end(
+    sessions: Sequence[RunSession],
+    run: Callable[[], Sequence[str]],
+    contexts: Callable[[], Sequence[Context | None]],
+    before_end: Callable[[], None] = lambda: None,
+) -> None:
+    """The one place a session's outcome is written: `run` sends the units and gives each session's outcome
+    (`outcome_of`, or its own such as a stop); then `before_end` (the progress bars closed, the pairing marked)
+    and each session ends with its context (`contexts`: what each session's units counted, None before one was
+    made). A failure ends every session with `failure_outcome` and is raised again. `lbeval run` on one server
+    or on replicas and `lbeval ab` on one endpoint or on replicas per side all end here."""
+    try:
+        outcomes = run()
+    except BaseException as exc:  # a 4xx, a full disk, Ctrl-C or SIGTERM: recorded, then raised
+        before_end()
+        outcome = failure_outcome(exc)
+        for session, ctx in zip(sessions, contexts(), strict=True):
+            session.end(ctx, outcome, exc)
+        raise
+    before_end()
+    for session, ctx, outcome in zip(sessions, contexts(), outcomes, strict=True):
+        session.end(ctx, outcome, None)
 
 
 def _finish(session: RunSession, probe: ProbeResult, ctx: Context | None, outcome: str) -> None:
