@@ -39,7 +39,6 @@ import importlib
 import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from eval.analyze.agreement import PairStats
 from eval.analyze.attribution_rows import (
@@ -58,6 +57,7 @@ from eval.analyze.scenario_rows.replicas import run_replicas
 from eval.records import scenarios as sc
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection
+from eval.records.manifest_parts import RunSettings
 from eval.records.vocabulary import CACHE_SCENARIO, GENERATION_PASSES
 
 __all__ = [
@@ -150,18 +150,17 @@ def _cache_rows(
 def attribution(
     keys: Sequence[Key],
     sel: Selection,
-    settings: Mapping[str, Any],
+    settings: RunSettings,
     agreement: Mapping[str, PairStats | None],
     memo: ScoreMemo | None = None,
 ) -> Attribution:
     """The attribution rows of one run (see the module docstring): the cache scenario's, then each registered
     scenario's in the registry's order. `agreement`: the run's cold_warm and warm_repeat PairStats
     (eval/analyze/score.py); `memo`: pair results kept between scorings."""
-    raw = settings.get("scenarios")
-    scenarios = [str(s) for s in raw] if isinstance(raw, list) else [CACHE_SCENARIO]
-    concurrency = int(settings.get("concurrency") or 1)
-    limit = settings.get("scenario_inputs")
-    chosen = [keys[i] for i in sc.scenario_inputs(keys, limit if isinstance(limit, int) else None)]
+    scenarios = list(settings.scenarios) if settings.scenarios is not None else [CACHE_SCENARIO]
+    concurrency = settings.concurrency
+    chosen = [keys[i] for i in sc.scenario_inputs(keys, settings.scenario_inputs)]
+    written = settings.to_dict()  # a scenario's rows read its own settings by the keys its module declares
     f = Finals(sel, memo)
     n_replicas = run_replicas(sel)
     rows = _cache_rows(keys, f, agreement, concurrency, CACHE_SCENARIO in scenarios)
@@ -171,11 +170,11 @@ def attribution(
         if spec.name not in scenarios:
             rows += unmeasured(spec)
             continue
-        context = RowContext(spec, chosen, f, settings, n_replicas)
+        context = RowContext(spec, chosen, f, written, n_replicas)
         rows += builder_of(spec.name)(context)
     confounding = None
     if concurrency > 1 and agreement.get("cold_warm") is not None:
-        measured = sorted(b for b in batch_sizes(settings) if b > 1) if "batch" in scenarios else []
+        measured = sorted(b for b in batch_sizes(written) if b > 1) if "batch" in scenarios else []
         match = next((r for r in rows if r.key == f"batch_b{concurrency}"), None) if measured else None
         confounding = Confounding(concurrency, match, measured)
     return Attribution(scenarios, concurrency, len(keys), len(chosen), rows, confounding, n_replicas)

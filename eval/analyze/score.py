@@ -205,7 +205,7 @@ def score_loaded(loaded: LoadedRun, rows: list[InputRow], memo: ScoreMemo | None
         cache=cache,
         errors=sum(r.status == "error" for r in finals),
         invalid=invalid_counts(sel),
-        attribution=attribution(keys, sel, m.settings.to_dict(), agreement, memo),
+        attribution=attribution(keys, sel, m.settings, agreement, memo),
         cache_verification=cache_verification(m, sel),
         spec_decode=spec_decode(finals),
     )

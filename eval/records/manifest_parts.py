@@ -23,6 +23,7 @@ from typing import Any
 from eval.errors import DataError
 from eval.records.cache_model import CacheModel, cache_model_from_dict
 from eval.records.codec import FieldError, check_fields
+from eval.records.scenario_kinds.registry import registered
 
 PARTS_VERSION = 1  # the shape of settings, probe and stats below; a reader for an older shape goes beside it
 
@@ -38,7 +39,7 @@ def _check(obj: Any, cls: type, path: Path | str, where: str, skip: tuple[str, .
     and of its type (the `skip` ones are read by their own types); else ManifestError naming file and field."""
     if not isinstance(obj, Mapping):
         raise ManifestError(path, None, where, f"must be an object, got {type(obj).__name__}")
-    unknown = sorted(set(obj) - {f.name for f in fields(cls) if f.name != "present"})
+    unknown = sorted(set(obj) - {f.name for f in fields(cls) if f.name not in _NOT_WRITTEN})
     if unknown:
         raise ManifestError(path, None, f"{where}.{unknown[0]}", "unknown field")
     for f in fields(cls):
@@ -51,6 +52,10 @@ def _check(obj: Any, cls: type, path: Path | str, where: str, skip: tuple[str, .
     if obj.get("part_version", PARTS_VERSION) != PARTS_VERSION:
         raise ManifestError(path, None, f"{where}.part_version", f"this lbeval reads version {PARTS_VERSION}")
     return dict(obj)
+
+
+# RunSettings' fields that are no key of its own: the keys it was read with, a scenario's settings (flat)
+_NOT_WRITTEN = ("present", "scenario_settings")
 
 
 def _written(part: Any, always: bool = False, keep: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -102,14 +107,21 @@ class RunSettings:
     scenario_inputs: int | None = None  # how many inputs run the scenarios beyond cache (None: every input)
     scenario_max_tokens: int | None = None
     server_fields: dict[str, Any] | None = None  # what the server kind needs in every request (absent: vLLM)
+    # the settings of a registered scenario not named above: its module declares them (ScenarioSpec.settings),
+    # so a new scenario's setting needs no field here; written flat beside the others, read by their scenario
+    scenario_settings: dict[str, Any] = field(default_factory=dict)
     part_version: int = PARTS_VERSION
     # the keys it was read with, written back even when null (`"seed": null`, `"hit_lengths": null`)
     present: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
     @classmethod
     def from_dict(cls, obj: Any, path: Path | str = "manifest.json") -> RunSettings:
-        raw = _check(obj, cls, path, "settings")
-        out = cls(**raw, present=frozenset(raw))
+        declared = _declared_settings() - {f.name for f in fields(cls)}
+        theirs = {k: v for k, v in obj.items() if k in declared} if isinstance(obj, Mapping) else {}
+        raw = _check(
+            {k: v for k, v in obj.items() if k not in theirs} if theirs else obj, cls, path, "settings"
+        )
+        out = cls(**raw, scenario_settings=theirs, present=frozenset(raw))
         for name in ("timing_reps", "concurrency", "repeats", "hit_budget", "scenario_inputs"):
             value = getattr(out, name)
             if value is not None and value < (1 if name == "concurrency" else 0):
@@ -117,12 +129,19 @@ class RunSettings:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return _written(self, keep=("timing_reps", "cold_mode", "concurrency", "stream_all"))
+        out = _written(self, keep=("timing_reps", "cold_mode", "concurrency", "stream_all"))
+        theirs = out.pop("scenario_settings")
+        return {**out, **theirs}
 
     def differences(self, other: RunSettings) -> list[tuple[str, Any, Any]]:
         """(key, mine, other's) for each setting the two differ in, by key; empty: the same settings."""
         a, b = self.to_dict(), other.to_dict()
         return [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def _declared_settings() -> set[str]:
+    """The settings keys the registered scenarios declare (eval/records/scenario_kinds/)."""
+    return {key for spec in registered() for key in spec.settings}
 
 
 # --- probe ----------------------------------------------------------------------------------------------------

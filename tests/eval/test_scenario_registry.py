@@ -25,6 +25,7 @@ import pytest
 from eval.analyze.attribution import ROW_MODULES, attribution
 from eval.analyze.attribution_rows import built_names, generic_rows, register_rows
 from eval.records.final import select_final
+from eval.records.manifest_parts import RunSettings
 from eval.records.scenario_kinds.registry import (
     PairDef,
     ScenarioSpec,
@@ -140,12 +141,12 @@ def test_a_registered_toy_scenario_shows_in_every_listing(toy: ScenarioSpec) -> 
     # the attribution: its row from its pair (1 of the 2 pairs token-equal), or "not run"
     keys = [("qasper", "e1"), ("qasper", "e2")]
     sel = select_final(toy_records())
-    att = attribution(keys, sel, {"scenarios": ["cache", "toy"]}, {})
+    att = attribution(keys, sel, RunSettings(scenarios=["cache", "toy"]), {})
     row = att.row("toy")
     assert row is not None and row.measured and row.scenario == "toy" and row.cause == "toy cause"
     assert row.pairs is not None and (row.pairs.n_total, row.pairs.tokens_equal) == (2, 1)
     assert [d.position for d in row.pairs.divergences] == [1]
-    not_run = attribution(keys, sel, {"scenarios": ["cache"]}, {}).row("toy")
+    not_run = attribution(keys, sel, RunSettings(scenarios=["cache"]), {}).row("toy")
     assert not_run is not None and not not_run.measured
     # the report: its row in the table, its finding in the reading
     table = one_run_table(att)

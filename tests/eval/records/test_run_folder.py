@@ -34,6 +34,7 @@ from eval.records.run_folder import (
     scan_records,
     write_manifest,
 )
+from eval.records.scenario_kinds.registry import ScenarioSpec, register, unregister
 from eval.records.types import ClientTimings, RequestRecord, TopK, Usage
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -462,3 +463,22 @@ def test_damage_names_unreadable_lines_duplicates_and_lost_records(tmp_path: Pat
     assert damage(run, select_final(run.records)) == [
         "records.jsonl holds 1 record line(s), 2 fewer than the 3 the manifest counted (records were lost)"
     ]
+
+
+def test_a_registered_scenario_s_own_setting_reads_and_writes_without_a_field(tmp_path: Path) -> None:
+    """A scenario module declares its settings (ScenarioSpec.settings); a manifest holding one reads it into
+    RunSettings.scenario_settings and writes it back flat. A key no scenario declares stays an unknown field."""
+    write_manifest(tmp_path, make_manifest())
+    obj = json.loads((tmp_path / "manifest.json").read_text())
+    obj["settings"] = {**obj["settings"], "scenarios": ["cache", "toy"], "toy_copies": 3}
+    (tmp_path / "manifest.json").write_text(json.dumps(obj))
+    with pytest.raises(ManifestError, match=re.escape("manifest.json:settings.toy_copies: unknown field")):
+        read_manifest(tmp_path)
+    register(ScenarioSpec("toy", "nothing", ("toy_a",), "one unit", "1", (), settings=("toy_copies",)))
+    try:
+        m = read_manifest(tmp_path)
+        assert m.settings.scenario_settings == {"toy_copies": 3} and m.settings.scenarios == ["cache", "toy"]
+        write_manifest(tmp_path, m)
+        assert json.loads((tmp_path / "manifest.json").read_text())["settings"] == obj["settings"]
+    finally:
+        unregister("toy")
