@@ -22,7 +22,7 @@ the median (the shipped method before the gated interval), the t interval and Yu
 Hodges-Lehmann with the signed-rank interval, randomization inference over the AB/BA blocks, and the
 bootstrap-t. A false alarm: the 95 % interval excludes 0. Each rate is given with its Wilson 95 % interval.
 "gate5": the A/A session would have FAILed the old two-way rule with a `max_change_pct = 5` limit (upper bound
-above +5 %). The shipped three-way rule (eval/gate/rules.rule_prefill_change, limit RULE_LIMIT = 10 %): "rule
+above +5 %). The shipped three-way rule (eval/gate/ruleset/timing.rule_prefill_change, limit RULE_LIMIT = 10 %): "rule
 FAIL" is an A/A session whose lower end is above +10 % (a false FAIL), "undecided" one whose interval straddles
 +10 % (no verdict: re-run with --timing-until), the rest PASS (upper end <= +10 %).
 

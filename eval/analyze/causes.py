@@ -1,5 +1,5 @@
 """Base vs variant on every cause row: each attribution row (eval/analyze/attribution.py, by its key) as both
-runs measured it, for the gate's `cause_rows` rule (eval/gate/scenario_rules.py) and the one-screen summary
+runs measured it, for the gate's `cause_rows` rule (eval/gate/ruleset/cause_rows.py) and the one-screen summary
 (eval/report/console.py), which read these and compute nothing of their own.
 
 A side of a row is None when that run did not measure the row (the scenario was not run, or the row has no

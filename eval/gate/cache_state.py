@@ -1,43 +1,28 @@
-"""Gate rules that need a verified cache state, and what they do when a run's cache state is unverified.
+"""What a rule that needs a verified cache state does when a run's cache state is unverified.
 
 A run against a server that reports no cached-token count (llama-cpp-python) has an unverified cache state
 (eval/analyze/verification.py): its "cold" and "warm" passes are what lbeval sent, not what the cache did. The
-rules in NEEDS_VERIFIED_CACHE judge cache states (cold vs warm, warm vs repeat, warm misses, primed hits, warm
-after traffic), so on such a run they give no data (the gate: exit 2, no verdict), unless the policy sets
-`data.accept_unverified_cache = true`: then they are checked, and each says that its cache state was unverified.
-Rules about cold outputs and scores across runs (cold_scores, cross_variant_cold, ...) do not need it.
+rules that say `needs_verified_cache` (eval/gate/rule.Rule) judge cache states (cold vs warm, warm vs repeat,
+warm misses, primed hits, warm after traffic), so on such a run they give no data (the gate: exit 2, no verdict),
+unless the policy sets `data.accept_unverified_cache = true`: then they are checked, and each says that its cache
+state was unverified. Rules about cold outputs and scores across runs (cold_scores, cross_variant_cold, ...) do
+not need it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from eval.analyze.compare import Comparison
-from eval.gate.verdict import NO_DATA, SKIPPED, RuleResult
+from eval.gate.registry import rules
+from eval.gate.rule import NO_DATA, SKIPPED, Rule, RuleResult
 
-NEEDS_VERIFIED_CACHE = frozenset(
-    {
-        "cold_warm_equality",
-        "warm_repeat_equality",
-        "no_invalid_warm",
-        "hitlen_cache_honoured",
-        "hitlen_equality",
-        "traffic_invariant",
-        "cause_rows",
-        "cache_isolation",
-    }
-)
-# the runs a rule reads (others: its `runs` parameter, else both)
-_VARIANT_ONLY = frozenset({"warm_repeat_equality", "hitlen_equality", "traffic_invariant"})
+__all__ = ["NEEDS_VERIFIED_CACHE", "guarded", "unverified_runs"]
 
-
-def rule_runs(name: str, params: Mapping[str, Any]) -> Sequence[str]:
-    if name in _VARIANT_ONLY:
-        return ("variant",)
-    runs = params.get("runs")
-    return tuple(runs) if isinstance(runs, list | tuple) else ("base", "variant")
+# the registered rules that need a verified cache state (the rules say so themselves)
+NEEDS_VERIFIED_CACHE = frozenset(r.name for r in rules() if r.needs_verified_cache)
 
 
 def unverified_runs(c: Comparison, sides: Sequence[str]) -> list[str]:
@@ -52,25 +37,17 @@ def unverified_runs(c: Comparison, sides: Sequence[str]) -> list[str]:
     return out
 
 
-def guarded(
-    name: str,
-    rule: Callable[[Comparison, Mapping[str, Any]], RuleResult],
-    c: Comparison,
-    params: Mapping[str, Any],
-    accept_unverified: bool,
-) -> RuleResult:
+def guarded(rule: Rule, c: Comparison, params: Mapping[str, Any], accept_unverified: bool) -> RuleResult:
     """The rule's result, or no data when it needs a verified cache state that a run it reads lacks (a rule
     that skips itself, e.g. hitlen_cache_honoured without the hitlen scenario, stays skipped)."""
-    unverified = unverified_runs(c, rule_runs(name, params)) if name in NEEDS_VERIFIED_CACHE else []
-    if not unverified:
-        return rule(c, params)
-    result = rule(c, params)
-    if result.status == SKIPPED:
+    result = rule.judge(c, params)
+    unverified = unverified_runs(c, rule.runs(params)) if rule.needs_verified_cache else []
+    if not unverified or result.status == SKIPPED:
         return result
     listed = "; ".join(unverified)
     if not accept_unverified:
         return RuleResult(
-            name,
+            rule.name,
             NO_DATA,
             f"cache state unverified ({listed})",
             "a verified cache state (or data.accept_unverified_cache = true in the policy)",

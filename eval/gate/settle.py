@@ -49,41 +49,22 @@ the stop record, or when a short run's stop record is missing or damaged.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from eval.analyze.aa_floor import AaFloor, check_against
-from eval.analyze.ab_timing import paired_values, session_pairs
-from eval.analyze.causes import CauseRow, cause_rows
 from eval.analyze.compare import BOOTSTRAP_RESAMPLES, Comparison, compare
 from eval.analyze.memo import ScoreMemo
 from eval.analyze.score import ScoredRun, load_inputs, score_loaded
 from eval.errors import DataError
 from eval.gate.policy import Policy
-from eval.gate.rules import (
-    TIMING_RULES,
-    blocking_reasons,
-    evaluate,
-    no_data_reason,
-    prefill_limit,
-    runs_named,
-    thin_reasons,
-    undecided,
-)
-from eval.gate.verdict import (
-    EXIT_FAIL,
-    EXIT_NO_VERDICT,
-    EXIT_PASS,
-    FAIL,
-    NO_DATA,
-    PASS,
-    SKIPPED,
-    RuleResult,
-    Verdict,
-)
+from eval.gate.registry import rules
+from eval.gate.rule import FAIL, NO_DATA, PASS, SKIPPED, Look, Rule, RuleResult, full_run
+from eval.gate.rules import Evaluation, evaluation
+from eval.gate.ruleset.cause_rows import remaining_pairs
+from eval.gate.verdict import EXIT_FAIL, EXIT_NO_VERDICT, EXIT_PASS, Verdict, fold, no_data_reason, undecided
 from eval.prepare.inputs import InputRow
 from eval.records.codec import record_from_dict
 from eval.records.final import ExampleKey, Slot, select_final
@@ -102,14 +83,14 @@ from eval.records.stop import (
 from eval.records.types import RequestRecord
 from eval.run.ab import StopQuery
 from eval.run.adaptive import PairRatios
-from scorers.sequential import asymptotic_cs, asymptotic_rho2
 
-CS_ALPHA = 0.05
+__all__ = [
+    "GateResult", "IncrementalCheck", "compare_and_gate", "open_at_stop", "remaining_pairs", "restrict",
+    "restrict_loaded", "scratch_check", "settle", "settle_evaluated", "stop_check",
+]  # fmt: skip
+
 STOP_CHECK_RESAMPLES = 1  # IncrementalCheck's comparison: its bootstrap intervals are read by no settlement
-CS_MIN_N = 10  # scorers/sequential.asymptotic_cs: no bounds before this many inputs
 STOPPED_OUTCOME = "stopped early"  # the start of a stopped session's outcome in the manifest (eval/run/ab.py)
-FULL_RUN_ONLY = ("cold_scores", "hitlen_cache_honoured", "batch_invariant", "hitlen_equality",
-                 "repeats_single_output", "traffic_invariant")  # fmt: skip
 
 
 # ---------------------------------------------------------------- the partial runs
@@ -228,248 +209,56 @@ def _settle_look(
 # ---------------------------------------------------------------- the rules
 
 
-@dataclass(frozen=True)
-class Look:
-    """One look at the session: the comparison on the inputs run, k of N, the gate's result per rule there."""
-
-    c: Comparison
-    k: int
-    n: int
-    results: Mapping[str, RuleResult]
-    adaptive: PairRatios | None = None  # the adaptive timing phase's per-pair ratios (k == n)
-
-
-def _count_share(rule: str, equal: int, total: int, look: Look, fraction: float) -> RuleSettlement:
-    need = fraction * look.n - 1e-9
-    detail = f"{equal}/{total} equal after {look.k} of {look.n} inputs; needs {fraction:g} of N"
-    if equal + (look.n - look.k) < need:
-        return RuleSettlement(rule, SETTLED_FAIL, "count", detail + ": cannot be reached any more")
-    state = SETTLED_PASS if look.k == look.n and equal >= need else OPEN
-    return RuleSettlement(rule, state, "count", detail)
-
-
-def _warm_repeat(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
-    s = look.c.variant.scores.agreement.get("warm_repeat")
-    equal, total = (s.text_equal, s.n_total) if s is not None else (0, 0)
-    return _count_share("warm_repeat_equality", equal, total, look, p["min_fraction"])
-
-
-def _cross_cold(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
-    """The full run's: the limit is the base's own noise, which the remaining inputs' rows may still raise."""
-    return _full_run(look, "cross_variant_cold")
-
-
-def _cold_warm(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
-    b, v = look.c.base.scores.agreement.get("cold_warm"), look.c.variant.scores.agreement.get("cold_warm")
-    name, left, drop = "cold_warm_equality", look.n - look.k, p["allowed_drop"]
-    if b is None or v is None:
-        return RuleSettlement(name, OPEN, "count", "no cold/warm pairs")
-    detail = f"variant {v.text_equal}, base {b.text_equal} equal after {look.k} of {look.n} inputs"
-    if v.text_equal + left < b.text_equal - drop:
-        return RuleSettlement(name, SETTLED_FAIL, "count", detail + ": the variant cannot catch up")
-    if v.text_equal >= b.text_equal + left - drop:
-        return RuleSettlement(name, SETTLED_PASS, "count", detail)
-    return RuleSettlement(name, OPEN, "count", detail)
-
-
-def _count_max(rule: str, counts: list[tuple[str, int]], look: Look, p: Mapping[str, Any]) -> RuleSettlement:
-    detail = ", ".join(f"{side} {n}" for side, n in counts) + f" after {look.k} of {look.n} inputs"
-    if any(n > p["max"] for _, n in counts):
-        return RuleSettlement(rule, SETTLED_FAIL, "count", f"{detail}: over max {p['max']}")
-    return RuleSettlement(rule, SETTLED_PASS if look.k == look.n else OPEN, "count", detail)
-
-
-def _no_errors(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
-    counts = [(side, run.scores.errors) for side, run in runs_named(look.c, p["runs"])]
-    return _count_max("no_errors", counts, look, p)
-
-
-def _no_invalid_warm(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
-    counts = [
-        (side, r.scores.invalid.warm_attempts if p["count_recovered"] else r.scores.invalid.warm_final)
-        for side, r in runs_named(look.c, p["runs"])
-    ]
-    return _count_max("no_invalid_warm", counts, look, p)
-
-
-def _cache_reports(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
-    counts = [
-        (side, sum(r.cache_finding is not None for r in run.loaded.records))
-        for side, run in runs_named(look.c, p["runs"])
-    ]
-    return _count_max("cache_reports_consistent", counts, look, p)
-
-
-def input_log_ratios(c: Comparison, measure: str = "warm_prefill_ms") -> list[float]:
-    """Per input, in session order: the mean log(variant / base) server prefill time (`measure`) over its
-    adjacent pairs."""
-    pairs = session_pairs(c.base, c.variant)
-    if pairs is None:
-        return []
-    values = paired_values(c.base, c.variant, pairs, measure)
-    by_input: dict[str, list[float]] = {}
-    for key, _t, a, b in sorted(
-        zip(values.input_ids, values.times_s, values.a, values.b, strict=True), key=lambda x: x[1]
-    ):
-        by_input.setdefault(key, []).append(math.log(b / a))
-    return [sum(v) / len(v) for v in by_input.values()]
-
-
-def _timing(look: Look, p: Mapping[str, Any], name: str) -> RuleSettlement:
-    measure = TIMING_RULES[name]
-    # the gate rule's own limit: absolute and/or relative to the A/A floor
-    lim = prefill_limit(look.c, p, measure)
-    limit = lim.pct
-    if limit is None:
-        return RuleSettlement(name, OPEN, "no data", lim.missing)
-    if look.adaptive is not None and look.k == look.n:
-        return _adaptive_timing(look, name, measure, limit)
-    ratios = input_log_ratios(look.c, measure)
-    if len(ratios) < CS_MIN_N:
-        return RuleSettlement(
-            name, OPEN, "cs", f"{len(ratios)} inputs with paired times; the CS needs {CS_MIN_N}"
-        )
-    cs = asymptotic_cs(ratios, rho2=asymptotic_rho2(look.n, alpha=CS_ALPHA), alpha=CS_ALPHA, min_n=CS_MIN_N)
-    low, high = 100.0 * math.expm1(cs.lows[-1]), 100.0 * math.expm1(cs.highs[-1])
-    mean = 100.0 * math.expm1(cs.means[-1])
-    detail = f"{mean:+.1f}% [95% CS {low:+.1f}%, {high:+.1f}%] over {len(ratios)} inputs"
-    state = SETTLED_PASS if high <= limit else SETTLED_FAIL if low > limit else OPEN
-    return RuleSettlement(name, state, "cs", detail, low, high)
-
-
-def _adaptive_timing(look: Look, name: str, measure: str, limit: float) -> RuleSettlement:
-    """Every input has run and the adaptive phase adds timing repetitions (eval/run/adaptive.py): settled only
-    when the gate's three-way result on the data so far and the always-valid confidence sequence on the rounds'
-    per-pair log ratios (tuned like the phase's own) decide the same way."""
-    assert look.adaptive is not None
-    ratios = list(look.adaptive.by_measure.get(measure, ()))
-    result = look.results.get(name)
-    gate = result.status if result is not None else OPEN
-    if len(ratios) < CS_MIN_N:
-        return RuleSettlement(
-            name, OPEN, "adaptive cs", f"{len(ratios)} timing pairs; the CS needs {CS_MIN_N}"
-        )
-    rho2 = asymptotic_rho2(max(look.adaptive.horizon, 1), alpha=CS_ALPHA)
-    cs = asymptotic_cs(ratios, rho2=rho2, alpha=CS_ALPHA, min_n=CS_MIN_N)
-    low, high = 100.0 * math.expm1(cs.lows[-1]), 100.0 * math.expm1(cs.highs[-1])
-    by_cs = SETTLED_PASS if high <= limit else SETTLED_FAIL if low > limit else OPEN
-    detail = (f"{100.0 * math.expm1(cs.means[-1]):+.1f}% [95% CS {low:+.1f}%, {high:+.1f}%] over "
-              f"{len(ratios)} pairs, limit {limit:+g}%; the gate's interval: {gate}")  # fmt: skip
-    return RuleSettlement(name, by_cs if by_cs == gate else OPEN, "adaptive cs", detail, low, high)
-
-
-def _warm_timing(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
-    return _timing(look, p, "warm_prefill_change")
-
-
-def _cold_timing(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
-    return _timing(look, p, "cold_prefill_change")
-
-
-def _cause_rows(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
-    """FAIL as soon as a row both runs measured has more pairs with other tokens in the variant than the base
-    could still match: the base's count plus `allowed_drop` plus every pair of that row the remaining inputs
-    plan (bounded by `remaining_pairs`). The max |delta| part and a PASS settle with the full run (the base's
-    max delta over the remaining inputs is unbounded)."""
-    name, left = "cause_rows", look.n - look.k
-    both = [row for row in cause_rows(look.c) if row.both]
-    for row in both:
-        b, v = row.base, row.variant
-        if b is None or v is None or b.n_total != v.n_total:
-            continue
-        lost = (v.n_total - v.tokens_equal) - (b.n_total - b.tokens_equal) - p["allowed_drop"]
-        bound = remaining_pairs(row, both, look.k, left)
-        if lost > bound:
-            detail = (
-                f"{row.key}: tokens equal {v.tokens} vs base {b.tokens} after {look.k} of {look.n} inputs; the "
-                f"base's remaining inputs plan at most {bound} more pairs of this row: cannot catch up"
-            )
-            return RuleSettlement(name, SETTLED_FAIL, "count", detail)
-    return _full_run(look, name)
-
-
-def remaining_pairs(row: CauseRow, rows: Sequence[CauseRow], k: int, left: int) -> int:
-    """An upper bound on the pairs of `row` the remaining `left` inputs plan: per input, as many as the inputs
-    run planned on average, rounded up (the cache, batch, repeats and traffic rows plan a fixed number per
-    input; a hitlen class at most one), and for the hitlen row at least one per hitlen class seen."""
-    assert row.base is not None
-    per_input = -(-row.base.n_total // max(k, 1))
-    if row.key == "hitlen":
-        per_input = max(per_input, sum(r.key.startswith("hitlen_") for r in rows) + 1)
-    return per_input * left
-
-
-def _cache_isolation(look: Look, p: Mapping[str, Any]) -> RuleSettlement:
-    """FAIL at the first leak (a request sent already found cached tokens under a fresh salt: no later input
-    can undo it); a PASS settles with the full run."""
-    result = look.results.get("cache_isolation")
-    if result is not None and result.status == FAIL:
-        detail = f"{result.measured} after {look.k} of {look.n} inputs ({result.detail})"
-        return RuleSettlement("cache_isolation", SETTLED_FAIL, "count", detail)
-    return _full_run(look, "cache_isolation")
-
-
-def _full_run(look: Look, name: str) -> RuleSettlement:
-    """The gate's own result once every input has run; open before."""
-    result = look.results.get(name)
-    state = (result.status if result is not None else OPEN) if look.k == look.n else OPEN
-    state = state if state in (SETTLED_PASS, SETTLED_FAIL) else OPEN
-    return RuleSettlement(name, state, "full run", "settles only when every input has run")
-
-
-SETTLERS: dict[str, Callable[[Look, Mapping[str, Any]], RuleSettlement]] = {
-    "cold_warm_equality": _cold_warm,
-    "warm_repeat_equality": _warm_repeat,
-    "cross_variant_cold": _cross_cold,
-    "no_errors": _no_errors,
-    "no_invalid_warm": _no_invalid_warm,
-    "warm_prefill_change": _warm_timing,
-    "cold_prefill_change": _cold_timing,
-    "cache_reports_consistent": _cache_reports,
-    "cause_rows": _cause_rows,
-    "cache_isolation": _cache_isolation,
-}
-
-
-def _one_rule(look: Look, name: str, params: Mapping[str, Any]) -> RuleSettlement:
-    result = look.results.get(name)
+def _one_rule(look: Look, rule: Rule, params: Mapping[str, Any]) -> RuleSettlement:
+    result = look.results.get(rule.name)
     # a rule that skips itself on this plan (no such scenario) is skipped by the full run's gate too
     if result is not None and result.status == SKIPPED:
-        return RuleSettlement(name, NOT_CHECKED, "skipped", result.threshold)
+        return RuleSettlement(rule.name, NOT_CHECKED, "skipped", result.threshold)
     # a timing interval across its limit is undecided, not missing: the confidence sequence may settle it
     if result is not None and result.status == NO_DATA and not undecided(result):
-        return RuleSettlement(name, OPEN, "no data", result.measured)
-    settler = SETTLERS.get(name)
-    if settler is None:  # FULL_RUN_ONLY
-        return _full_run(look, name)
-    return settler(look, params)
+        return RuleSettlement(rule.name, OPEN, "no data", result.measured)
+    if rule.settle is None:  # settles with the full run only
+        return full_run(look, rule.name)
+    return rule.settle(look, params)
+
+
+# a settled rule's state as a rule status, for the verdict fold: open blocks a PASS as no data does
+_AS_STATUS = {SETTLED_PASS: PASS, SETTLED_FAIL: FAIL, OPEN: NO_DATA, NOT_CHECKED: SKIPPED}
 
 
 def settle(c: Comparison, policy: Policy, k: int, n: int, adaptive: PairRatios | None = None) -> Settlement:
     """Every enabled rule's state after k of N inputs, and whether the verdict is settled (module docstring);
     `adaptive`: asked in an adaptive timing phase (every input run), its per-pair ratios."""
-    verdict = evaluate(c, policy)
-    look = Look(c, k, n, {r.rule: r for r in verdict.results}, adaptive)
-    rules = tuple(_one_rule(look, name, p) for name, p in policy.rules.items() if p["enabled"])
-    failed = [r.rule for r in rules if r.state == SETTLED_FAIL]
-    open_ = [r.rule for r in rules if r.state == OPEN]
-    # as the gate (rules.evaluate): blocking data gives no verdict at all; thin data stops a PASS, not a FAIL
-    blocked = blocking_reasons(c, policy)
-    if not blocked and failed:
-        why = (
-            f"settled FAIL: {', '.join(failed)} ({next(r.detail for r in rules if r.state == SETTLED_FAIL)})"
-        )
-        return Settlement(True, SETTLED_FAIL, why, rules, k, n, policy.source)
-    blocked += thin_reasons(c, policy)
-    if blocked:
-        why = f"not settled: the data gives no verdict yet ({blocked[0]})"
-        return Settlement(False, OPEN, why, rules, k, n, policy.source)
-    if not open_ and any(r.state == SETTLED_PASS for r in rules):
-        passed = "; ".join(f"{r.rule} {r.detail}" for r in rules if r.state == SETTLED_PASS)
-        return Settlement(True, SETTLED_PASS, f"settled PASS: {passed}", rules, k, n, policy.source)
-    return Settlement(
-        False, OPEN, f"not settled: {', '.join(open_) or 'no rule checked'}", rules, k, n, policy.source
+    return settle_evaluated(evaluation(c, policy), c, policy, k, n, adaptive)
+
+
+def settle_evaluated(
+    ev: Evaluation, c: Comparison, policy: Policy, k: int, n: int, adaptive: PairRatios | None = None
+) -> Settlement:
+    """`settle` on the gate's evaluation of `c` (computed once by the caller)."""
+    look = Look(c, k, n, {r.rule: r for r in ev.results}, adaptive)
+    by_name = {r.name: r for r in rules()}
+    settled = tuple(
+        _one_rule(look, by_name[name], p)
+        for name, p in policy.rules.items()
+        if p["enabled"] and name in by_name
     )
+    open_ = [r.rule for r in settled if r.state == OPEN]
+    # the gate's own fold (eval/gate/verdict.fold): blocking data gives no verdict at all; a FAIL beats thin
+    # data; thin data, or a rule not settled yet, stops a PASS
+    code, _ = fold([_AS_STATUS[r.state] for r in settled], ev.blocking, ev.thin, open_)
+    where = (settled, k, n, policy.source)
+    if code == EXIT_FAIL:
+        failed = [r for r in settled if r.state == SETTLED_FAIL]
+        why = f"settled FAIL: {', '.join(r.rule for r in failed)} ({failed[0].detail})"
+        return Settlement(True, SETTLED_FAIL, why, *where)
+    if code == EXIT_PASS:
+        passed = "; ".join(f"{r.rule} {r.detail}" for r in settled if r.state == SETTLED_PASS)
+        return Settlement(True, SETTLED_PASS, f"settled PASS: {passed}", *where)
+    data = [*ev.blocking, *ev.thin]
+    if data:
+        return Settlement(False, OPEN, f"not settled: the data gives no verdict yet ({data[0]})", *where)
+    return Settlement(False, OPEN, f"not settled: {', '.join(open_) or 'no rule checked'}", *where)
 
 
 def stop_check(policy: Policy, floor: AaFloor | None = None) -> Callable[[StopQuery], Settlement]:
@@ -577,11 +366,11 @@ def open_at_stop(settlement: Settlement, s: RuleSettlement) -> str:
     )
 
 
-def _stopped_results(verdict: Verdict, settlement: Settlement) -> list[RuleResult]:
+def _stopped_results(results: Sequence[RuleResult], settlement: Settlement) -> list[RuleResult]:
     """The gate's rule results on the inputs run, each settled rule's replaced by its settled decision."""
     by_rule = {r.rule: r for r in settlement.rules}
     out = []
-    for r in verdict.results:
+    for r in results:
         s = by_rule.get(r.rule)
         if s is None or s.state == NOT_CHECKED:
             out.append(r)
@@ -635,7 +424,7 @@ def compare_and_gate(
     stop, problems = _stop_of(base, variant)
     if stop is None:
         c = fix(compare(base, variant, allow_mismatch=allow_mismatch, seed=seed))
-        verdict = evaluate(c, policy)
+        verdict = evaluation(c, policy).verdict
         if problems:
             verdict = Verdict(EXIT_NO_VERDICT, verdict.results, [*problems, *verdict.reasons], verdict.policy)
         return GateResult(c, verdict)
@@ -643,11 +432,10 @@ def compare_and_gate(
     vb, pb = _view(base, stop, side_a)
     vv, pv = _view(variant, stop, 1 - side_a)
     c = fix(compare(vb, vv, allow_mismatch=allow_mismatch, seed=seed))
-    again = settle(c, policy, stop.inputs_run, stop.inputs_planned)
-    results = _stopped_results(evaluate(c, policy), again)
-    reasons = [*pb, *pv, *_reproduces(stop, again), *blocking_reasons(c, policy)]
-    if reasons or not any(r.status == FAIL for r in results):  # thin data stops a PASS, not a FAIL (evaluate)
-        reasons += thin_reasons(c, policy)
-        reasons += [no_data_reason(r) for r in results if r.status == NO_DATA]
-    code = EXIT_NO_VERDICT if reasons else EXIT_FAIL if any(r.status == FAIL for r in results) else EXIT_PASS
+    ev = evaluation(c, policy)
+    again = settle_evaluated(ev, c, policy, stop.inputs_run, stop.inputs_planned)
+    results = _stopped_results(ev.results, again)
+    problems = [*pb, *pv, *_reproduces(stop, again), *ev.blocking]
+    missing = [no_data_reason(r) for r in results if r.status == NO_DATA]
+    code, reasons = fold([r.status for r in results], problems, ev.thin, missing)
     return GateResult(c, Verdict(code, results, reasons, policy.source, stopped=stop.headline()))

@@ -1,0 +1,25 @@
+"""hitlen_equality (optional, off by default): the variant's outputs after a primed prefix of every hit length
+token-identical to the cold reference on at least `min_fraction` of N. Reads the variant; needs a verified cache
+state. Settles only when every input has run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from eval.analyze.compare import Comparison
+from eval.gate.rule import FRACTION, Rule, RuleResult, register
+from eval.gate.ruleset._attribution import equality_rule
+
+__all__ = ["RULE"]
+
+
+def judge(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
+    return equality_rule(c, "hitlen_equality", ["hitlen"], "hitlen", p, bitwise=False)
+
+
+RULE = register(
+    Rule("hitlen_equality", 120, "the variant's outputs after a primed prefix equal the cold ones",
+         {"min_fraction": (FRACTION, 1.0)}, judge, needs_verified_cache=True, reads=("variant",),
+         names_rows=True)
+)  # fmt: skip
