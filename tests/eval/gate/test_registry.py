@@ -28,6 +28,7 @@ from eval.gate.verdict import EXIT_FAIL, EXIT_NO_VERDICT, EXIT_PASS, fold
 from eval.records.stop import SETTLED_FAIL
 from eval.report.banner import banner
 from eval.report.console import gate_lines
+from tests.eval.gate.test_gate_attacks import _forge_stop
 from tests.eval.runfactory import base_and_variant, write_run
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -144,9 +145,8 @@ def test_the_verdict_fold(
     assert fold(statuses, blocking, thin, missing) == expected
 
 
-def test_the_stop_check_evaluates_once_per_look(
-    comparison: Comparison, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _count_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts of the gate's evaluations and of blocking_reasons from now on."""
     calls = {"blocking": 0, "evaluation": 0}
     real_blocking, real_evaluation = rules_module.blocking_reasons, rules_module.evaluation
 
@@ -160,9 +160,34 @@ def test_the_stop_check_evaluates_once_per_look(
 
     monkeypatch.setattr(rules_module, "blocking_reasons", blocking)
     monkeypatch.setattr(settle_module, "evaluation", evaluation)
+    return calls
+
+
+def test_the_stop_check_evaluates_once_per_look(
+    comparison: Comparison, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _count_calls(monkeypatch)
     settlement = settle_module.settle(comparison, load_policy(None), 6, 6)
     assert calls == {"blocking": 1, "evaluation": 1}
     assert settlement.settled and settlement.decision == SETTLED_FAIL
+
+
+def test_the_gate_on_a_stopped_session_evaluates_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stopped session's gate settles and judges on one evaluation (it ran evaluate twice and blocking_reasons
+    three times)."""
+    base, variant = base_and_variant(tmp_path)
+    runs = tmp_path / "runs"
+    base_dir, variant_dir = write_run(runs, base), write_run(runs, variant)
+    _forge_stop(base_dir, variant_dir, 3)  # a stop record after 3 of 6 inputs (its plan does not match)
+    calls = _count_calls(monkeypatch)
+    result = settle_module.compare_and_gate(
+        score_run(base_dir), score_run(variant_dir), load_policy(None), allow_mismatch=False, seed=0
+    )
+    assert calls == {"blocking": 1, "evaluation": 1}
+    assert result.verdict.exit_code == EXIT_NO_VERDICT and result.verdict.stopped
+    assert any("the stop record plans 3 inputs" in r for r in result.verdict.reasons)
 
 
 def _added(diff: str, path: str) -> str:
