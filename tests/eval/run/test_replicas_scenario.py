@@ -23,6 +23,7 @@ from eval.gate.verdict import FAIL, NO_DATA, PASS, RuleResult
 from eval.records import scenarios as sc
 from eval.records.cache_model import BLOCKS, CacheModel
 from eval.records.final import select_final
+from eval.records.manifest_parts import RunSettings
 from eval.records.run_folder import load_run
 from eval.records.types import RequestRecord
 from eval.report.attribution import note, reading
@@ -181,7 +182,7 @@ def test_a_scenario_pair_across_replicas_is_invalid_and_a_misrouted_replicas_rec
         rec("replicas_warm", 0, seq=5, scenario="replicas", variation={**vary, sc.REPLICA: 0}),
         rec("replicas_warm", 1, seq=6, repetition=1, scenario="replicas", variation={**vary, sc.REPLICA: 1}),
     ]
-    settings = {"scenarios": ["cache", "traffic", "replicas"]}
+    settings = RunSettings.from_dict({"scenarios": ["cache", "traffic", "replicas"]})
     a = attribution([key], select_final(traffic + replicas), settings, {})
     t, vs_cold = a.row("traffic"), a.row("traffic_vs_cold")
     assert t is not None and t.pairs is not None and (t.pairs.invalid, t.pairs.n_pairs) == (1, 0)
@@ -243,8 +244,12 @@ def test_the_replica_rows_follow_the_replicas_planned_not_every_replica_a_record
         for r in range(2)
         for k, p in enumerate(("replicas_cold", "replicas_warm"))
     ]
-    a = attribution([key], select_final(recs), {"scenarios": ["cache", "replicas"]}, {})
+    a = attribution(
+        [key], select_final(recs), RunSettings.from_dict({"scenarios": ["cache", "replicas"]}), {}
+    )
     assert a.replicas == 2 and a.row("replica_r1") is not None and a.row("replica_r2") is None
-    no_scenario = attribution([key], select_final(recs[:1]), {"scenarios": ["cache", "replicas"]}, {})
+    no_scenario = attribution(
+        [key], select_final(recs[:1]), RunSettings.from_dict({"scenarios": ["cache", "replicas"]}), {}
+    )
     row = no_scenario.row("replica_r2")  # 3 replicas named, no replicas record: every pair missing, counted
     assert row is not None and row.pairs is not None and row.pairs.missing == row.pairs.n_total == 2
