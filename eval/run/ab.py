@@ -67,7 +67,7 @@ from eval.records.ab_pairs import (
     read_pairs,
 )
 from eval.records.manifest_parts import AbEntry
-from eval.records.run_folder import LOCK_NAME, RECORDS_NAME, RecordWriter, run_lock, write_manifest
+from eval.records.run_folder import LOCK_NAME, RECORDS_NAME, RecordWriter, run_lock
 from eval.records.stop import STOP_SCHEMA_VERSION, Settlement, StopRecord, remove_stop, write_stop
 from eval.records.types import RequestRecord
 from eval.redact import safe_url
@@ -382,9 +382,7 @@ def note_session(seed: int, sessions: tuple[RunSession, RunSession]) -> None:
     """Each run's session line says it was side a or b of an lbeval ab session, with the seed and its partner (what
     `refuse_other_session` reads when the session resumes)."""
     for side, session, partner in zip(SIDES, sessions, reversed(sessions), strict=True):
-        line = session.manifest.sessions[-1]
-        session.manifest.sessions[-1] = replace(line, ab=AbEntry(side, seed, _run_name(partner)))
-        write_manifest(session.run_dir, session.manifest)
+        session.note_ab(AbEntry(side, seed, _run_name(partner)))
 
 
 def mark_pairing(sessions: tuple[RunSession, RunSession]) -> None:
@@ -392,7 +390,7 @@ def mark_pairing(sessions: tuple[RunSession, RunSession]) -> None:
     their sha256: eval/records/ab_pairs.PairingMark); called as the session ends, before each manifest is
     written, so a reader can tell a pairing file removed, cut or added to since."""
     for side, session, partner in zip(SIDES, sessions, reversed(sessions), strict=True):
-        session.manifest.interleaved = asdict(pairing_mark(session.run_dir, side, _run_name(partner)))
+        session.mark_interleaved(asdict(pairing_mark(session.run_dir, side, _run_name(partner))))
 
 
 def _repair_pairing(a: Path, b: Path) -> None:

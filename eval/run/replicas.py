@@ -52,7 +52,6 @@ from eval.records.run_folder import (
     RecordWriter,
     append_server_record,
     read_manifest,
-    write_manifest,
 )
 from eval.records.server_identity import SERVER_IDENTITY_KEYS, server_differences
 from eval.records.types import RequestRecord
@@ -78,7 +77,7 @@ from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
 from eval.run.scenarios.replicas import spans_replicas
 from eval.run.server_watch import ServerWatch
-from eval.run.session import Inputs, RunSession, api_key, open_client, outcome_of, run_to_end, units_left
+from eval.run.session import Inputs, RunSession, api_key, open_client, outcome_of, run_to_end
 from eval.run.steps import Step, Unit
 from eval.serve.launch_specs import LaunchSpec
 from eval.serve.process import start
@@ -425,7 +424,6 @@ def run_replicated(
             refuse_reset_on_ranks(session.config)  # --cold auto may have chosen it
             require_engines(session.config, clients[0], session.probe.metrics)
             replicas, lanes = _begin(session, clients, inputs, started, early)
-            _note_pins(session, replicas)
             _send_all(session, replicas, lanes)
 
 
@@ -455,25 +453,26 @@ def _begin(
     replicas = _replicas(session, session.config, clients, inputs, early)
     lanes = place_units(session.units, session.rows, len(replicas))
     same = _same_servers(session, replicas)
-    session.todo = units_left(
-        session.units, session.rows, session.slim, same, lambda u: lanes.get(unit_id(u), 0)
-    )
+    session.resume_on(lambda u: lanes.get(unit_id(u), 0), same)
     session.start(started[0] if started else None)
     _note_replicas(session, replicas, started[1:])
     return replicas, lanes
 
 
 def _note_replicas(session: RunSession, replicas: list[Replica], more: list[dict[str, Any]]) -> None:
-    """The session line's `replicas` (never a URL's credentials); the other started servers in servers.jsonl."""
-    line = session.manifest.sessions[-1]
-    session.manifest.sessions[-1] = replace(
-        line,
-        replicas=[
-            ReplicaEntry(r.index, safe_url(r.base_url), r.probe.version, r.probe.process_start_time)
+    """The session line's `replicas` (never a URL's credentials; a routing endpoint's ranks with each one's pin
+    header, the URLs being the same, and `dp_ranks`); the other started servers in servers.jsonl."""
+    routing = dp_ranks(session.config) > 1
+    session.note_replicas(
+        [
+            ReplicaEntry(
+                r.index, safe_url(r.base_url), r.probe.version, r.probe.process_start_time,
+                pin=rank_headers(r.index) if routing else None,
+            )
             for r in replicas
         ],
-    )
-    write_manifest(session.run_dir, session.manifest)
+        dp_ranks=len(replicas) if routing else None,
+    )  # fmt: skip
     for server in more:
         append_server_record(session.run_dir, server)
 
@@ -524,12 +523,7 @@ def merged_context(session: RunSession, ctxs: list[ReplicaContext]) -> Context |
     for ctx in ctxs:
         for name, n in ctx.counters.items():
             total[name] = total.get(name, 0) + n
-    line = session.manifest.sessions[-1]
-    started = [
-        replace(entry, server_process_start_time=ctx.watch.start_time)
-        for entry, ctx in zip(line.replicas or [], ctxs, strict=False)
-    ]
-    session.manifest.sessions[-1] = replace(line, replicas=started + (line.replicas or [])[len(started) :])
+    session.note_replica_starts([ctx.watch.start_time for ctx in ctxs])
     ctxs[0].counters = total
     return ctxs[0]
 
@@ -813,13 +807,3 @@ def pin_checked(ctx: ReplicaContext, rec: RequestRecord) -> RequestRecord:
         return rec
     ctx.count(MISROUTED)
     return replace(rec, status="invalid", error=reason if rec.error is None else f"{reason}; {rec.error}")
-
-
-def _note_pins(session: RunSession, replicas: list[Replica]) -> None:
-    """A routing endpoint's session line: each replica's pin header (the URLs are the same)."""
-    if dp_ranks(session.config) <= 1:
-        return
-    line = session.manifest.sessions[-1]
-    pinned = [replace(entry, pin=rank_headers(entry.replica)) for entry in line.replicas or []]
-    session.manifest.sessions[-1] = replace(line, replicas=pinned, dp_ranks=len(replicas))
-    write_manifest(session.run_dir, session.manifest)

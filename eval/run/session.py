@@ -34,7 +34,7 @@ from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
 from eval.provenance import git_state, host_info, lbeval_version, package_versions
 from eval.records.cache_model import with_blocks
 from eval.records.final import UnitKey, describe_duplicates, select_final, unit_of
-from eval.records.manifest_parts import ProbeFacts, RunSettings, RunStats, SessionEntry
+from eval.records.manifest_parts import AbEntry, ProbeFacts, ReplicaEntry, RunSettings, RunStats, SessionEntry
 from eval.records.run_folder import (
     MANIFEST_NAME,
     RECORDS_NAME,
@@ -188,6 +188,38 @@ class RunSession:
         """Write the session's outcome, stats and warnings, and LATEST; when that fails too after a failed
         write (`failure`), one message says both."""
         _end(self, self.probe, [ctx] if ctx is not None else [], outcome, failure)
+
+    # what the drivers tell the session (eval/run/replicas.py, eval/run/ab.py); nothing else writes its state
+
+    def resume_on(self, lane: Callable[[Unit], int], same_server: Sequence[bool]) -> None:
+        """The units left when each unit runs on replica `lane(unit)` (`same_server[r]`: replica r's process is
+        the last session's): `units_left`, before the session starts."""
+        self.todo = units_left(self.units, self.rows, self.slim, same_server, lane)
+
+    def note_replicas(self, replicas: Sequence[ReplicaEntry], dp_ranks: int | None = None) -> None:
+        """This session's line lists its replicas (and a routing endpoint's ranks); the manifest is written."""
+        self._note(replicas=list(replicas), **({} if dp_ranks is None else {"dp_ranks": dp_ranks}))
+
+    def note_replica_starts(self, starts: Sequence[float | None]) -> None:
+        """Each replica's server process start time as its ServerWatch last saw it (written as the session ends)."""
+        line = self.manifest.sessions[-1]
+        entries = list(line.replicas or [])
+        for i, began in enumerate(starts[: len(entries)]):
+            entries[i] = replace(entries[i], server_process_start_time=began)
+        self.manifest.sessions[-1] = replace(line, replicas=entries)
+
+    def note_ab(self, entry: AbEntry) -> None:
+        """This session's line says it is one side of an lbeval ab session; the manifest is written."""
+        self._note(ab=entry)
+
+    def mark_interleaved(self, mark: dict[str, Any]) -> None:
+        """The manifest marks the run one side of an lbeval ab session with its pairing file as it is now
+        (written as the session ends)."""
+        self.manifest.interleaved = mark
+
+    def _note(self, **fields: Any) -> None:
+        self.manifest.sessions[-1] = replace(self.manifest.sessions[-1], **fields)
+        write_manifest(self.run_dir, self.manifest)
 
 
 def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> RunSession:
