@@ -47,6 +47,7 @@ __all__, __getattr__ = public_face(
             "AbEntry",
             "CapabilityFacts",
             "ManifestError",
+            "PairingMark",
             "ProbeFacts",
             "ReplicaEntry",
             "RunSettings",

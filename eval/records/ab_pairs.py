@@ -31,13 +31,13 @@ import contextlib
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from eval.atomic import write_failed
-from eval.records.codec import FieldError, check_fields
-from eval.records.run_folder import MANIFEST_NAME, PAIRS_NAME, ManifestError, RunManifest
+from eval.records.manifest_parts import PairingMark
+from eval.records.run_folder import PAIRS_NAME, RunManifest
 
 ORDERS = ("AB", "BA")
 
@@ -159,18 +159,6 @@ def last_pairs(pairs: list[PairRecord]) -> dict[tuple[str, str, str, int], PairR
 # ---------------------------------------------------------------- the session's mark in each manifest
 
 
-@dataclass(frozen=True)
-class PairingMark:
-    """`RunManifest.interleaved`: this run was side `side` of an lbeval ab session with run `partner`; when the
-    session last ended its pairing file held `pairs` lines whose sha256 is `pairs_sha256` (module docstring)."""
-
-    ab_id: str
-    side: str  # "a" | "b"
-    partner: str  # "<variant>/<run_id>" of the other side
-    pairs: int
-    pairs_sha256: str
-
-
 def _complete_lines(run_dir: Path) -> list[bytes] | None:
     """The pairing file's complete lines (each with its newline); None without the file."""
     try:
@@ -192,27 +180,10 @@ def pairing_mark(run_dir: Path, side: str, partner: str) -> PairingMark:
     return PairingMark(pairs[0].ab_id if pairs else "", side, partner, len(lines), _digest(lines))
 
 
-def read_mark(manifest: RunManifest, run_dir: Path) -> PairingMark | None:
-    """The manifest's mark (None: not a side of an lbeval ab session, or written before marks); a malformed one
-    is a ManifestError naming its field."""
-    raw = manifest.interleaved
-    if raw is None:
-        return None
-    path = run_dir / MANIFEST_NAME
-    names = {f.name for f in fields(PairingMark)}
-    try:
-        check_fields(raw, PairingMark, prefix="interleaved.")
-    except FieldError as exc:
-        raise ManifestError(path, None, exc.field, str(exc).split(": ", 1)[1]) from None
-    if set(raw) != names or raw["side"] not in ("a", "b") or raw["pairs"] < 0:
-        raise ManifestError(path, None, "interleaved", f"not a pairing mark: {raw!r:.80}")
-    return PairingMark(**raw)
-
-
 def pairing_damage(manifest: RunManifest, run_dir: Path) -> list[str]:
     """What is wrong with the pairing file of a run its manifest marks as one side of an lbeval ab session
     (empty: nothing, or no mark); module docstring."""
-    mark = read_mark(manifest, run_dir)
+    mark = manifest.interleaved  # a malformed one is refused as the manifest is read
     if mark is None:
         return []
     what = f"{PAIRS_NAME} (the manifest marks this run side {mark.side} of an lbeval ab session with {mark.partner}"

@@ -4,6 +4,7 @@
     ProbeFacts    `probe`: what the probe found the server to be (eval/run/probe.ProbeResult, as written)
     RunStats      `stats`: the counts of the last session's end (records, final slots, by pass, counters)
     SessionEntry  each of `sessions`: one invocation's line (its server, its outcome, its replicas, its ab side)
+    PairingMark   `interleaved`: one side of an lbeval ab session, with its pairing file's mark (eval/records/ab_pairs.py)
 
 Each is written by the run session (a session line also by the replicas' and ab's drivers) and read as attributes everywhere else; a reader never supplies
 a default again: an absent key reads as the field's default here (the runs of earlier lbeval versions, and
@@ -354,3 +355,29 @@ class SessionEntry:
         if self.ab is not None:
             out["ab"] = _written(self.ab)
         return out
+
+
+# --- interleaved ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairingMark:
+    """`RunManifest.interleaved`: this run was side `side` of an lbeval ab session with run `partner`; when the
+    session last ended its pairing file held `pairs` lines whose sha256 is `pairs_sha256` (eval/records/ab_pairs.py
+    checks the file against it)."""
+
+    ab_id: str
+    side: str  # "a" | "b"
+    partner: str  # "<variant>/<run_id>" of the other side
+    pairs: int
+    pairs_sha256: str
+
+    @classmethod
+    def from_dict(cls, obj: Any, path: Path | str = "manifest.json") -> PairingMark:
+        raw = _check(obj, cls, path, "interleaved")
+        if set(raw) != {f.name for f in fields(cls)} or raw["side"] not in ("a", "b") or raw["pairs"] < 0:
+            raise ManifestError(path, None, "interleaved", f"not a pairing mark: {obj!r:.80}")
+        return cls(**raw)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _written(self, always=True)

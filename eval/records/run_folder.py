@@ -49,7 +49,7 @@ from eval.records.codec import type_ok as _type_ok
 from eval.records.consistency import record_damage
 from eval.records.final import Selection, describe_duplicates
 from eval.records.manifest_parts import ManifestError as ManifestError  # its readers name it with the layout
-from eval.records.manifest_parts import ProbeFacts, RunSettings, RunStats, SessionEntry
+from eval.records.manifest_parts import PairingMark, ProbeFacts, RunSettings, RunStats, SessionEntry
 from eval.records.types import READABLE_SCHEMA_VERSIONS, RequestRecord
 from eval.redact import redact_data
 
@@ -109,8 +109,8 @@ class RunManifest:
     sessions: list[SessionEntry] = field(default_factory=list)  # one per invocation (resumes append)
     stats: RunStats = field(default_factory=RunStats)  # counts by pass and status, invalid warm, retries
     # `lbeval ab` only: this run is one side of an interleaved session, its pairing file part of it (written as
-    # each session ends; eval/records/ab_pairs.PairingMark, checked by ab_pairs.pairing_damage)
-    interleaved: dict[str, Any] | None = None
+    # each session ends; checked by eval/records/ab_pairs.pairing_damage)
+    interleaved: PairingMark | None = None
 
 
 @dataclass
@@ -264,8 +264,10 @@ def write_manifest(run_dir: Path, manifest: RunManifest) -> Path:
     for name in _PARTS:
         obj[name] = obj[name].to_dict()
     obj["sessions"] = [s.to_dict() for s in manifest.sessions]
-    if obj["interleaved"] is None:  # written only for a side of an lbeval ab session
+    if manifest.interleaved is None:  # written only for a side of an lbeval ab session
         del obj["interleaved"]
+    else:
+        obj["interleaved"] = manifest.interleaved.to_dict()
     atomic_write(path, json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
     return path
 
@@ -292,7 +294,7 @@ def _check_manifest_fields(path: Path, obj: dict[str, Any]) -> None:
             if f.default is MISSING and f.default_factory is MISSING:
                 raise ManifestError(path, None, name, "missing field")
             continue
-        if name in _PARTS or name == "sessions":
+        if name in _PARTS or name in ("sessions", "interleaved"):
             continue
         if not _type_ok(obj[name], hints[name]):
             got = type(obj[name]).__name__
@@ -324,6 +326,8 @@ def read_manifest(run_dir: Path) -> RunManifest:
     if not isinstance(sessions, list):
         raise ManifestError(path, None, "sessions", f"must be a list, got {type(sessions).__name__}")
     parts["sessions"] = [SessionEntry.from_dict(s, path, i) for i, s in enumerate(sessions)]
+    if obj.get("interleaved") is not None:
+        parts["interleaved"] = PairingMark.from_dict(obj["interleaved"], path)
     return RunManifest(**{**obj, **parts})
 
 

@@ -50,7 +50,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -390,7 +390,7 @@ def mark_pairing(sessions: tuple[RunSession, RunSession]) -> None:
     their sha256: eval/records/ab_pairs.PairingMark); called as the session ends, before each manifest is
     written, so a reader can tell a pairing file removed, cut or added to since."""
     for side, session, partner in zip(SIDES, sessions, reversed(sessions), strict=True):
-        session.mark_interleaved(asdict(pairing_mark(session.run_dir, side, _run_name(partner))))
+        session.mark_interleaved(pairing_mark(session.run_dir, side, _run_name(partner)))
 
 
 def _repair_pairing(a: Path, b: Path) -> None:

@@ -34,7 +34,15 @@ from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
 from eval.provenance import git_state, host_info, lbeval_version, package_versions
 from eval.records.cache_model import with_blocks
 from eval.records.final import UnitKey, describe_duplicates, select_final, unit_of
-from eval.records.manifest_parts import AbEntry, ProbeFacts, ReplicaEntry, RunSettings, RunStats, SessionEntry
+from eval.records.manifest_parts import (
+    AbEntry,
+    PairingMark,
+    ProbeFacts,
+    ReplicaEntry,
+    RunSettings,
+    RunStats,
+    SessionEntry,
+)
 from eval.records.run_folder import (
     MANIFEST_NAME,
     RECORDS_NAME,
@@ -212,7 +220,7 @@ class RunSession:
         """This session's line says it is one side of an lbeval ab session; the manifest is written."""
         self._note(ab=entry)
 
-    def mark_interleaved(self, mark: dict[str, Any]) -> None:
+    def mark_interleaved(self, mark: PairingMark) -> None:
         """The manifest marks the run one side of an lbeval ab session with its pairing file as it is now
         (written as the session ends)."""
         self.manifest.interleaved = mark

@@ -290,8 +290,8 @@ def test_an_interleaved_sessions_pairing_file_is_part_of_it(
     da, db = (Path(shutil.copytree(d, tmp_path / d.parent.name / d.name)) for d in session)
     for side, d, partner in (("a", da, db), ("b", db, da)):  # both manifests say so
         mark = read_manifest(d).interleaved
-        assert mark is not None and mark["side"] == side and mark["pairs"] == 9
-        assert mark["partner"] == f"{partner.parent.name}/{partner.name}"
+        assert mark is not None and mark.side == side and mark.pairs == 9
+        assert mark.partner == f"{partner.parent.name}/{partner.name}"
         assert pairing_damage(read_manifest(d), d) == []  # as the session left it
     pairs = db / "ab_pairs.jsonl"
     if damage is None:

@@ -18,7 +18,7 @@ import pytest
 from eval.errors import DataError
 from eval.records.codec import decode_topk, dumps_record, encode_topk, record_from_dict
 from eval.records.final import describe_duplicates, select_final
-from eval.records.manifest_parts import ProbeFacts, RunSettings, RunStats
+from eval.records.manifest_parts import PairingMark, ProbeFacts, RunSettings, RunStats
 from eval.records.run_folder import (
     LOCK_NAME,
     RECORDS_NAME,
@@ -482,3 +482,48 @@ def test_a_registered_scenario_s_own_setting_reads_and_writes_without_a_field(tm
         assert json.loads((tmp_path / "manifest.json").read_text())["settings"] == obj["settings"]
     finally:
         unregister("toy")
+
+
+@pytest.mark.parametrize(
+    ("mark", "field", "message"),
+    [
+        (
+            {"ab_id": "x", "side": "c", "partner": "v/r", "pairs": 1, "pairs_sha256": "s"},
+            "interleaved",
+            "not a",
+        ),
+        (
+            {"ab_id": "x", "side": "a", "partner": "v/r", "pairs": -1, "pairs_sha256": "s"},
+            "interleaved",
+            "not a",
+        ),
+        (
+            {"ab_id": 1, "side": "a", "partner": "v/r", "pairs": 1, "pairs_sha256": "s"},
+            "interleaved.ab_id",
+            "must",
+        ),
+        (
+            {"side": "a", "partner": "v/r", "pairs": 1, "pairs_sha256": "s"},
+            "interleaved.ab_id",
+            "missing field",
+        ),
+    ],
+)
+def test_an_interleaved_mark_is_typed_and_damage_names_its_field(
+    tmp_path: Path, mark: dict[str, object], field: str, message: str
+) -> None:
+    good = PairingMark("x", "a", "v/r", 2, "00")
+    write_manifest(tmp_path, make_manifest(interleaved=good))
+    assert read_manifest(tmp_path).interleaved == good
+    obj = json.loads((tmp_path / "manifest.json").read_text())
+    assert obj["interleaved"] == {
+        "ab_id": "x",
+        "side": "a",
+        "partner": "v/r",
+        "pairs": 2,
+        "pairs_sha256": "00",
+    }
+    (tmp_path / "manifest.json").write_text(json.dumps({**obj, "interleaved": mark}))
+    with pytest.raises(ManifestError, match=re.escape(f"manifest.json:{field}: {message}")) as info:
+        read_manifest(tmp_path)
+    assert info.value.exit_code == 2 and info.value.field == field
