@@ -1,6 +1,6 @@
 """Accuracy of one run: the official score per dataset and generation pass, per example and overall.
 
-Each dataset's benchmark (eval/benchmarks/registry.py) scores it: its entry in the SCORING slot is its scoring
+Each dataset's benchmark (eval/benchmark_registry.py) scores it: its entry in the SCORING slot is its scoring
 adapter (eval/benchmarks/<name>/accuracy.py: `example_score` for an input in a pass, `dataset_accuracy` for a
 dataset's inputs); this module hands each its inputs and the run's final records and collects the results
 (accuracy_types.py). A benchmark's own figures (LongBench v2's official result.py figures by difficulty and
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from eval.analyze.accuracy_types import DatasetAccuracy, ExampleScore
 from eval.analyze.memo import ScoreMemo
-from eval.benchmarks.registry import Slot, entries, stage_entry
+from eval.benchmark_registry import Slot, entries, stage_entry
 from eval.prepare.inputs import InputRow
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection

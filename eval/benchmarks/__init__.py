@@ -4,8 +4,9 @@ A package (`longbench/`, `longbench_v2/`) holds what is the benchmark's and no o
 (`spec.py`), its official prompt building (`prompting.py`, the templates in prompts/), its data sources and row
 validation (`sources.py`), the build of its input rows (`build.py`), the adapter from records to its pure metrics
 in scorers/ (`accuracy.py`) and, for v2, its rows' own fields, figures and report tables. No stage imports a
-package: `registry.py` (below every stage) is the protocol each stage reads (typed slots, `stage_entry`), and
-each package's `plugin.py` fills the slots; `plugins.load_benchmarks` registers them from the top (eval/cli.py).
+package: `eval/benchmark_registry.py` (a base module, below every stage) is the protocol each stage reads
+(typed slots, `stage_entry`), and each package's `plugin.py` fills the slots; `plugins.load_benchmarks`
+registers them from the top (eval/cli.py). So this folder sits at the top with the command layer.
 """
 
 from eval.public import public_face
@@ -15,12 +16,5 @@ __all__, __getattr__ = public_face(
     __name__,
     {
         "plugins": ("load_benchmarks",),
-        "registry": (
-            "Slot",
-            "benchmark_of",
-            "benchmarks",
-            "entries",
-            "stage_entry",
-        ),
     },
 )

@@ -5,9 +5,9 @@ a plugin.py, and one line here (docs/development.md, "Adding a benchmark")."""
 
 from __future__ import annotations
 
+from eval.benchmark_registry import Benchmark, register
 from eval.benchmarks.longbench import plugin as longbench
 from eval.benchmarks.longbench_v2 import plugin as longbench_v2
-from eval.benchmarks.registry import Benchmark, register
 
 SHIPPED: tuple[Benchmark, ...] = (longbench.BENCHMARK, longbench_v2.BENCHMARK)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from eval.benchmarks.registry import Slot
+from eval.benchmark_registry import Slot
 from eval.prepare.data_source import DataSource, Downloader
 from eval.prepare.inputs import InputRow
 from eval.prepare.tokenizers import Tokenizer

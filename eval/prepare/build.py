@@ -1,6 +1,6 @@
 """`lbeval prepare`: rows -> seeded subset -> official prompt -> middle truncation -> inputs manifest.
 
-Each dataset's benchmark (eval/benchmarks/registry.py) builds its rows: its entry in PREPARE_PART makes its part
+Each dataset's benchmark (eval/benchmark_registry.py) builds its rows: its entry in PREPARE_PART makes its part
 (eval/benchmarks/<name>/build.py, the contract in benchmark_part.py); prepare checks the names, measures
 the input budget (Budgeter), warns when --n asks more rows than a dataset has and writes the manifest."""
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from eval.benchmarks.registry import benchmark_of, entries, stage_entry
+from eval.benchmark_registry import benchmark_of, entries, stage_entry
 from eval.errors import ConfigError
 from eval.prepare.benchmark_part import PREPARE_PART, BenchmarkPart, DatasetPart, HeaderPart, PrepareJob
 from eval.prepare.data_source import DataSource, Downloader

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol, Union, get_args, get_origin, get_type_hints
 
 from eval.atomic import atomic_write_lines
-from eval.benchmarks.registry import Slot, benchmark_of, benchmarks, entries
+from eval.benchmark_registry import Slot, benchmark_of, benchmarks, entries
 from eval.errors import ConfigError, DataError
 
 INPUTS_SCHEMA_VERSION = 3

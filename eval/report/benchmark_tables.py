@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from eval.analyze.accuracy_types import DatasetAccuracy
 from eval.analyze.compare import Comparison
 from eval.analyze.score import RunScores
-from eval.benchmarks.registry import Slot, entries
+from eval.benchmark_registry import Slot, entries
 from eval.report.cells import Table
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
-from eval.benchmarks.registry import benchmark_of
+from eval.benchmark_registry import benchmark_of
 from eval.errors import ConfigError
 from eval.prepare.inputs import InputRow
 from eval.records.cache_model import CacheModel, block_hit, with_blocks

@@ -2,7 +2,7 @@
 
 - Every module imports alone in a fresh interpreter (a hidden import circle fails here).
 - Imports point down the pipeline: a stage imports only earlier stages and the base modules.
-- No stage imports a benchmark package: a stage reads the registry (eval/benchmarks/registry.py, below every
+- No stage imports a benchmark package: a stage reads the registry (eval/benchmark_registry.py, below every
   stage); a benchmark package (eval/benchmarks/<name>/) sits at the top with the command layer, like a plugin,
   and imports no other benchmark and no command.
 - No function-local import of an eval module outside the command layer (where it only defers heavy imports).
@@ -28,11 +28,12 @@ BASE = (
     "eval.redact",
     "eval.terminal",
     "eval.public",
+    "eval.benchmark_registry",
 )
-STAGES = ("benchmarks", "prepare", "serve", "records", "run", "analyze", "gate", "report")
-# the benchmark protocol and registry sit below every stage; everything else under eval/benchmarks/ (each
-# benchmark's package, the loader plugins.py) sits at the top with the command layer (docs/architecture.md)
-BENCHMARK_REGISTRY = ("eval.benchmarks", "eval.benchmarks.registry")
+STAGES = ("prepare", "serve", "records", "run", "analyze", "gate", "report")
+# the benchmark protocol and registry (eval/benchmark_registry.py) is a base module below every stage; all of
+# eval/benchmarks/ (each benchmark's package, the loader plugins.py) sits at the top with the command layer
+# (docs/architecture.md)
 HTTP_MODULES = {"httpx", "httpx2", "openai", "urllib.request", "requests"}
 HTTP_ALLOWED = ("eval.run.", "eval.serve.", "eval.prepare.tokenizers")
 
@@ -69,7 +70,7 @@ def stage_of(module: str) -> int | None:
         return -1
     parts = module.split(".")
     if parts[:2] == ["eval", "benchmarks"]:
-        return STAGES.index("benchmarks") if module in BENCHMARK_REGISTRY else None
+        return None
     if len(parts) >= 2 and parts[1] in STAGES:
         return STAGES.index(parts[1])
     return None
@@ -133,7 +134,7 @@ def stage_imports_of_benchmarks(module: str, names: list[str]) -> list[str]:
     return [
         f"{module} imports a benchmark package: {n}"
         for n in names
-        if n.startswith("eval.benchmarks.") and n not in BENCHMARK_REGISTRY
+        if n == "eval.benchmarks" or n.startswith("eval.benchmarks.")
     ]
 
 
@@ -151,7 +152,7 @@ def test_a_benchmark_package_is_self_contained() -> None:
     assert benchmark_import_problems(report, ["eval.commands.compare", "eval.report.cells"]) == [
         f"{report} imports the command layer: eval.commands.compare"
     ]
-    stages = ["eval.prepare.inputs", "eval.analyze.score", "eval.report.cells", "eval.benchmarks.registry"]
+    stages = ["eval.prepare.inputs", "eval.analyze.score", "eval.report.cells", "eval.benchmark_registry"]
     assert benchmark_import_problems(build, stages) == []
 
 
@@ -162,7 +163,7 @@ def test_no_stage_imports_a_benchmark_package() -> None:
         wrong += stage_imports_of_benchmarks(module, [n for n, _ in imported(source_tree(module), module)])
     assert wrong == []
     # and the check can fail: analyze importing a v2 module, prepare importing the loader; the registry passes
-    names = ["eval.benchmarks.longbench_v2.figures", "eval.benchmarks.plugins", "eval.benchmarks.registry"]
+    names = ["eval.benchmarks.longbench_v2.figures", "eval.benchmarks.plugins", "eval.benchmark_registry"]
     assert stage_imports_of_benchmarks("eval.analyze.accuracy", names) == [
         "eval.analyze.accuracy imports a benchmark package: eval.benchmarks.longbench_v2.figures",
         "eval.analyze.accuracy imports a benchmark package: eval.benchmarks.plugins",
@@ -214,7 +215,7 @@ def test_the_checks_above_can_fail() -> None:
     assert stage_of("eval.report.tables") > stage_of("eval.run.client")  # type: ignore[operator]
     assert stage_of("eval.records.final") < stage_of("eval.run.runner")  # type: ignore[operator]
     assert stage_of("eval.commands.run") is None and stage_of("eval.errors") == -1
-    assert stage_of("eval.benchmarks.registry") < stage_of("eval.prepare.inputs")  # type: ignore[operator]
+    assert stage_of("eval.benchmark_registry") < stage_of("eval.prepare.inputs")  # type: ignore[operator]
     assert stage_of("eval.benchmarks.longbench_v2.spec") is None  # a benchmark package: the top
     assert stage_of("eval.benchmarks.plugins") is None
     tree = ast.parse("def f():\n    from eval.run import client\n")

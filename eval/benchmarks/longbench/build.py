@@ -27,7 +27,7 @@ from eval.prepare.inputs import InputRow, sha256_text
 from eval.prepare.select import select_ids
 from eval.prepare.tokenizers import Tokenizer
 
-NAME = "longbench"  # the registry's name of this benchmark (eval/benchmarks/registry.py)
+NAME = "longbench"  # the registry's name of this benchmark (eval/benchmark_registry.py)
 
 
 def output_limit(spec: DatasetSpec, dataset: str, overrides: Mapping[str, int]) -> int:

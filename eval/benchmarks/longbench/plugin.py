@@ -4,10 +4,10 @@ the report's note), registered by the command layer (eval/benchmarks/plugins.py)
 from __future__ import annotations
 
 from eval.analyze.accuracy import SCORING, Scoring
+from eval.benchmark_registry import Benchmark, Hook
 from eval.benchmarks.longbench import accuracy
 from eval.benchmarks.longbench.build import LongBenchPart
 from eval.benchmarks.longbench.spec import PROMPT_FILES, context_end, is_v1, load_specs
-from eval.benchmarks.registry import Benchmark, Hook
 from eval.prepare.benchmark_part import PREPARE_PART
 
 

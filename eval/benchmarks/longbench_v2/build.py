@@ -63,7 +63,7 @@ from eval.prepare.select import select_ids
 from eval.prepare.tokenizers import Tokenizer
 
 MAX_RECUTS = 4
-NAME = "longbench_v2"  # the registry's name of this benchmark (eval/benchmarks/registry.py)
+NAME = "longbench_v2"  # the registry's name of this benchmark (eval/benchmark_registry.py)
 
 
 @dataclass(frozen=True)

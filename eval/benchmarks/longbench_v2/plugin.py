@@ -4,13 +4,13 @@ row's extra fields, scoring, its report tables), registered by the command layer
 from __future__ import annotations
 
 from eval.analyze.accuracy import SCORING, Scoring
+from eval.benchmark_registry import Benchmark, Hook
 from eval.benchmarks.longbench_v2 import accuracy, report
 from eval.benchmarks.longbench_v2.build import LongBenchV2Part
 from eval.benchmarks.longbench_v2.figures import JSON_KEY
 from eval.benchmarks.longbench_v2.inputs import CODEC, check_row
 from eval.benchmarks.longbench_v2.prompting import insert_cot
 from eval.benchmarks.longbench_v2.spec import PROMPT_FILES, V2_DATASET, context_end, is_v2
-from eval.benchmarks.registry import Benchmark, Hook
 from eval.prepare.benchmark_part import PREPARE_PART
 from eval.prepare.inputs import INPUT_EXTRAS, ROW_CHECK
 from eval.report.benchmark_tables import REPORT_TABLES, BenchmarkTables

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from eval.analyze import accuracy as acc
+from eval.benchmark_registry import NoStageEntry, entries, entry_problems
 from eval.benchmarks.longbench_v2.figures import v2_figures
-from eval.benchmarks.registry import NoStageEntry, entries, entry_problems
 from eval.prepare.inputs import InputRow, sha256_text
 from eval.records.final import Selection, select_final
 from eval.records.run_folder import load_run

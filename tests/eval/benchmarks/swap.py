@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from eval.benchmarks import registry
-from eval.benchmarks.registry import Slot, benchmarks
+from eval import benchmark_registry as registry
+from eval.benchmark_registry import Slot, benchmarks
 
 
 def without_entry(monkeypatch: pytest.MonkeyPatch, name: str, slot: Slot[Any]) -> None:

@@ -11,12 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from eval import benchmark_registry as registry
 from eval.analyze.accuracy import SCORING
-from eval.benchmarks import registry
-from eval.benchmarks.longbench.plugin import BENCHMARK as V1
-from eval.benchmarks.longbench.spec import load_specs
-from eval.benchmarks.plugins import load_benchmarks
-from eval.benchmarks.registry import (
+from eval.benchmark_registry import (
     Benchmark,
     NoStageEntry,
     Slot,
@@ -27,6 +24,9 @@ from eval.benchmarks.registry import (
     register,
     stage_entry,
 )
+from eval.benchmarks.longbench.plugin import BENCHMARK as V1
+from eval.benchmarks.longbench.spec import load_specs
+from eval.benchmarks.plugins import load_benchmarks
 from eval.errors import ConfigError
 from eval.prepare.benchmark_part import PREPARE_PART
 from eval.prepare.inputs import ROW_CHECK

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.benchmarks.registry import NoStageEntry, entries, entry_problems
+from eval.benchmark_registry import NoStageEntry, entries, entry_problems
 from eval.cli import main
 from eval.errors import ConfigError, DataError
 from eval.prepare.benchmark_part import PREPARE_PART
