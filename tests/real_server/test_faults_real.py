@@ -132,8 +132,15 @@ def test_short_hits_shows_one_block_missing_and_outputs_equal(fault_work: Path) 
     honoured = rows["hitlen"]["variant primed hits honoured"]
     assert honoured == {"k": 1, "n": 3} and rows["hitlen"]["base primed hits honoured"] == {"k": 3, "n": 3}
     # the shipped default gate FAILS on the promised hits (every warm pair is invalid: FAIL, not no verdict)
+    # and on those rows only: the promised hits (hitlen), the invalid warm attempts, and the rows that read the
+    # invalid warm records (cold/warm); never a hitlen length row, whose outputs equal the base's
     failed = failed_rules(fault_work, variant)
-    assert {"hitlen_cache_honoured", "no_invalid_warm"} <= set(failed), failed
+    assert failed == {
+        "hitlen_cache_honoured": {"hitlen"},
+        "no_invalid_warm": {"invalid_warm_attempts"},
+        "cold_warm_equality": {"cold_warm_text"},
+        "cause_rows": {"cache_cold_warm"},
+    }, failed
 
 
 def delta(cells: dict[str, Any], side: str) -> float:
