@@ -1,17 +1,18 @@
-"""The typed parts of a run manifest (manifest.json): its settings, the probe's facts and its stats.
+"""The typed parts of a run manifest (manifest.json): its settings, probe facts, sessions, stats and ab mark.
 
     RunSettings   `settings`: what a resume must match (sampling, passes, cold mode, the scenario plan)
     ProbeFacts    `probe`: what the probe found the server to be (eval/run/probe.ProbeResult, as written)
     RunStats      `stats`: the counts of the last session's end (records, final slots, by pass, counters)
-    SessionEntry  each of `sessions`: one invocation's line (its server, its outcome, its replicas, its ab side)
-    PairingMark   `interleaved`: one side of an lbeval ab session, with its pairing file's mark (eval/records/ab_pairs.py)
+    SessionEntry  each of `sessions`: one invocation's line (its server, outcome, replicas, lbeval ab side)
+    PairingMark   `interleaved`: one side of an lbeval ab session and its pairing file's mark (ab_pairs.py)
 
-Each is written by the run session (a session line also by the replicas' and ab's drivers) and read as attributes everywhere else; a reader never supplies
-a default again: an absent key reads as the field's default here (the runs of earlier lbeval versions, and
-sparse test manifests, load the same way). `from_dict` checks every field's type and names the file and the
-field on damage (ManifestError, exit 2); `to_dict` is the JSON written, so a run folder written before these
-types existed reads and rewrites with the same keys. Each part carries the version of its shape (`version`, not
-written while it is the first: manifest.json's own `schema_version` names the whole).
+Each is written by the run session (a session line also by the replicas' and ab's drivers) and read as
+attributes everywhere else; a reader never supplies a default again: an absent key reads as the field's default
+here (the runs of earlier lbeval versions, and sparse test manifests, load the same way). `from_dict` checks
+every field's type and names the file and the field on damage (ManifestError, exit 2); `to_dict` is the JSON
+written, so a run folder written before these types existed reads and rewrites with the same keys. Each part
+carries the version of its shape (`part_version`, not written while it is the first: manifest.json's own
+`schema_version` names the whole).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from eval.records.cache_model import CacheModel, cache_model_from_dict
 from eval.records.codec import FieldError, check_fields
 from eval.records.scenario_kinds.registry import registered
 
-PARTS_VERSION = 1  # the shape of settings, probe and stats below; a reader for an older shape goes beside it
+PARTS_VERSION = 1  # the shape of the parts below; a reader for an older shape goes beside it
 
 
 class ManifestError(DataError):
@@ -67,7 +68,7 @@ def _written(part: Any, always: bool = False, keep: tuple[str, ...] = ()) -> dic
     for f in fields(part):
         value = getattr(part, f.name)
         if f.name == "part_version":
-            if value != 1:
+            if value != 1:  # the first shape is the one written before parts had versions
                 out[f.name] = value
         elif f.name == "present":
             continue

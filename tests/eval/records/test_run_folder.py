@@ -527,3 +527,22 @@ def test_an_interleaved_mark_is_typed_and_damage_names_its_field(
     with pytest.raises(ManifestError, match=re.escape(f"manifest.json:{field}: {message}")) as info:
         read_manifest(tmp_path)
     assert info.value.exit_code == 2 and info.value.field == field
+
+
+def test_a_probe_s_facts_are_every_probe_field_as_the_manifest_held_them() -> None:
+    """ProbeFacts names every ProbeResult field (a new probe fact is typed in the manifest too), and a probe's
+    facts write the dict the probe itself writes (the manifest's `probe` keeps its keys)."""
+    from dataclasses import fields
+
+    from eval.records.cache_model import CacheModel
+    from eval.run.probe import Capability, ProbeResult
+
+    assert {f.name for f in fields(ProbeResult)} == {f.name for f in fields(ProbeFacts)} - {"part_version"}
+    probe = ProbeResult(model="m", model_ids=["m"], block_size=16, warnings=["w"], version="0.1")
+    probe.capabilities["tokenize"] = Capability(True, False, "POST /tokenize", fix="")
+    probe.cache_model = CacheModel(kind="blocks", block_size=16, evidence="saw 16")
+    facts = probe.facts()
+    assert (
+        facts.capabilities["tokenize"].detail == "POST /tokenize" and facts.cache_model == probe.cache_model
+    )
+    assert facts.to_dict() == json.loads(json.dumps(probe.to_dict()))
