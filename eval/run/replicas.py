@@ -417,7 +417,7 @@ def run_replicated(
     with serving_replicas(config) as (urls, started):
         config = replace(config, base_url=urls[0], base_urls=tuple(urls))
         with ExitStack() as stack:
-            clients = [stack.enter_context(c) for c in replica_clients(config, urls, ledger)]
+            clients = [stack.enter_context(c) for c in replica_clients(config, urls, ledger, own=True)]
             early = stack.enter_context(_probing_others(config, clients, inputs))
             session = RunSession.prepare(config, clients[0], inputs)
             session.on_record = on_record
@@ -694,12 +694,17 @@ class RankLedger(SendLedger):
         return self.shared.answered(f"{root} rank {self.rank}")
 
 
-def replica_clients(config: RunConfig, urls: Sequence[str], ledger: SendLedger) -> list[Client]:
+def replica_clients(
+    config: RunConfig, urls: Sequence[str], ledger: SendLedger, own: bool = False
+) -> list[Client]:
     """One Client per replica URL on the session's send ledger (what `lbeval run` and `lbeval ab` both open;
     the caller enters each); a routing endpoint's rank r: its pin header on every request, its own ledger
-    view."""
+    view. `own` (`lbeval run`, whose replicas are distinct servers: `refuse_repeated_endpoints`): replica 0 on
+    `ledger`, every other replica on a ledger of its own, so a request to one replica does not stop another's
+    ServerWatch from reusing its settled scrape (`lbeval ab` keeps one ledger: its two sides may be one server)."""
     if dp_ranks(config) <= 1:
-        return [open_client(replace(config, base_url=u), ledger) for u in urls]
+        ledgers = [ledger] + [SendLedger() if own else ledger for _ in urls[1:]]
+        return [open_client(replace(config, base_url=u), led) for u, led in zip(urls, ledgers, strict=True)]
     key = api_key(config)
     return [
         Client(u, key, config.timeout_s, ledger=RankLedger(ledger, r), extra_headers=rank_headers(r))

@@ -570,7 +570,7 @@ def _context(
             probe.finished_requests,
             config.metrics_wait_s,
             filtered=None,
-            ledger=session.ledger,
+            ledger=client.ledger,  # the session's, or its replica's (eval/run/replicas.replica_clients)
         ),
         emit=emit,
         seq_start=max((r.seq for r in session.slim), default=-1) + 1,

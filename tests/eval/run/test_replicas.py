@@ -20,14 +20,17 @@ from eval.records.final import select_final, unit_of
 from eval.records.run_folder import load_run
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import SCENARIO_NAMES
+from eval.run.ledger import SendLedger
 from eval.run.probe import ProbeResult
 from eval.run.replicas import (
     CPU_BIND_ENV,
     LaneLock,
+    RankLedger,
     assign_replicas,
     core_sets,
     place_units,
     refuse_ranks_in_ab,
+    replica_clients,
     replica_count,
     replica_differences,
     replica_specs,
@@ -358,3 +361,17 @@ def test_an_interrupted_replicated_run_is_recorded_and_resumes_on_the_same_repli
     assert all(len(replicas) == 1 for replicas in relations_on_one_replica(loaded.records).values())
     keys = [r.key for r in loaded.records]
     assert len(keys) == len(set(keys))  # nothing sent twice
+
+
+def test_lbeval_run_gives_each_replica_its_own_send_ledger_and_ab_shares_one(tmp_path: Path) -> None:
+    urls = ["http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1", "http://127.0.0.1:11/v1"]
+    config = RunConfig(variant="v", inputs=tmp_path / "i.jsonl", base_url=urls[0], base_urls=tuple(urls))
+    shared = SendLedger()
+    run = replica_clients(config, urls, shared, own=True)  # lbeval run: distinct servers
+    ab = replica_clients(config, urls, shared)  # lbeval ab: its two sides may be one server
+    ranks = replica_clients(replace(config, base_urls=(), dp_ranks=2), urls[:1] * 2, shared, own=True)
+    for client in (*run, *ab, *ranks):
+        client.close()
+    assert run[0].ledger is shared and len({id(c.ledger) for c in run}) == 3
+    assert all(c.ledger is shared for c in ab)
+    assert all(isinstance(c.ledger, RankLedger) and c.ledger.shared is shared for c in ranks)  # one server
