@@ -85,7 +85,7 @@ from eval.run.adaptive import (
     write_adaptive,
 )
 from eval.run.client import Client
-from eval.run.config import RunConfig, RunIncomplete, default_run_id
+from eval.run.config import RunConfig, RunIncomplete, default_run_id, topology_of
 from eval.run.ledger import SendLedger
 from eval.run.passes import Context, GroupState, resume_point, run_unit
 from eval.run.probe import ProbeResult
@@ -95,7 +95,6 @@ from eval.run.replicas import (
     merged_context,
     refuse_ranks_in_ab,
     replica_clients,
-    replica_count,
     serving_replicas,
     start_replicas,
 )
@@ -187,7 +186,7 @@ def _validate(config: AbConfig) -> None:
         raise ConfigError("both sides of lbeval ab need the same scenarios and scenario options")
     refuse_ranks_in_ab(config.a, "A")
     refuse_ranks_in_ab(config.b, "B")
-    n_a, n_b = replica_count(config.a), replica_count(config.b)
+    n_a, n_b = topology_of(config.a).lanes, topology_of(config.b).lanes  # sides x lanes: the same lanes
     if n_a != n_b:
         raise ConfigError(f"both sides of lbeval ab need the same number of replicas (A {n_a}, B {n_b})")
     if n_a > 1 and (config.stop_check is not None or config.timing_target is not None):
@@ -252,7 +251,7 @@ def execute_ab(
             _same_partners(
                 (in_a.run_dir, in_b.run_dir), (f"{cfg_a.variant}/{id_a}", f"{cfg_b.variant}/{id_b}")
             )
-            if replica_count(cfg_a) > 1:
+            if topology_of(cfg_a).replicated:
                 _execute_replicas(config, (cfg_a, cfg_b), (in_a, in_b), shared, stack, between)
                 return in_a.run_dir, in_b.run_dir
             url_a, server_a = stack.enter_context(serving(cfg_a))

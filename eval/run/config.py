@@ -85,6 +85,45 @@ class RunConfig:
     secrets: Secrets = field(default=NO_SECRETS, repr=False, compare=False)
 
 
+@dataclass(frozen=True)
+class Topology:
+    """Where one session's requests go, resolved once from its RunConfig (`topology_of`) before the session
+    starts: its lanes, each one server (or one data-parallel rank of a routing endpoint) that runs its units at
+    --concurrency, all lanes at once. `lbeval ab` runs two sides of the same lanes (eval/run/ab.py)."""
+
+    lanes: int  # 1: one server; N: N replicas, or a routing endpoint's N ranks
+    ranks: int  # a routing endpoint's data-parallel ranks, its lanes sharing one URL (1: none)
+    urls: tuple[
+        str, ...
+    ]  # the running endpoints given (one per replica); () when a launch spec's are started
+    spec: LaunchSpec | None  # the launch spec the session starts (its `replicas` servers, or its one router)
+
+    @property
+    def routing(self) -> bool:
+        """A routing endpoint: one URL, a lane per data-parallel rank (pinned by a header)."""
+        return self.ranks > 1
+
+    @property
+    def replicated(self) -> bool:
+        return self.lanes > 1
+
+
+def topology_of(config: RunConfig) -> Topology:
+    """The session's lanes from the four ways a RunConfig names them: `--dp-ranks` (else the launch spec's
+    `dp_ranks`) makes the one endpoint that many lanes; else a launch spec's `replicas`; else one lane per
+    `--base-url` given (base_urls), at least the one base_url."""
+    spec = config.server
+    ranks = config.dp_ranks if config.dp_ranks > 1 else (spec.dp_ranks if spec is not None else 1)
+    if ranks > 1:
+        lanes = ranks
+    elif spec is not None:
+        lanes = spec.replicas
+    else:
+        lanes = max(1, len(config.base_urls))
+    urls = () if spec is not None else (config.base_urls or (config.base_url,))
+    return Topology(lanes, ranks, urls, spec)
+
+
 def validate_name(kind: str, name: str) -> str:
     if not NAME_RE.match(name) or ".." in name:
         raise ConfigError(

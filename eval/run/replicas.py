@@ -57,7 +57,7 @@ from eval.records.server_identity import SERVER_IDENTITY_KEYS, server_difference
 from eval.records.types import RequestRecord
 from eval.redact import safe_url
 from eval.run.client import Client
-from eval.run.config import RunConfig
+from eval.run.config import RunConfig, Topology, topology_of
 from eval.run.ledger import SendLedger
 from eval.run.metrics_text import (
     FINISHED_COUNTER,
@@ -243,24 +243,19 @@ def replica_specs(spec: LaunchSpec, cores: Sequence[int], devices: Sequence[int]
 
 
 def dp_ranks(config: RunConfig) -> int:
-    """A routing endpoint's data-parallel ranks: --dp-ranks, else the launch spec's `dp_ranks`; 1: none."""
-    if config.dp_ranks > 1:
-        return config.dp_ranks
-    return config.server.dp_ranks if config.server is not None else 1
+    """A routing endpoint's data-parallel ranks (`Topology.ranks`); 1: none."""
+    return topology_of(config).ranks
 
 
 def replica_count(config: RunConfig) -> int:
-    if dp_ranks(config) > 1:
-        return dp_ranks(config)
-    if config.server is not None:
-        return config.server.replicas
-    return max(1, len(config.base_urls))
+    """The session's lanes (`Topology.lanes`): replicas, or a routing endpoint's ranks; 1: one server."""
+    return topology_of(config).lanes
 
 
-def replicated(config: RunConfig, inputs: Inputs) -> bool:
-    """Whether the session runs through the replicas' path: more than one replica now, or a run folder an
+def replicated(topology: Topology, inputs: Inputs) -> bool:
+    """Whether the session runs through the replicas' path: more than one lane now, or a run folder an
     earlier session ran on replicas (its units' replicas decide what resumes where)."""
-    if replica_count(config) > 1:
+    if topology.replicated:
         return True
     if not (inputs.run_dir / MANIFEST_NAME).exists():
         return False

@@ -30,6 +30,7 @@ from eval.run.config import (
     default_run_id,
     resolved_for_server,
     run_settings,
+    topology_of,
     validate_name,
 )
 from eval.run.ledger import SendLedger
@@ -78,7 +79,7 @@ def execute_run(
             inputs = read_inputs_of(config)
             with run_lock(inputs.run_dir):
                 refuse_ab_folder(inputs.run_dir)  # an `lbeval ab` run folder is resumed by lbeval ab only
-                if replicated(config, inputs):  # N endpoints, each input pinned to one (eval/run/replicas.py)
+                if replicated(topology_of(config), inputs):  # N lanes (eval/run/replicas.py)
                     run_replicated(config, inputs, ledger or SendLedger(), on_record)
                     return inputs.run_dir
                 ledger = ledger or SendLedger()

@@ -67,6 +67,7 @@ from eval.run.config import (
     now_iso,
     resolved_for_server,
     run_settings,
+    topology_of,
     validate_config,
 )
 from eval.run.ledger import SendLedger
@@ -256,7 +257,7 @@ def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> RunSession:
         config.scenarios, rows, cache_model=with_blocks(probe.cache_model, probe.block_size),
         max_tokens_override=config.request.max_tokens_override,
         token_ids=fetch_token_ids(config.scenarios, rows, client, probe, config.request),
-        replicas=max(1, len(config.base_urls)),  # the replicas' path gives every replica's URL here
+        replicas=topology_of(config).lanes,
     )  # fmt: skip
     expected = sum(len(u.steps) for u in units)
     fresh = _new_manifest(config, run_dir.name, inputs.header, inputs.sha256, probe, expected)

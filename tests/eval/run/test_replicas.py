@@ -20,6 +20,7 @@ from eval.records.final import select_final, unit_of
 from eval.records.run_folder import load_run
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import SCENARIO_NAMES
+from eval.run.config import topology_of
 from eval.run.ledger import SendLedger
 from eval.run.probe import ProbeResult
 from eval.run.replicas import (
@@ -375,3 +376,17 @@ def test_lbeval_run_gives_each_replica_its_own_send_ledger_and_ab_shares_one(tmp
     assert run[0].ledger is shared and len({id(c.ledger) for c in run}) == 3
     assert all(c.ledger is shared for c in ab)
     assert all(isinstance(c.ledger, RankLedger) and c.ledger.shared is shared for c in ranks)  # one server
+
+
+def test_the_topology_is_one_value_from_the_four_ways_a_config_names_the_lanes(tmp_path: Path) -> None:
+    base = RunConfig(variant="v", inputs=tmp_path / "i.jsonl", base_url="http://a/v1")
+    spec = get_launch_spec("cpu-smollm2-x2", environ={"LBEVAL_CACHE": "/c"})
+    one = topology_of(base)
+    three = topology_of(replace(base, base_urls=("http://a/v1", "http://b/v1", "http://c/v1")))
+    ranks = topology_of(replace(base, dp_ranks=4))
+    started = topology_of(replace(base, server=spec))
+    assert (one.lanes, one.ranks, one.urls, one.replicated) == (1, 1, ("http://a/v1",), False)
+    assert (three.lanes, three.routing, len(three.urls)) == (3, False, 3)
+    assert (ranks.lanes, ranks.ranks, ranks.routing, ranks.urls) == (4, 4, True, ("http://a/v1",))
+    assert (started.lanes, started.urls, started.spec) == (2, (), spec)
+    assert [replica_count(c) for c in (base, replace(base, dp_ranks=4))] == [1, 4]  # the topology's lanes
