@@ -8,7 +8,8 @@ The line gives the wall time of the whole `lbeval run` (Clients, probes, plan, m
 (first request sent to last answered, from the records), the speed-up of each over N = 1, and the client's CPU
 per request (this process's CPU time: the servers run elsewhere). N > 1 plans more requests than N = 1 (the
 replicas scenario); the speed-up is of the whole run as a user sees it. The records are checked too: every
-final record ok, every unit's group on one replica, every input's cache units on one replica.
+final record ok, every unit's group on one replica (an input's main unit, each timing repetition's cold and warm,
+each scenario unit), every input's main unit on the replica it was assigned.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from eval.records.final import select_final, unit_of
 from eval.records.run_folder import load_run
 from eval.records.scenarios import DEFAULT_PLAN
 from eval.records.types import RequestRecord
-from eval.records.vocabulary import CACHE_SCENARIO
+from eval.records.vocabulary import UNIT_MAIN
 from eval.run.config import RunConfig
 from eval.run.runner import execute_run
 from eval.run.scenarios.settings import ScenarioSettings
@@ -137,8 +138,8 @@ def measure(n: int, work: Path, n_inputs: int) -> Scaling:
 
 
 def _check(n: int, complete: bool, records: list[RequestRecord]) -> None:
-    """Complete and ok; every unit's group on one replica (the replicas scenario visits each in turn); every
-    input's cache units on one replica (they share its cache relations)."""
+    """Complete and ok; every unit's group on one replica (the replicas scenario visits each in turn), so each
+    timing repetition's cold and warm share one; every input's main unit on one replica."""
     finals = select_final(records).final
     if not complete or any(r.status != "ok" for r in finals.values()):
         raise SystemExit(f"bench replicas: N={n}: the run is not complete and ok")
@@ -146,10 +147,10 @@ def _check(n: int, complete: bool, records: list[RequestRecord]) -> None:
     for r in records:
         if r.scenario != "replicas":
             groups.setdefault((unit_of(r), r.group), set()).add(r.replica)
-        if r.scenario == CACHE_SCENARIO:
+        if unit_of(r).kind == UNIT_MAIN:
             groups.setdefault((r.dataset, r.example_id), set()).add(r.replica)
     if any(len(s) != 1 for s in groups.values()):
-        raise SystemExit(f"bench replicas: N={n}: a unit's or an input's cache requests went to two replicas")
+        raise SystemExit(f"bench replicas: N={n}: a unit's or an input's main requests went to two replicas")
 
 
 def main() -> None:

@@ -1,14 +1,16 @@
-"""Replicas: one variant served by N endpoints, every input's units pinned to one of them.
+"""Replicas: one variant served by N endpoints, every unit on one of them.
 
     lbeval run --variant v --base-url URL0 --base-url URL1 ...   # N running replicas
     lbeval run --spec NAME                                      # a launch spec with `replicas = N`
 
 The prefix cache is per server, so a warm request answered by another replica than its cold twin is a miss.
-Here every unit of one input (cold -> warm -> repeat -> controls, every timing repetition, every scenario unit
-with its primes and fillers) goes to ONE replica (`assign_replicas`: seeded, balanced by prompt tokens, a pure
-function of the inputs and N). Each replica runs its units at `--concurrency`, all replicas at once; each has
-its own Client, probe and ServerWatch (all on the session's one send ledger), so cache verification, /metrics
-deltas and cache resets are per replica. Every record names its replica (RequestRecord.replica).
+Here every unit (an input's main unit: cold -> warm -> repeat -> controls; a timing repetition: its cold and warm;
+a scenario unit with its primes and fillers) goes to ONE replica (`place_units`): an input's main unit to the
+input's replica (`assign_replicas`: seeded, balanced by prompt tokens, a pure function of the inputs and N), the
+timing repetitions and scenario units, whose salts are their own, by cost to the least-loaded replica. Each
+replica runs its units at `--concurrency`, all replicas at once; each has its own Client, probe and
+ServerWatch, so cache verification, /metrics deltas and cache resets are per replica. Every record names its
+replica (RequestRecord.replica).
 
 The probe checks every replica against replica 0 (`replica_differences`: model, version, server kind, context
 length, prefix caching, block size, cached-token reporting, cache_salt): one that differs is refused with the
@@ -55,6 +57,7 @@ from eval.records.run_folder import (
 )
 from eval.records.server_identity import SERVER_IDENTITY_KEYS, server_differences
 from eval.records.types import RequestRecord
+from eval.records.vocabulary import UNIT_TIMING
 from eval.redact import safe_url
 from eval.run.client import Client
 from eval.run.config import RunConfig, Topology, topology_of
@@ -143,12 +146,13 @@ def _prompt_row(unit: Unit, step: Step) -> int:
 def place_units(
     units: Sequence[Unit], rows: Sequence[InputRow], n: int, seed: int = ASSIGNMENT_SEED
 ) -> dict[UnitId, int]:
-    """Unit -> its lane (replica 0..n-1). An input's cache units share its cold/warm cache relations on one
-    server, so they go together to the input's replica (`assign_replicas`). A scenario unit makes its own salts
-    fresh, so it needs nothing its input left on a server: the scenario units go by cost, the costliest first
-    (plan order among equal costs), each to the lane with the least cost so far (a tie: the lowest index), after
-    the cache units. A unit that spans every replica (the replicas scenario) has no lane. A pure function of the
-    units, the inputs and n: the same plan and n always place the same."""
+    """Unit -> its lane (replica 0..n-1). An input's main unit (cold, warm, repeat, the controls: one cache
+    relation on one server) goes to the input's replica (`assign_replicas`). A timing repetition (its cold and
+    warm on a fresh salt of their own) and a scenario unit (its own fresh salts) need nothing their input left on
+    a server: they go by cost, the costliest first (plan order among equal costs), each to the lane with the
+    least cost so far (a tie: the lowest index), after the main units; every unit's requests stay on its one
+    lane. A unit that spans every replica (the replicas scenario) has no lane. A pure function of the units, the
+    inputs and n: the same plan and n always place the same."""
     inputs = assign_replicas([row_weight(r) for r in rows], n, seed)
     loads = [0] * n
     lanes: dict[UnitId, int] = {}
@@ -156,7 +160,7 @@ def place_units(
     for unit in units:
         if spans_replicas(unit):
             continue
-        if is_scenario_unit(unit):
+        if unit.kind == UNIT_TIMING or is_scenario_unit(unit):
             movable.append(unit)
             continue
         lane = inputs[unit.row_index]

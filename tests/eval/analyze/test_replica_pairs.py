@@ -51,16 +51,18 @@ def test_the_aa_floor_per_replica_pair_shows_the_pair_that_differs(
     c = compare(score_run(da), score_run(db))
     assert c.replica_pairs is not None and c.replica_pairs.across == 0
     p0, p1 = c.replica_pairs.pairs
-    assert (p0.replica, p1.replica) == (0, 1) and p0.inputs + p1.inputs == len(ROWS)
-    for rp in (p0, p1):  # main + 2 timing units per input, all adjacent; cold and warm compared per input
-        assert rp.pairs == 3 * rp.inputs and rp.agreement.n_total == 2 * rp.inputs
+    assert (p0.replica, p1.replica) == (0, 1) and max(p0.inputs, p1.inputs) <= len(ROWS)
+    # main + 2 timing units per input, all adjacent, each on one replica pair (a timing unit need not be on its
+    # input's); cold and warm compared once per input, on its main unit's replica pair
+    assert p0.pairs + p1.pairs == 3 * len(ROWS)
+    assert p0.agreement.n_total + p1.agreement.n_total == 2 * len(ROWS)
     assert p0.agreement.tokens_equal == p0.agreement.n_total and p0.agreement.max_delta == 0.0
     assert p1.agreement.tokens_equal == 0 and p1.agreement.text_equal == 0
     assert p1.agreement.max_delta is not None and p1.agreement.max_delta >= JITTER * 0.99
     assert all(d.position == 2 for d in p1.agreement.divergences)
     for rp in (p0, p1):  # timing ran: each pair's gated interval and its floor
         t = rp.timing["warm_ttft_ms"]
-        assert t is not None and t.n_inputs == rp.inputs
+        assert t is not None and 2 <= t.n_inputs <= rp.inputs
         assert rp.floor("warm_ttft_ms") == max(abs(t.ci_low), abs(t.ci_high))
 
     tables = build_tables(c)

@@ -16,6 +16,7 @@ import pytest
 from eval.cli import main
 from eval.errors import ConfigError
 from eval.records.ab_pairs import PairRecord, read_pairs
+from eval.records.final import unit_of
 from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
 from eval.records.types import RequestRecord
 from eval.run.ab import AbConfig, UnitId, execute_ab
@@ -82,18 +83,22 @@ def test_pairs_run_on_replica_i_of_both_sides_and_the_replica_pairs_at_once(
     ra, rb = records(da), records(db)
     assignment = assign_replicas([row_weight(r) for r in ROWS], N)
     index = {r.id: i for i, r in enumerate(ROWS)}
-    for p in pairs:
-        expected = {assignment[index[p.example_id]]}
-        assert p.adjacent and pair_replicas(p, ra, "a") == expected == pair_replicas(p, rb, "b")
+    for (
+        p
+    ) in pairs:  # a main unit on its input's replica; a timing unit on one replica, the same on both sides
+        on = pair_replicas(p, ra, "a")
+        assert p.adjacent and len(on) == 1 and on == pair_replicas(p, rb, "b")
+        assert p.kind != "main" or on == {assignment[index[p.example_id]]}
         first, second = (p.a, p.b) if p.order == "AB" else (p.b, p.a)
         assert first.end is not None and second.start is not None and second.start >= first.end
-    # every fake answered only the inputs of its replica: A's replica i and B's replica i got the same prompts
+    # A's replica i and B's replica i ran the same units, the main units of replica i's inputs
     for i in range(N):
-        assert (
-            {r.example_id for r in ra.values() if r.replica == i}
-            == {r.example_id for r in rb.values() if r.replica == i}
-            == {row.id for k, row in enumerate(ROWS) if assignment[k] == i}
-        )
+        assert {unit_of(r) for r in ra.values() if r.replica == i} == {
+            unit_of(r) for r in rb.values() if r.replica == i
+        }
+        assert {r.example_id for r in ra.values() if r.replica == i and unit_of(r).kind == "main"} == {
+            row.id for k, row in enumerate(ROWS) if assignment[k] == i
+        }
         assert len(fakes[i].requests) > 0 and len(fakes[N + i].requests) > 0
 
 

@@ -1,5 +1,6 @@
-"""Replicas (eval/run/replicas.py): the assignment, the probe's comparison, and runs on several fake servers whose
-records show every unit's cache relations on one replica, also after a resume with another replica count."""
+"""Replicas (eval/run/replicas.py): the assignment, the placement, the probe's comparison, and runs on several fake
+servers whose records show every unit's cache relations on one replica (a timing repetition's cold and warm
+together, wherever it is placed), also after a resume with another replica count."""
 
 from __future__ import annotations
 
@@ -174,11 +175,21 @@ def test_every_unit_runs_on_one_replica_and_the_manifest_lists_them(
     assert all(r.status == "ok" for r in finals.values())  # every warm hit: its cold was on its replica
     groups = relations_on_one_replica(loaded.records)
     assert all(len(replicas) == 1 for replicas in groups.values())
-    by_input = {(r.dataset, r.example_id): set() for r in loaded.records}
+    main_of: dict[str, set[int]] = {}
     for r in loaded.records:
-        by_input[(r.dataset, r.example_id)].add(r.replica)
-    assert all(len(s) == 1 for s in by_input.values())  # an input's every unit on one replica
-    assert {next(iter(s)) for s in by_input.values()} == {0, 1, 2}  # all three used
+        if unit_of(r).kind == "main":
+            main_of.setdefault(r.example_id, set()).add(r.replica)
+    assert all(len(s) == 1 for s in main_of.values())  # an input's main unit on one replica
+    assert {next(iter(s)) for s in main_of.values()} == {0, 1, 2}  # all three used
+    timing_pairs: dict[tuple[str, int], set[int]] = {}
+    for r in finals.values():
+        if r.pass_name in ("timing_cold", "timing_warm"):
+            timing_pairs.setdefault((r.example_id, r.repetition), set()).add(r.replica)
+    assert len(timing_pairs) == 6 * 2 and all(
+        len(s) == 1 for s in timing_pairs.values()
+    )  # cold, warm together
+    away = [(ex, rep) for (ex, rep), (replica,) in timing_pairs.items() if main_of[ex] != {replica}]
+    assert away  # a timing repetition placed by cost, away from its input's main unit
     for index, fake in enumerate(fakes):  # each server saw exactly its inputs' requests
         ids = {r.example_id for r in loaded.records if r.replica == index}
         sent = {body["messages"][0]["content"].split(":")[0].split()[-1] for body in not_probes(fake)}
@@ -224,10 +235,13 @@ def test_a_unit_left_on_a_gone_replica_restarts_whole_on_its_new_one(
         execute_run(replicated(fakes, inputs, tmp_path / "runs"))
     left = load_run(next((tmp_path / "runs" / "v1").glob("run-*")))
     assert not left.manifest.complete
+    colds = {"cold": "warm", "timing_cold": "timing_warm"}  # a unit's cold pass -> its warm twin
     stranded = {
-        r.example_id for r in left.records if r.replica == 2 and r.pass_name == "cold" and r.status == "ok"
+        (unit_of(r), r.pass_name)
+        for r in left.records
+        if r.replica == 2 and r.pass_name in colds and r.status == "ok"
     }
-    assert stranded  # a unit with its cold on replica 2 and no warm
+    assert stranded  # a unit (main or a timing repetition) with its cold on replica 2 and no warm
     run_dir = execute_run(replicated(fakes[:2], inputs, tmp_path / "runs"))  # two replicas now
     loaded = load_run(run_dir)
     assert loaded.manifest.complete
@@ -235,9 +249,10 @@ def test_a_unit_left_on_a_gone_replica_restarts_whole_on_its_new_one(
     finals = select_final(loaded.records).final
     for slot, rec in finals.items():
         assert rec.replica in (0, 1), slot  # nothing final from the gone replica
-    for example in stranded:  # restarted as a whole: a new group, its cold on the new replica
-        cold = next(r for s, r in finals.items() if r.example_id == example and r.pass_name == "cold")
-        warm = next(r for s, r in finals.items() if r.example_id == example and r.pass_name == "warm")
+    for unit, cold_pass in stranded:  # restarted as a whole: a new group, its cold on the new replica
+        mine = [r for r in finals.values() if unit_of(r) == unit]
+        cold = next(r for r in mine if r.pass_name == cold_pass)
+        warm = next(r for r in mine if r.pass_name == colds[cold_pass])
         assert cold.group >= 1 and (cold.replica, cold.group) == (warm.replica, warm.group)
 
 
@@ -317,6 +332,29 @@ def test_units_are_placed_by_cost_after_their_inputs_cache_units() -> None:
     assert [unit_cost(u, rows) for u in units[2:5]] == [90, 40, 10]
     assert place_units(units, rows, 2) == {
         (0, "main", 0): 0, (1, "main", 0): 1, (0, "batch", 0): 1, (0, "repeats", 0): 0, (1, "traffic", 0): 0,
+    }  # fmt: skip
+    assert set(place_units(units, rows, 1).values()) == {0}
+
+
+def test_timing_repetitions_are_placed_by_cost_each_with_its_cold_and_warm() -> None:
+    rows = [replace(make_row(0), prompt_tokens=30), replace(make_row(1), prompt_tokens=10)]
+    main = (Step("cold", salt="fresh", expect="miss"), Step("warm"))
+
+    def timing(r: int) -> tuple[Step, ...]:
+        return (
+            Step("timing_cold", r, salt="fresh", expect="miss", max_tokens=1),
+            Step("timing_warm", r, expect="hit", max_tokens=1),
+        )
+
+    units = [Unit(0, "main", 0, main), Unit(1, "main", 0, main)]
+    units += [Unit(i, "timing", r, timing(r)) for i in (0, 1) for r in (0, 1)]
+    # by hand: the inputs heaviest first (30 -> 0, 10 -> 1); main loads 60 and 20; then the timing units
+    # costliest first (plan order among equal costs), each to the lighter lane: (0, 0) 60 -> 1 (80), (0, 1) 60
+    # -> 0 (120), (1, 0) 20 -> 1 (100), (1, 1) 20 -> 1 (120)
+    assert [unit_cost(u, rows) for u in units[2:]] == [60, 60, 20, 20]
+    assert place_units(units, rows, 2) == {
+        (0, "main", 0): 0, (1, "main", 0): 1,
+        (0, "timing", 0): 1, (0, "timing", 1): 0, (1, "timing", 0): 1, (1, "timing", 1): 1,
     }  # fmt: skip
     assert set(place_units(units, rows, 1).values()) == {0}
 
