@@ -90,6 +90,20 @@ def base_noise(a: Attribution | None) -> BaseNoise:
     return BaseNoise(float(delta), where, len(rows), flips)
 
 
+def engine_step(a: Attribution | None) -> tuple[float, str | None]:
+    """The smallest logprob change the base showed on any row it measured, and that row ((0.0, None): none):
+    the engine's own step. A bf16 engine moves a logprob by one step of about 0.016 or not at all, on partial
+    hits and in batches alike, so a benign row the base happened to run alike (0) may show that step in another
+    run of the same server; dense fp32 (3e-5) leaves the floor in charge. The smallest, not the largest, so a
+    row the base itself gets wrong cannot widen the limit."""
+    steps = [
+        (r.pairs.max_delta, r.key)
+        for r in (a.rows if a is not None else [])
+        if r.measured and r.pairs is not None and r.pairs.max_delta is not None and r.pairs.max_delta > 0
+    ]
+    return min(steps) if steps else (0.0, None)
+
+
 def delta_limit(noise: BaseNoise, p: Mapping[str, Any]) -> float:
     return max(noise.max_delta * float(p["delta_factor"]), float(p["delta_floor"]))
 

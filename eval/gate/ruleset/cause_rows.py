@@ -2,8 +2,9 @@
 hitlen and each class of hit length, repeats, traffic, replicas, their sub-rows; row keys as
 eval/analyze/attribution.AttributionRow.key), the variant may not be worse than the base (the row judgement:
 eval/gate/cause_rules.py). A bf16 engine moves logprobs by ~0.016 with the batch's composition, which a row the
-base happened to batch alike (delta 0) would otherwise call a fault: the base's own noise on its benign rows
-raises the limit; dense fp32 kernel noise (3e-5) leaves the floor in charge. A row measured by one run only, or
+base happened to batch alike (delta 0) would otherwise call a fault: the base's own noise on its benign rows,
+or the engine's smallest step on any base row when larger, raises the limit; dense fp32 kernel noise (3e-5)
+leaves the floor in charge. A row measured by one run only, or
 whose scenario ran but planned no pair for it (N = 0: `--batch-sizes 1`, `--hit-lengths` beyond every prompt), is
 no data unless `skip_one_sided`; no row measured by both is no data. The replica rows are no exception: a
 variant on 2 replicas against a one-server base has replica rows the base cannot match, so no verdict on them.
@@ -22,7 +23,7 @@ from typing import Any
 from eval.analyze.causes import CauseRow, cause_rows
 from eval.analyze.compare import Comparison
 from eval.gate.cause_rules import judge_row
-from eval.gate.cross_numerics import base_noise
+from eval.gate.cross_numerics import base_noise, engine_step
 from eval.gate.rule import (
     COUNT,
     DELTA,
@@ -52,17 +53,23 @@ def _one_sided(row: CauseRow) -> str:
     return f"{row.key} (measured by the {side} run only)"
 
 
+def engine_noise(c: Comparison) -> tuple[float, str | None]:
+    """The engine's own noise a row's limit allows for, and the base row it was measured on: the larger of the
+    base's benign rows' noise (batch composition, repeats, replicas) and the engine's smallest step on any base
+    row (cross_numerics.engine_step): a bf16 server's batch row may run alike in one run and one step apart in
+    the next."""
+    noise = base_noise(c.base.scores.attribution)
+    step, row = engine_step(c.base.scores.attribution)
+    return (noise.max_delta, noise.row) if noise.max_delta >= step else (step, row)
+
+
 def rule_cause_rows(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
     name = NAME
-    noise = base_noise(c.base.scores.attribution)
+    level, where = engine_noise(c)
     threshold = (
         f"per row measured by both: pairs with other tokens <= base's + {p['allowed_drop']}, max |delta| <= "
         f"max(base x {p['delta_factor']:g}, base + {p['delta_floor']:g}"
-        + (
-            f", the base's own noise {noise.max_delta:.3g} ({noise.row}) x {p['delta_factor']:g})"
-            if noise.row
-            else ")"
-        )
+        + (f", the base's own noise {level:.3g} ({where}) x {p['delta_factor']:g})" if where else ")")
     )
     rows = [r for r in cause_rows(c) if r.base is not None or r.variant is not None or r.empty]
     both = [r for r in rows if r.both]
@@ -71,7 +78,7 @@ def rule_cause_rows(c: Comparison, p: Mapping[str, Any]) -> RuleResult:
         for r in both
         if r.base is not None and r.variant is not None and r.base.n_total != r.variant.n_total
     ]
-    judged = [judge_row(r, p, noise.max_delta) for r in both if r not in mismatched]
+    judged = [judge_row(r, p, level) for r in both if r not in mismatched]
     failing = [j for j in judged if j.worse]
     one_sided = [_one_sided(r) for r in rows if not r.both]
     unmatched = [f"{r.key} (N {r.base.n_total} vs {r.variant.n_total}: other plans)" for r in mismatched
