@@ -85,16 +85,17 @@ def test_the_run_is_complete_on_two_replicas_and_every_record_names_one(run: Loa
 
 
 def test_every_units_cache_relations_are_on_one_replica(run: LoadedRun) -> None:
-    """Each group of a cache unit (cold, warm, repeat, controls; a timing repetition) on one replica, and each
-    input's cache units all on the same one: the warm found its cold's blocks there."""
+    """Each group of a cache unit (the main unit: cold, warm, repeat, controls; a timing repetition, placed by
+    cost) on one replica, and each input's main unit on one: the warm found its cold's blocks there."""
     groups: dict[tuple[object, int], set[int]] = {}
-    inputs: dict[str, set[int]] = {}
+    main: dict[str, set[int]] = {}
     for r in run.records:
         if r.scenario == "cache":
             groups.setdefault((unit_of(r), r.group), set()).add(r.replica)
-            inputs.setdefault(r.example_id, set()).add(r.replica)
+            if unit_of(r).kind == "main":
+                main.setdefault(r.example_id, set()).add(r.replica)
     assert groups and all(len(v) == 1 for v in groups.values()), groups
-    assert all(len(v) == 1 for v in inputs.values()), inputs
+    assert main and all(len(v) == 1 for v in main.values()), main
     for r in finals(run):
         if r.pass_name in ("warm", "repeat", "timing_warm"):
             assert r.usage.prompt_tokens is not None
@@ -109,8 +110,14 @@ def test_each_replica_ran_the_cold_request_and_its_warm_twin(run: LoadedRun) -> 
         assert r.usage.prompt_tokens is not None
         expected = 0 if r.pass_name == "replicas_cold" else full_blocks(r.usage.prompt_tokens)
         assert r.usage.cached_tokens == expected, (r.example_id, r.pass_name, r.replica)
-    # after every other unit: no replica had two requests in flight
-    assert min(r.seq for r in mine) > max(r.seq for r in run.records if r.scenario != "replicas")
+    # each replica's turn: on a replica, an input's replicas_warm is the next record after its replicas_cold
+    # (one unit at a time per replica: nothing else was sent there between the twins)
+    for replica in range(N_REPLICAS):
+        order = sorted((r for r in run.records if r.replica == replica), key=lambda r: r.seq)
+        for i, r in enumerate(order):
+            if r.pass_name == "replicas_cold":
+                twin = order[i + 1]
+                assert (twin.pass_name, twin.example_id) == ("replicas_warm", r.example_id), (replica, r.seq)
 
 
 def attribution_of(run: LoadedRun) -> Attribution:
