@@ -10,6 +10,7 @@ import pkgutil
 
 from eval.gate import ruleset as _ruleset
 from eval.gate.rule import Rule, registered, rule_named
+from eval.terminal import echo
 
 __all__ = ["RULESET", "listing", "rule", "rules"]
 
@@ -35,4 +36,4 @@ def listing() -> list[str]:
 
 
 if __name__ == "__main__":
-    print("\n".join(listing()))
+    echo("\n".join(listing()))
