@@ -152,7 +152,7 @@ def read_inputs_of(config: RunConfig) -> Inputs:
 @dataclass
 class RunSession:
     """One session on one run folder (`lbeval run`, or one side of `lbeval ab`): the probe's findings, the plan,
-    the manifest, the records on disk and the units left; its send ledger is its Clients' and its ServerWatch's.
+    the manifest, the records on disk and the units left (its send ledger is its Clients' and ServerWatch's own).
     Made by `prepare`, under the run folder's lock (the caller holds it until after `end`)."""
 
     config: RunConfig
@@ -164,7 +164,6 @@ class RunSession:
     slim: list[RequestRecord]  # every record on disk and written now, without top-k
     torn_dropped: int
     probe: ProbeResult
-    ledger: SendLedger
     on_record: Callable[[RequestRecord], None] | None = None
     written: int = 0
     completed_units: int = 0
@@ -172,7 +171,7 @@ class RunSession:
 
     @classmethod
     def prepare(cls, config: RunConfig, client: Client, inputs: Inputs) -> RunSession:
-        """Probe, plan and read the run folder (under its lock); the session's ledger is the client's."""
+        """Probe, plan and read the run folder (under its lock)."""
         return _prepare(config, client, inputs)
 
     def start(self, server: Mapping[str, Any] | None = None) -> None:
@@ -266,7 +265,7 @@ def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> RunSession:
     last = manifest.sessions[-1].server_process_start_time if manifest.sessions else None
     same_server = last is not None and last == probe.process_start_time
     todo = units_left(units, rows, records, [same_server])
-    return RunSession(config, run_dir, manifest, rows, units, todo, records, torn, probe, client.ledger)
+    return RunSession(config, run_dir, manifest, rows, units, todo, records, torn, probe)
 
 
 def announce_server(probe: ProbeResult) -> None:
