@@ -11,9 +11,10 @@ N s (whole request)", retryable like other transport failures. What a Client sen
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import Any
 from urllib.parse import urlencode
 
@@ -35,6 +36,7 @@ from eval.run.transport import (
 from eval.run.wire import VLLM_WIRE, parse_body, parse_stream, synthetic_token_id
 
 _METRICS_NEUTRAL = ("/tokenize", "/detokenize")  # POST paths that send nothing to the engine
+DRAIN_LINES = 8  # what a stream may still send after data: [DONE] for its connection to be kept (_drain)
 
 
 def root_url(base_url: str) -> str:
@@ -105,6 +107,16 @@ class Client:
                 raise self._timed_out()
             yield line
 
+    @staticmethod
+    def _drain(lines: Iterator[str]) -> None:
+        """Read what a stream sends after `data: [DONE]` (its last blank line and the body's end; at most
+        DRAIN_LINES lines), so its connection goes back to the pool: a response closed before its end closes its
+        connection, and the next request connects anew. A stream that sends more, fails or reaches the deadline
+        meanwhile keeps its reply (it was whole at [DONE]); only its connection is closed."""
+        with suppress(RequestFailed, *TRANSPORT_ERRORS):
+            for _ in itertools.islice(lines, DRAIN_LINES):
+                pass
+
     def _transport_failure(self, exc: Exception, deadline: float) -> RequestFailed:
         cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) and exc.__cause__ else exc
         if isinstance(cause, DEADLINE_ERRORS) or time.monotonic() >= deadline:
@@ -135,9 +147,11 @@ class Client:
                     resource = self._oa.chat.completions if endpoint == "chat" else self._oa.completions
                     with resource.with_streaming_response.create(**request) as raw:
                         lines = self._until(deadline, raw.iter_lines())
-                        return parse_stream(
+                        reply = parse_stream(
                             endpoint, lines, sent_at, t0, dialect=self.dialect, text_id=self._text_id()
                         )
+                        self._drain(lines)
+                        return reply
                 resp = self._oa.post(
                     endpoint_path(endpoint), cast_to=httpx2.Response, body=wire_body(request)
                 )

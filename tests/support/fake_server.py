@@ -343,6 +343,7 @@ class FakeServer:
         self._next_engine = 0
         self._httpd: ThreadingHTTPServer | None = None
         self._conns: set[socket.socket] = set()
+        self.connections = 0  # connections accepted (a client that keeps its connections opens one)
         self._thread: threading.Thread | None = None
         self.port = 0
 
@@ -757,6 +758,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as uvicorn does
         with self.fake.lock:
             self.fake._conns.add(self.connection)
+            self.fake.connections += 1
 
     def finish(self) -> None:
         with self.fake.lock:

@@ -9,11 +9,12 @@ from dataclasses import replace
 from typing import Any
 
 import httpcore2
+import httpx2
 import pytest
 
 from eval.records.types import ClientTimings, Usage
 from eval.run import transport
-from eval.run.client import Client, root_url
+from eval.run.client import DRAIN_LINES, Client, root_url
 from eval.run.reply import RequestFailed
 from eval.run.request import RequestSettings, build_request, request_settings, wire_body
 from eval.run.wire import parse_body, parse_stream
@@ -247,6 +248,45 @@ def test_client_chat_and_completions_whole_and_streamed(fake: FakeServer) -> Non
             assert whole.topk is not None and len(whole.topk.ids[0]) == 20
             assert whole.timings.first_token_s is None and streamed.timings.first_token_s is not None
             assert whole.usage.cached_tokens == 0 and streamed.usage.cached_tokens == 0
+
+
+def test_streamed_requests_keep_their_connection(fake: FakeServer) -> None:
+    """A stream read to its end goes back to the pool: streamed and whole requests, chat and completions, all
+    over one connection (a stream closed at data: [DONE] closed its connection and the next one connected)."""
+    with Client(fake.base_url) as client:
+        for salt, stream in (("a", True), ("b", True), ("c", False), ("d", True)):
+            for mode, endpoint in (("chat", "chat"), ("raw", "completions")):
+                row = make_row(0, mode=mode)
+                req = build_request(row, RequestSettings(), model=fake.model, cache_salt=salt, stream=stream)
+                assert len(client.send(endpoint, req).token_ids) == 6
+    assert len(fake.requests) == 8 and fake.connections == 1
+
+
+def test_draining_a_stream_is_bounded_and_never_fails_its_reply() -> None:
+    """What follows data: [DONE] is read up to DRAIN_LINES lines; a failure or the deadline meanwhile is not
+    the request's (its reply was whole): the connection is only closed."""
+    read: list[int] = []
+
+    def endless() -> Iterator[str]:
+        n = 0
+        while True:
+            read.append(n)
+            n += 1
+            yield ""
+
+    Client._drain(endless())
+    assert len(read) == DRAIN_LINES
+
+    def failing() -> Iterator[str]:
+        yield ""
+        raise RequestFailed("timed out after 1 s (whole request)", retryable=True)
+
+    def dropped() -> Iterator[str]:
+        raise httpx2.RemoteProtocolError("peer closed connection")
+        yield ""
+
+    Client._drain(failing())
+    Client._drain(dropped())
 
 
 def test_client_errors(fake: FakeServer) -> None:
