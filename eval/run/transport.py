@@ -143,17 +143,26 @@ def _ssl_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
+class TLSOnDemandPool(httpcore2.ConnectionPool):
+    """httpcore2's connection pool, taking the shared verifying SSL context (`shared_ssl_context`) when it first
+    connects over TLS: a client of plain-http servers never reads the CA store (about 0.1 s a process)."""
+
+    def create_connection(self, origin: httpcore2.Origin) -> httpcore2.ConnectionInterface:
+        if origin.scheme == b"https" and self._ssl_context is None:
+            self._ssl_context = shared_ssl_context()
+        return super().create_connection(origin)
+
+
 class DeadlineTransport(httpx2.HTTPTransport):
     """httpx2's HTTP transport over a connection pool of DeadlineStreams, through `proxy` when one is given
-    (`environment_proxy`). httpx2 has no public way to give the pool it builds a network backend, so that pool is
-    replaced by an equivalent one that has ours (httpx2 builds an HTTP proxy's pool the same way)."""
+    (`environment_proxy`). httpx2 has no public way to give the pool it builds a network backend, so its
+    `__init__`, which only builds that pool (and an SSL context for it), is not called: the pool is one of ours
+    with our backend (a TLSOnDemandPool; through a proxy, an HTTPProxy built as httpx2 builds it)."""
 
     def __init__(self, proxy: str | None = None) -> None:
-        ssl_context = shared_ssl_context()
-        super().__init__(verify=ssl_context, limits=_LIMITS)
         if proxy is None:
-            self._pool = httpcore2.ConnectionPool(
-                ssl_context=ssl_context,
+            self._pool = TLSOnDemandPool(
+                ssl_context=None,
                 max_connections=_LIMITS.max_connections,
                 max_keepalive_connections=_LIMITS.max_keepalive_connections,
                 keepalive_expiry=_LIMITS.keepalive_expiry,
@@ -172,7 +181,7 @@ class DeadlineTransport(httpx2.HTTPTransport):
             proxy_auth=via.raw_auth,
             proxy_headers=via.headers.raw,
             proxy_ssl_context=via.ssl_context,
-            ssl_context=ssl_context,
+            ssl_context=shared_ssl_context(),
             max_connections=_LIMITS.max_connections,
             max_keepalive_connections=_LIMITS.max_keepalive_connections,
             keepalive_expiry=_LIMITS.keepalive_expiry,
