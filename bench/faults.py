@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.atomic import atomic_write
+from eval.records.run_folder import MANIFEST_NAME, read_manifest
 from eval.report.svg import grouped_bars
 from eval.serve.launch_specs import default_cache_dir
 
@@ -429,10 +430,8 @@ def count_inputs(run_dir: Path) -> int | None:
     stop = run_dir / "ab_stop.json"
     if stop.exists():
         return int(json.loads(stop.read_text(encoding="utf-8"))["inputs_run"])
-    manifest = run_dir / "manifest.json"
-    if manifest.exists():
-        taken = json.loads(manifest.read_text(encoding="utf-8")).get("inputs_header", {}).get("n_taken", {})
-        return sum(int(v) for v in taken.values()) if taken else None
+    if (run_dir / MANIFEST_NAME).exists():
+        return read_manifest(run_dir).inputs_header.inputs_taken
     return None
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from eval.analyze.accuracy import accuracy, example_scores
 from eval.analyze.accuracy_types import DatasetAccuracy, ExampleScore
@@ -37,6 +36,7 @@ from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
 from eval.records.ab_pairs import pairing_damage
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection, select_final
+from eval.records.manifest_parts import RunSettings
 from eval.records.plan import completeness
 from eval.records.run_folder import LoadedRun, RunManifest, damage, load_run
 from eval.records.types import RequestRecord
@@ -78,7 +78,7 @@ class RunInfo:
     torn_lines: int
     superseded_records: int
     passes: list[str]
-    settings: dict[str, Any]
+    settings: RunSettings  # the manifest's, written in scores.json as the manifest holds them (to_dict)
     warnings: list[str]
     # what is wrong with the records as read (run_folder.damage): unreadable lines, duplicates, lost records
     damage: list[str] = field(default_factory=list)
@@ -245,7 +245,7 @@ def run_info(
         torn_lines=loaded.torn_lines,
         superseded_records=sel.superseded,
         passes=passes,
-        settings=m.settings.to_dict(),  # as the manifest holds them
+        settings=m.settings,
         warnings=list(dict.fromkeys(warnings)),
         damage=damaged,
         torn_line_numbers=list(loaded.torn_line_numbers),

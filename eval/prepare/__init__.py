@@ -33,6 +33,7 @@ __all__, __getattr__ = public_face(
             "ExtrasCodec",
             "V2_FIELDS_SINCE",
             "InputRow",
+            "InputsHeader",
             "field_problem",
             "file_sha256",
             "inputs_digest",

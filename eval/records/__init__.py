@@ -46,6 +46,9 @@ __all__, __getattr__ = public_face(
         "manifest_parts": (
             "AbEntry",
             "CapabilityFacts",
+            "ClientVersions",
+            "HostFacts",
+            "InputsHeaderFacts",
             "ManifestError",
             "PairingMark",
             "ProbeFacts",

@@ -5,6 +5,9 @@
     RunStats      `stats`: the counts of the last session's end (records, final slots, by pass, counters)
     SessionEntry  each of `sessions`: one invocation's line (its server, outcome, replicas, lbeval ab side)
     PairingMark   `interleaved`: one side of an lbeval ab session and its pairing file's mark (ab_pairs.py)
+    InputsHeaderFacts  `inputs_header`: the inputs manifest's header as the run read it (provenance)
+    HostFacts     `host`: the client machine (hostname, platform, Python)
+    ClientVersions  `client_versions`: the client's packages and their versions
 
 Each is written by the run session (a session line also by the replicas' and ab's drivers) and read as
 attributes everywhere else; a reader never supplies a default again: an absent key reads as the field's default
@@ -56,7 +59,7 @@ def _check(obj: Any, cls: type, path: Path | str, where: str, skip: tuple[str, .
     return dict(obj)
 
 
-# RunSettings' fields that are no key of its own: the keys it was read with, a scenario's settings (flat)
+# fields that are no key of their own: the keys a part was read with, a scenario's settings (flat)
 _NOT_WRITTEN = ("present", "scenario_settings")
 
 
@@ -356,6 +359,99 @@ class SessionEntry:
         if self.ab is not None:
             out["ab"] = _written(self.ab)
         return out
+
+
+# --- provenance: the inputs header, the host, the client's packages --------------------------------------------
+
+
+def _as_read(part: Any, out: dict[str, Any]) -> dict[str, Any]:
+    """`out` (every field of `part`) cut to the keys `part` was read with, when it was read (`present`)."""
+    return out if part.present is None else {k: v for k, v in out.items() if k in part.present}
+
+
+@dataclass(frozen=True)
+class InputsHeaderFacts:
+    """manifest.inputs_header: the header of the inputs manifest the run was made from (eval/prepare/inputs.py's
+    InputsHeader, as written: provenance, not what is asked, which `inputs_sha256` names). The defaults read a
+    sparse or older one; it is written back with the keys it was read with."""
+
+    source: dict[str, Any] = field(default_factory=dict)  # where the data came from (hub, data_dir, mini)
+    seed: int | None = None
+    n: int | None = None  # rows asked per dataset (None: all)
+    datasets: list[str] = field(default_factory=list)
+    selected_ids: dict[str, list[str]] = field(default_factory=dict)
+    templates: dict[str, Any] = field(default_factory=dict)
+    tokenizer: dict[str, Any] = field(default_factory=dict)
+    max_input_tokens: dict[str, int] | None = None
+    max_tokens: dict[str, int] = field(default_factory=dict)
+    lbeval_version: str | None = None  # the lbeval that prepared the inputs
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    schema_version: int | None = None  # the inputs manifest's
+    extra: dict[str, Any] = field(default_factory=dict)
+    n_taken: dict[str, int] = field(default_factory=dict)  # rows taken per dataset (empty: not recorded)
+    n_available: dict[str, int] = field(default_factory=dict)
+    part_version: int = PARTS_VERSION
+    present: frozenset[str] | None = field(default=None, compare=False, repr=False)  # None: every field
+
+    @classmethod
+    def from_dict(cls, obj: Any, path: Path | str = "manifest.json") -> InputsHeaderFacts:
+        raw = _check(obj, cls, path, "inputs_header")
+        return cls(**raw, present=frozenset(raw))
+
+    def to_dict(self) -> dict[str, Any]:
+        return _as_read(self, _written(self, always=True))
+
+    @property
+    def inputs_taken(self) -> int | None:
+        """The inputs taken over every dataset (None: the header does not say)."""
+        return sum(self.n_taken.values()) if self.n_taken else None
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """manifest.host: the machine the client ran on (eval/provenance.host_info), as of the latest session."""
+
+    hostname: str = ""
+    platform: str = ""
+    python: str = ""
+    part_version: int = PARTS_VERSION
+    present: frozenset[str] | None = field(default=None, compare=False, repr=False)  # None: every field
+
+    @classmethod
+    def from_dict(cls, obj: Any, path: Path | str = "manifest.json") -> HostFacts:
+        raw = _check(obj, cls, path, "host")
+        return cls(**raw, present=frozenset(raw))
+
+    def to_dict(self) -> dict[str, Any]:
+        return _as_read(self, _written(self, always=True))
+
+
+@dataclass(frozen=True)
+class ClientVersions:
+    """manifest.client_versions: the version of each client package (eval/provenance.package_versions; "not
+    installed" for one that is not), as of the latest session; written flat, package -> version."""
+
+    packages: dict[str, str] = field(default_factory=dict)
+    part_version: int = PARTS_VERSION
+
+    @classmethod
+    def from_dict(cls, obj: Any, path: Path | str = "manifest.json") -> ClientVersions:
+        if not isinstance(obj, Mapping):
+            raise ManifestError(path, None, "client_versions", f"must be an object, got {type(obj).__name__}")
+        for name, version in obj.items():
+            if not isinstance(version, str):
+                raise ManifestError(
+                    path, None, f"client_versions.{name}", f"must be str, got {type(version).__name__}"
+                )
+        return cls(packages=dict(obj))
+
+    def to_dict(self) -> dict[str, str]:
+        return dict(self.packages)
+
+    def version_of(self, package: str) -> str | None:
+        """The version recorded for `package` (None: not recorded)."""
+        return self.packages.get(package)
 
 
 # --- interleaved ----------------------------------------------------------------------------------------------

@@ -48,8 +48,17 @@ from eval.records.codec import type_name as _type_name
 from eval.records.codec import type_ok as _type_ok
 from eval.records.consistency import record_damage
 from eval.records.final import Selection, describe_duplicates
+from eval.records.manifest_parts import (
+    ClientVersions,
+    HostFacts,
+    InputsHeaderFacts,
+    PairingMark,
+    ProbeFacts,
+    RunSettings,
+    RunStats,
+    SessionEntry,
+)
 from eval.records.manifest_parts import ManifestError as ManifestError  # its readers name it with the layout
-from eval.records.manifest_parts import PairingMark, ProbeFacts, RunSettings, RunStats, SessionEntry
 from eval.records.types import READABLE_SCHEMA_VERSIONS, RequestRecord
 from eval.redact import redact_data
 
@@ -92,15 +101,15 @@ class RunManifest:
     variant: str
     inputs_path: str
     inputs_sha256: str
-    inputs_header: dict[str, Any]
+    inputs_header: InputsHeaderFacts  # the inputs manifest's header, as read (eval/records/manifest_parts.py)
     model: str  # served model id
     probe: ProbeFacts  # what the probe found the server to be (eval/records/manifest_parts.py)
     settings: RunSettings  # what a resume must match: sampling, passes, cold mode, the scenario plan
     lbeval_version: str
     git_commit: str | None
     git_dirty: bool | None
-    client_versions: dict[str, str]
-    host: dict[str, str]
+    client_versions: ClientVersions  # of the latest session, like `host`
+    host: HostFacts
     started_at: str  # ISO 8601 UTC of the first session
     ended_at: str | None  # None while running or incomplete
     complete: bool
@@ -273,10 +282,21 @@ def write_manifest(run_dir: Path, manifest: RunManifest) -> Path:
 
 
 # the manifest's typed parts, each read by its own from_dict (eval/records/manifest_parts.py)
-_PARTS: dict[str, type[ProbeFacts] | type[RunSettings] | type[RunStats]] = {
+_PARTS: dict[
+    str,
+    type[ProbeFacts]
+    | type[RunSettings]
+    | type[RunStats]
+    | type[InputsHeaderFacts]
+    | type[HostFacts]
+    | type[ClientVersions],
+] = {
+    "inputs_header": InputsHeaderFacts,
     "probe": ProbeFacts,
     "settings": RunSettings,
     "stats": RunStats,
+    "host": HostFacts,
+    "client_versions": ClientVersions,
 }
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict
-from typing import Any
+from dataclasses import fields, is_dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from eval.analyze.accuracy import accuracy_json_defaults
 from eval.analyze.accuracy_types import DatasetAccuracy
@@ -18,10 +18,20 @@ from eval.report.cells import Table
 SUMMARY_SCHEMA_VERSION = 1
 
 
+@runtime_checkable
+class JsonPart(Protocol):
+    """A typed part with a JSON form of its own (the manifest's parts: eval/records/manifest_parts.py)."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
 def to_jsonable(obj: Any) -> Any:
-    """Dataclasses -> dicts; NaN/inf (never expected) -> None so the JSON stays standard."""
-    if hasattr(obj, "__dataclass_fields__"):
-        return to_jsonable(asdict(obj))
+    """Dataclasses -> dicts (a manifest part, such as RunInfo.settings, as its `to_dict` writes it in
+    manifest.json); NaN/inf (never expected) -> None so the JSON stays standard."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        if isinstance(obj, JsonPart):
+            return to_jsonable(obj.to_dict())
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in fields(obj)}
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):

@@ -30,12 +30,15 @@ from typing import Any
 
 from eval.atomic import WriteFailed
 from eval.errors import ConfigError, DataError, LbevalError
-from eval.prepare.inputs import InputRow, inputs_digest, read_inputs
+from eval.prepare.inputs import InputRow, InputsHeader, inputs_digest, read_inputs
 from eval.provenance import git_state, host_info, lbeval_version, package_versions
 from eval.records.cache_model import with_blocks
 from eval.records.final import UnitKey, describe_duplicates, select_final, unit_of
 from eval.records.manifest_parts import (
     AbEntry,
+    ClientVersions,
+    HostFacts,
+    InputsHeaderFacts,
     PairingMark,
     ProbeFacts,
     ReplicaEntry,
@@ -128,7 +131,7 @@ def serving(
 
 @dataclass(frozen=True)
 class Inputs:
-    header: dict[str, Any]
+    header: InputsHeader
     rows: list[InputRow]
     sha256: str
     run_dir: Path
@@ -146,7 +149,7 @@ def read_inputs_of(config: RunConfig) -> Inputs:
         raise DataError(config.inputs, None, "id", f"{dup[0]}/{dup[1]} appears twice")
     sha = inputs_digest(config.inputs)
     run_id = config.run_id or default_run_id(sha)
-    return Inputs(asdict(header), rows, sha, config.out / config.variant / run_id)
+    return Inputs(header, rows, sha, config.out / config.variant / run_id)
 
 
 @dataclass
@@ -292,7 +295,7 @@ def _differences(old: RunManifest, inputs_sha: str, model: str, settings: RunSet
 
 
 def _new_manifest(
-    config: RunConfig, run_id: str, header: dict[str, Any], sha: str, probe: ProbeResult, expected: int
+    config: RunConfig, run_id: str, header: InputsHeader, sha: str, probe: ProbeResult, expected: int
 ) -> RunManifest:
     commit, dirty = git_state()
     return RunManifest(
@@ -301,15 +304,15 @@ def _new_manifest(
         variant=config.variant,
         inputs_path=str(config.inputs),
         inputs_sha256=sha,
-        inputs_header=header,
+        inputs_header=InputsHeaderFacts.from_dict(asdict(header)),  # as the inputs manifest wrote it
         model=probe.model,
         probe=probe.facts(),
         settings=run_settings(config),
         lbeval_version=lbeval_version(),
         git_commit=commit,
         git_dirty=dirty,
-        client_versions=package_versions(CLIENT_PACKAGES),
-        host=host_info(),
+        client_versions=ClientVersions.from_dict(package_versions(CLIENT_PACKAGES)),
+        host=HostFacts.from_dict(host_info()),
         started_at=now_iso(),
         ended_at=None,
         complete=False,

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.prepare.inputs import InputRow, InputsHeader, inputs_digest, sha256_text, write_inputs
-from eval.records.manifest_parts import ProbeFacts, RunSettings
+from eval.records.manifest_parts import ClientVersions, HostFacts, InputsHeaderFacts, ProbeFacts, RunSettings
 from eval.records.run_folder import RECORDS_NAME, RecordWriter, RunManifest, write_manifest
 from eval.records.types import ClientTimings, RequestRecord, TopK, Usage
 
@@ -242,15 +242,15 @@ def write_run(root: Path, spec: RunSpec) -> Path:
         variant=spec.variant,
         inputs_path=str(spec.inputs_path),
         inputs_sha256=inputs_digest(spec.inputs_path),
-        inputs_header={"seed": 1},
+        inputs_header=InputsHeaderFacts.from_dict({"seed": 1}),
         model=spec.model,
         probe=ProbeFacts(block_size=BLOCK),
         settings=RunSettings.from_dict(settings),
         lbeval_version="0.1.0",
         git_commit=None,
         git_dirty=None,
-        client_versions={},
-        host={"hostname": "test"},
+        client_versions=ClientVersions(),
+        host=HostFacts.from_dict({"hostname": "test"}),
         started_at=spec.started_at,
         ended_at=spec.ended_at if spec.complete else None,
         complete=spec.complete,

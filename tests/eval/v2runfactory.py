@@ -15,7 +15,7 @@ from pathlib import Path
 
 from eval.benchmarks.longbench_v2.inputs import V2InputFields
 from eval.prepare.inputs import InputRow, InputsHeader, inputs_digest, sha256_text, write_inputs
-from eval.records.manifest_parts import ProbeFacts, RunSettings
+from eval.records.manifest_parts import ClientVersions, HostFacts, InputsHeaderFacts, ProbeFacts, RunSettings
 from eval.records.run_folder import RECORDS_NAME, RecordWriter, RunManifest, write_manifest
 from eval.records.types import RequestRecord, TopK, Usage
 from eval.records.vocabulary import ANSWER_PASSES
@@ -123,9 +123,9 @@ def write_v2_run(root: Path, spec: V2Run) -> Path:
     }  # fmt: skip
     manifest = RunManifest(
         schema_version=2, run_id=spec.run_id, variant=spec.variant, inputs_path=str(spec.inputs_path),
-        inputs_sha256=inputs_digest(spec.inputs_path), inputs_header={"seed": 1}, model="test-model",
+        inputs_sha256=inputs_digest(spec.inputs_path), inputs_header=InputsHeaderFacts.from_dict({"seed": 1}), model="test-model",
         probe=ProbeFacts(block_size=BLOCK), settings=RunSettings.from_dict(settings), lbeval_version="0.1.0", git_commit=None,
-        git_dirty=None, client_versions={}, host={"hostname": "test"}, started_at=spec.started_at,
+        git_dirty=None, client_versions=ClientVersions(), host=HostFacts.from_dict({"hostname": "test"}), started_at=spec.started_at,
         ended_at=spec.ended_at, complete=True, warnings=[], expected_records=expected,
     )  # fmt: skip
     write_manifest(run_dir, manifest)

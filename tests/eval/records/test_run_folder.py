@@ -18,7 +18,15 @@ import pytest
 from eval.errors import DataError
 from eval.records.codec import decode_topk, dumps_record, encode_topk, record_from_dict
 from eval.records.final import describe_duplicates, select_final
-from eval.records.manifest_parts import PairingMark, ProbeFacts, RunSettings, RunStats
+from eval.records.manifest_parts import (
+    ClientVersions,
+    HostFacts,
+    InputsHeaderFacts,
+    PairingMark,
+    ProbeFacts,
+    RunSettings,
+    RunStats,
+)
 from eval.records.run_folder import (
     LOCK_NAME,
     RECORDS_NAME,
@@ -184,15 +192,15 @@ def make_manifest(**kw: object) -> RunManifest:
         variant="v",
         inputs_path="runs/v/inputs.jsonl",
         inputs_sha256="00" * 32,
-        inputs_header={"seed": 1},
+        inputs_header=InputsHeaderFacts.from_dict({"seed": 1}),
         model="m",
         probe=ProbeFacts(block_size=16),
         settings=RunSettings(temperature=0.0),
         lbeval_version="0.1.0",
         git_commit=None,
         git_dirty=None,
-        client_versions={"openai": "x"},
-        host={"hostname": "h"},
+        client_versions=ClientVersions.from_dict({"openai": "x"}),
+        host=HostFacts.from_dict({"hostname": "h"}),
         started_at="2026-01-01T00:00:00Z",
         ended_at=None,
         complete=False,

@@ -12,6 +12,7 @@ from bench import faults as matrix
 from eval.cli import build_parser
 from eval.serve.faults.lbeval_engine_faults.faults import FAULTS
 from eval.serve.launch_specs import load_launch_specs
+from tests.eval.runfactory import RunSpec, make_rows, write_inputs_file, write_run
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -276,8 +277,13 @@ def test_inputs_to_the_verdict_from_the_stop_record_else_the_manifest(tmp_path: 
     run = tmp_path / "run"
     run.mkdir()
     assert matrix.count_inputs(run) is None
-    header = {"n_taken": {"qasper": 2, "gov_report": 1}}
-    (run / "manifest.json").write_text(json.dumps({"inputs_header": header}), encoding="utf-8")
+    rows = make_rows(1, 1)
+    write_inputs_file(tmp_path / "in.jsonl", rows)
+    run = write_run(tmp_path, RunSpec("v", rows, tmp_path / "in.jsonl"))
+    assert matrix.count_inputs(run) is None  # a header that does not say (a sparse one)
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    manifest["inputs_header"] = {"n_taken": {"qasper": 2, "gov_report": 1}}
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     assert matrix.count_inputs(run) == 3
     (run / "ab_stop.json").write_text(json.dumps({"inputs_run": 2}), encoding="utf-8")
     assert matrix.count_inputs(run) == 2
