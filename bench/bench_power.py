@@ -36,6 +36,7 @@ from eval.gate.policy import parse_policy
 from eval.gate.settle import stop_check
 from eval.records.stop import SETTLED_FAIL, SETTLED_PASS
 from eval.run.ab import AbConfig, execute_ab
+from eval.run.config import endpoints
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.support.fake_server import FakeServer
 
@@ -81,7 +82,7 @@ def one_session(tmp: Path, noise: str, effect: float, limit: float, seed: int, p
         ca = config_for(
             a, inputs, tmp / "runs", variant="base", passes=("cold", "warm", "timing"), timing_reps=plan.reps
         )
-        cb = replace(ca, variant="var", base_url=b.base_url)
+        cb = replace(ca, variant="var", topology=endpoints(b.base_url))
         dirs = execute_ab(AbConfig(ca, cb, seed=seed, quiet=True, stop_check=stop_check(policy)))
     stop = dirs[1] / "ab_stop.json"
     if not stop.exists():

@@ -32,7 +32,7 @@ from eval.records.run_folder import load_run
 from eval.records.scenarios import DEFAULT_PLAN
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import UNIT_MAIN
-from eval.run.config import RunConfig
+from eval.run.config import RunConfig, endpoints
 from eval.run.runner import execute_run
 from eval.run.scenarios.settings import ScenarioSettings
 
@@ -118,7 +118,7 @@ def measure(n: int, work: Path, n_inputs: int) -> Scaling:
         write_inputs(inputs, _header(), _rows(n_inputs))
     with _fake_servers(n) as urls:
         config = RunConfig(
-            variant=f"i{n_inputs}-x{n}", inputs=inputs, base_url=urls[0], base_urls=tuple(urls) if n > 1 else (),
+            variant=f"i{n_inputs}-x{n}", inputs=inputs, topology=endpoints(*urls),
             out=work / "runs", passes=PASSES, timing_reps=TIMING_REPS, scenarios=_plan(), quiet=True,
         )  # fmt: skip
         with counting_scrapes() as scrapes:

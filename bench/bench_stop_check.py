@@ -29,6 +29,7 @@ from eval.gate.settle import scratch_check, stop_check
 from eval.records.ab_pairs import read_pairs
 from eval.records.run_folder import RECORDS_NAME
 from eval.run.ab import AbConfig, StopQuery, execute_ab
+from eval.run.config import endpoints
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.support.fake_server import FakeServer
 
@@ -41,7 +42,9 @@ def _session(tmp: Path, n: int) -> tuple[tuple[Path, Path], list[tuple[str, str]
     inputs = write_rows(tmp / "inputs.jsonl", rows)
     with FakeServer() as a, FakeServer() as b:
         ca = config_for(a, inputs, tmp / "runs", variant="base", passes=("cold", "warm", "timing"))
-        dirs = execute_ab(AbConfig(ca, replace(ca, variant="var", base_url=b.base_url), seed=3, quiet=True))
+        dirs = execute_ab(
+            AbConfig(ca, replace(ca, variant="var", topology=endpoints(b.base_url)), seed=3, quiet=True)
+        )
     order = list(dict.fromkeys((p.dataset, p.example_id) for p in read_pairs(dirs[0])))
     return dirs, order
 

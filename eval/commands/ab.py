@@ -111,8 +111,8 @@ def side_configs(args: argparse.Namespace) -> tuple[RunConfig, RunConfig]:
         spec = spec_for_run(variant, spec_name, args.specs, url)
         if spec is None and url is None:
             raise ConfigError(f"{variant}: give --base-url-a/-b or a launch spec")
-        config = replace(run_command.run_config(args, variant, url, spec, spec_scenarios=False), quiet=True)
-        configs.append(replace(config, base_urls=tuple(urls)) if len(urls) > 1 else config)
+        config = run_command.run_config(args, variant, urls, spec, spec_scenarios=False)
+        configs.append(replace(config, quiet=True))
     a, b = configs
     if args.run_id is not None:
         same = args.base == args.variant

@@ -13,8 +13,7 @@ prints the records kept and the command line (`interrupted`, called by eval.cli)
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from eval.redact import NO_SECRETS, redacted_errors
 from eval.run.request import RequestSettings
 from eval.run.resume import resume_lines
 from eval.run.retry import RetryPolicy
-from eval.run.runner import DEFAULT_PASSES, EXIT_INCOMPLETE, RunConfig, execute_run
+from eval.run.runner import DEFAULT_PASSES, EXIT_INCOMPLETE, RunConfig, execute_run, resolve_topology
 from eval.run.scenarios.settings import ScenarioSettings, batched_tokens_budget, parse_ints
 from eval.run.session import run_secrets
 from eval.serve.launch_specs import LaunchSpec, spec_for_run
@@ -205,36 +204,35 @@ def add_scenario_arguments(p: argparse.ArgumentParser, title: str, how_they_run:
 def run_config(
     args: argparse.Namespace,
     variant: str,
-    base_url: str | None,
+    urls: Sequence[str],
     spec: LaunchSpec | None,
     *,
     concurrency: int = 1,
+    dp_ranks: int | None = None,
     spec_scenarios: bool = True,
 ) -> RunConfig:
     """One run's RunConfig from the command-line options (`add_side_arguments`, `add_scenario_arguments`,
-    `concurrency`: --concurrency, `lbeval run`'s) and the variant's launch spec, if any: a managed spec is started by the session under the
-    run lock (RunConfig.server), a running one gives its url; the spec's model and api_key_env fill in what
-    the options leave out, and (`spec_scenarios`) its `scenarios` table and chunked-prefill budget the
-    scenario options' defaults. `base_url`: the server's, when there is no spec."""
+    `concurrency`: --concurrency, `lbeval run`'s) and the variant's launch spec, if any. Where the requests go
+    is resolved here, once (`resolve_topology`): `urls` (--base-url, repeated: replicas) when there is no spec,
+    a running spec's url (or url list), or a managed spec the session starts under the run lock; `dp_ranks`
+    (--dp-ranks) else the spec's. The spec's model and api_key_env fill in what the options leave out, and
+    (`spec_scenarios`) its `scenarios` table and chunked-prefill budget the scenario options' defaults."""
     if spec is not None and not spec.managed:
         if spec.url is None:
             raise ConfigError(f"{variant}: launch spec {spec.name} has no url")
-        base_url = spec.url
-    if spec is None and not base_url:
-        raise ConfigError("give --base-url (the server's .../v1 URL)")
+        urls = spec.urls or (spec.url,)  # a running spec's url list: its replicas
+    given_ranks = dp_ranks or (spec.dp_ranks if spec is not None else 1)
+    topology = resolve_topology(urls, spec if spec is not None and spec.managed else None, given_ranks)
     if args.retries < 0 or args.backoff < 0 or args.timeout <= 0:
         raise ConfigError("--retries and --backoff must be >= 0, --timeout > 0")
     use = spec if spec_scenarios else None
     return RunConfig(
         variant=variant,
         inputs=args.inputs,
-        base_url=base_url or "",  # a managed spec: the started server's (eval/run/session.serving)
+        topology=topology,
         out=args.out,
         model=args.model or (spec.model if spec is not None else None),
         api_key_env=args.api_key_env or (spec.api_key_env if spec is not None else None),
-        # a running spec's url list, a routing endpoint's ranks (eval/run/replicas.py; `lbeval ab` refuses both)
-        base_urls=spec.urls if spec is not None else (),
-        dp_ranks=spec.dp_ranks if spec is not None else 1,
         passes=tuple(p.strip() for p in args.passes.split(",") if p.strip()),
         timing_reps=args.timing_reps,
         concurrency=concurrency,
@@ -255,7 +253,6 @@ def run_config(
             use.scenarios if use is not None else {},
             batched_tokens_budget(use.args) if use is not None else None,
         ),
-        server=spec if spec is not None and spec.managed else None,
         launch_spec=spec.name if spec is not None else None,
         numerics=spec.numerics if spec is not None else "",
         cache_model=spec.cache_model if spec is not None else "",
@@ -323,13 +320,10 @@ def run(args: argparse.Namespace) -> int:
     urls = args.base_url or []  # --base-url repeated: replicas (eval/run/replicas.py)
     spec = spec_for_run(args.variant, args.spec, args.specs, urls[0] if urls else None)
     # a managed spec's server is started by the session, once the run folder's lock is held
-    config = run_config(args, args.variant, urls[0] if urls else None, spec, concurrency=args.concurrency)
-    urls = list(config.base_urls) or urls  # a running spec's url list: its replicas
-    if args.dp_ranks:
-        config = replace(config, dp_ranks=args.dp_ranks)
+    config = run_config(args, args.variant, urls, spec, concurrency=args.concurrency, dp_ranks=args.dp_ranks)
     secrets = run_secrets(config)  # an error line leaving the session is printed by eval.cli, without them
     with redacted_errors(secrets):
-        run_dir = execute_run(replace(config, base_urls=tuple(urls)) if len(urls) > 1 else config)
+        run_dir = execute_run(config)
     manifest = read_manifest(run_dir)
     for warning in manifest.warnings:
         echo_err(f"lbeval run: warning: {warning}", secrets=secrets)

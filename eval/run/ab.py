@@ -85,7 +85,7 @@ from eval.run.adaptive import (
     write_adaptive,
 )
 from eval.run.client import Client
-from eval.run.config import RunConfig, RunIncomplete, default_run_id, topology_of
+from eval.run.config import RunConfig, RunIncomplete, default_run_id
 from eval.run.ledger import SendLedger
 from eval.run.passes import Context, GroupState, resume_point, run_unit
 from eval.run.probe import ProbeResult
@@ -186,7 +186,7 @@ def _validate(config: AbConfig) -> None:
         raise ConfigError("both sides of lbeval ab need the same scenarios and scenario options")
     refuse_ranks_in_ab(config.a, "A")
     refuse_ranks_in_ab(config.b, "B")
-    n_a, n_b = topology_of(config.a).lanes, topology_of(config.b).lanes  # sides x lanes: the same lanes
+    n_a, n_b = config.a.topology.lanes, config.b.topology.lanes  # sides x lanes: the same lanes
     if n_a != n_b:
         raise ConfigError(f"both sides of lbeval ab need the same number of replicas (A {n_a}, B {n_b})")
     if n_a > 1 and (config.stop_check is not None or config.timing_target is not None):
@@ -229,7 +229,7 @@ def execute_ab(
     ledger: SendLedger | None = None,
 ) -> tuple[Path, Path]:
     """Run (or resume) the interleaved session; returns both run directories. Both run folders are locked
-    before a side's managed server (`RunConfig.server`) starts; `ledger`: both sides' (default: a new one).
+    before a side's managed server (`Topology.spec`) starts; `ledger`: both sides' (default: a new one).
     `between(side, unit)` is called after each side's unit (tests use it to interrupt or to change a fake
     server's speed)."""
     _validate(config)
@@ -251,12 +251,13 @@ def execute_ab(
             _same_partners(
                 (in_a.run_dir, in_b.run_dir), (f"{cfg_a.variant}/{id_a}", f"{cfg_b.variant}/{id_b}")
             )
-            if topology_of(cfg_a).replicated:
+            if cfg_a.topology.replicated:
                 _execute_replicas(config, (cfg_a, cfg_b), (in_a, in_b), shared, stack, between)
                 return in_a.run_dir, in_b.run_dir
             url_a, server_a = stack.enter_context(serving(cfg_a))
             url_b, server_b = stack.enter_context(serving(cfg_b))
-            cfg_a, cfg_b = replace(cfg_a, base_url=url_a), replace(cfg_b, base_url=url_b)  # managed: started
+            cfg_a = replace(cfg_a, topology=cfg_a.topology.started((url_a,)))  # a managed server: started
+            cfg_b = replace(cfg_b, topology=cfg_b.topology.started((url_b,)))
             ca = stack.enter_context(open_client(cfg_a, shared))
             cb = stack.enter_context(open_client(cfg_b, shared))
             sa = RunSession.prepare(cfg_a, ca, in_a)
@@ -677,10 +678,11 @@ def _execute_replicas(
     the replicas scenario for N), then the pairs on every replica pair at once."""
     served = [stack.enter_context(serving_replicas(cfg)) for cfg in cfgs]
     cfgs_now = [
-        replace(c, base_url=urls[0], base_urls=tuple(urls)) for c, (urls, _) in zip(cfgs, served, strict=True)
+        replace(c, topology=c.topology.started(urls)) for c, (urls, _) in zip(cfgs, served, strict=True)
     ]
     clients = [
-        [stack.enter_context(c) for c in replica_clients(cfg, cfg.base_urls, shared)] for cfg in cfgs_now
+        [stack.enter_context(c) for c in replica_clients(cfg, cfg.topology.lane_urls, shared)]
+        for cfg in cfgs_now
     ]
     sessions = [RunSession.prepare(c, cl[0], i) for c, cl, i in zip(cfgs_now, clients, ins, strict=True)]
     _same_plans(sessions[0].units, sessions[1].units, sessions[0].rows)

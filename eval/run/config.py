@@ -1,12 +1,13 @@
 """A run's configuration (`RunConfig`), its checks and the settings a resume must match.
 
-RunConfig(variant=..., inputs=..., base_url=...)   # eval/commands/run.run_config builds it from the options
+RunConfig(variant=..., inputs=..., topology=endpoints(url))   # eval/commands/run.run_config builds it from the options
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,10 +44,74 @@ class RunIncomplete(LbevalError):
 
 
 @dataclass(frozen=True)
+class Topology:
+    """Where one session's requests go, resolved once before the session starts (`resolve_topology`, the one
+    place it is checked): its lanes, each one server (or one data-parallel rank of a routing endpoint) that runs
+    its units at --concurrency, all lanes at once. `lbeval ab` runs two sides of the same lanes
+    (eval/run/ab.py)."""
+
+    lanes: int  # 1: one server; N: N replicas, or a routing endpoint's N ranks
+    ranks: int  # a routing endpoint's data-parallel ranks, its lanes sharing one URL (1: none)
+    # the running endpoints: given (one per replica; a routing endpoint's one URL), or once a launch spec's
+    # servers are started, theirs (`started`); () before then
+    urls: tuple[str, ...]
+    spec: LaunchSpec | None  # the launch spec the session starts (its `replicas` servers, or its one router)
+
+    @property
+    def routing(self) -> bool:
+        """A routing endpoint: one URL, a lane per data-parallel rank (pinned by a header)."""
+        return self.ranks > 1
+
+    @property
+    def replicated(self) -> bool:
+        return self.lanes > 1
+
+    @property
+    def base_url(self) -> str:
+        """The first endpoint's URL ("" while a launch spec's servers are not started yet)."""
+        return self.urls[0] if self.urls else ""
+
+    @property
+    def lane_urls(self) -> tuple[str, ...]:
+        """Each lane's URL: every replica's, or a routing endpoint's one URL once per rank."""
+        return self.urls * self.ranks if self.routing else self.urls
+
+    @property
+    def to_start(self) -> bool:
+        """A launch spec whose servers the session starts (not started yet)."""
+        return self.spec is not None and not self.urls
+
+    def started(self, urls: Sequence[str]) -> Topology:
+        """The same lanes at the URLs the session's started servers (or the running endpoints) answer on."""
+        return replace(self, urls=tuple(urls))
+
+
+def resolve_topology(urls: Sequence[str] = (), spec: LaunchSpec | None = None, dp_ranks: int = 1) -> Topology:
+    """Where the requests go, from the options, checked (the one place): `urls` the running endpoints
+    (`--base-url` repeated, a running spec's url list), or `spec` a launch spec the session starts (its
+    `replicas`); `dp_ranks` (`--dp-ranks`, else the spec's `dp_ranks`) makes the one endpoint that many lanes."""
+    if not urls and spec is None:
+        raise ConfigError("give --base-url (the server's .../v1 URL)")
+    refuse_repeated_endpoints(urls)  # replicas are distinct servers, however each is spelled
+    if len(urls) > MAX_REPLICAS:
+        raise ConfigError(f"--base-url: at most {MAX_REPLICAS} replicas, got {len(urls)}")
+    ranks = dp_ranks if dp_ranks > 1 else (spec.dp_ranks if spec is not None else 1)
+    if ranks > 1 and (len(urls) > 1 or (spec is not None and spec.replicas > 1)):
+        raise ConfigError(f"--dp-ranks {ranks} routes through one endpoint: give one --base-url (or spec)")
+    lanes = ranks if ranks > 1 else (spec.replicas if spec is not None else len(urls))
+    return Topology(lanes, ranks, tuple(urls), spec)
+
+
+def endpoints(*urls: str, dp_ranks: int = 1) -> Topology:
+    """Running endpoints: one server, N replicas, or (`dp_ranks`) a routing endpoint's ranks."""
+    return resolve_topology(urls, None, dp_ranks)
+
+
+@dataclass(frozen=True)
 class RunConfig:
     variant: str
     inputs: Path
-    base_url: str
+    topology: Topology  # where the requests go (`resolve_topology`)
     out: Path = Path("runs")
     model: str | None = None
     api_key_env: str | None = None  # name of the environment variable holding the key (never the key)
@@ -64,15 +129,6 @@ class RunConfig:
     quiet: bool = False
     metrics_wait_s: float = 2.0
     scenarios: ScenarioSettings = field(default_factory=ScenarioSettings)  # eval/run/scenarios/settings.py
-    # a launch spec lbeval starts for the session, under the run folder's lock (eval/run/session.py); the
-    # session then talks to the started server (base_url is not used)
-    server: LaunchSpec | None = None
-    # replicas of the variant (eval/run/replicas.py): every endpoint's URL, `--base-url` repeated; base_url is the
-    # first's. Empty: one endpoint, base_url
-    base_urls: tuple[str, ...] = ()
-    # a routing endpoint's data-parallel ranks (`--dp-ranks N`: each replica is rank r of the one endpoint, pinned by
-    # the X-data-parallel-rank header; eval/run/replicas.py). 1: none (a launch spec's dp_ranks may still say N)
-    dp_ranks: int = 1
     # the launch spec the run was given (its name, None without one) and its declared numerics change
     # ("changed: REASON", "" none): written into each session of the manifest for the gate (eval/gate/cross_numerics.py)
     launch_spec: str | None = None
@@ -84,44 +140,10 @@ class RunConfig:
     # (eval/run/session.run_secrets); never written, never shown
     secrets: Secrets = field(default=NO_SECRETS, repr=False, compare=False)
 
-
-@dataclass(frozen=True)
-class Topology:
-    """Where one session's requests go, resolved once from its RunConfig (`topology_of`) before the session
-    starts: its lanes, each one server (or one data-parallel rank of a routing endpoint) that runs its units at
-    --concurrency, all lanes at once. `lbeval ab` runs two sides of the same lanes (eval/run/ab.py)."""
-
-    lanes: int  # 1: one server; N: N replicas, or a routing endpoint's N ranks
-    ranks: int  # a routing endpoint's data-parallel ranks, its lanes sharing one URL (1: none)
-    urls: tuple[
-        str, ...
-    ]  # the running endpoints given (one per replica); () when a launch spec's are started
-    spec: LaunchSpec | None  # the launch spec the session starts (its `replicas` servers, or its one router)
-
     @property
-    def routing(self) -> bool:
-        """A routing endpoint: one URL, a lane per data-parallel rank (pinned by a header)."""
-        return self.ranks > 1
-
-    @property
-    def replicated(self) -> bool:
-        return self.lanes > 1
-
-
-def topology_of(config: RunConfig) -> Topology:
-    """The session's lanes from the four ways a RunConfig names them: `--dp-ranks` (else the launch spec's
-    `dp_ranks`) makes the one endpoint that many lanes; else a launch spec's `replicas`; else one lane per
-    `--base-url` given (base_urls), at least the one base_url."""
-    spec = config.server
-    ranks = config.dp_ranks if config.dp_ranks > 1 else (spec.dp_ranks if spec is not None else 1)
-    if ranks > 1:
-        lanes = ranks
-    elif spec is not None:
-        lanes = spec.replicas
-    else:
-        lanes = max(1, len(config.base_urls))
-    urls = () if spec is not None else (config.base_urls or (config.base_url,))
-    return Topology(lanes, ranks, urls, spec)
+    def base_url(self) -> str:
+        """The first endpoint's URL (`Topology.base_url`)."""
+        return self.topology.base_url
 
 
 def validate_name(kind: str, name: str) -> str:
@@ -148,9 +170,6 @@ def validate_config(config: RunConfig) -> None:
     if not 0 <= config.request.top_logprobs <= 20:
         raise ConfigError("--top-logprobs must be between 0 and 20")
     validate_scenarios(config.scenarios, cold_mode="salt" if config.cold_mode == "auto" else config.cold_mode)
-    refuse_repeated_endpoints(config.base_urls)  # replicas are distinct servers, however each is spelled
-    if len(config.base_urls) > MAX_REPLICAS:
-        raise ConfigError(f"--base-url: at most {MAX_REPLICAS} replicas, got {len(config.base_urls)}")
 
 
 def _validate_cold(config: RunConfig) -> None:

@@ -60,7 +60,7 @@ from eval.records.types import RequestRecord
 from eval.records.vocabulary import UNIT_TIMING
 from eval.redact import safe_url
 from eval.run.client import Client
-from eval.run.config import RunConfig, Topology, topology_of
+from eval.run.config import RunConfig, Topology
 from eval.run.ledger import SendLedger
 from eval.run.metrics_text import (
     FINISHED_COUNTER,
@@ -80,7 +80,7 @@ from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
 from eval.run.scenarios.replicas import spans_replicas
 from eval.run.server_watch import ServerWatch
-from eval.run.session import Inputs, RunSession, api_key, open_client, outcome_of, run_to_end
+from eval.run.session import Inputs, RunSession, api_key, outcome_of, run_to_end
 from eval.run.steps import Step, Unit
 from eval.serve.launch_specs import LaunchSpec
 from eval.serve.process import start
@@ -248,12 +248,12 @@ def replica_specs(spec: LaunchSpec, cores: Sequence[int], devices: Sequence[int]
 
 def dp_ranks(config: RunConfig) -> int:
     """A routing endpoint's data-parallel ranks (`Topology.ranks`); 1: none."""
-    return topology_of(config).ranks
+    return config.topology.ranks
 
 
 def replica_count(config: RunConfig) -> int:
     """The session's lanes (`Topology.lanes`): replicas, or a routing endpoint's ranks; 1: one server."""
-    return topology_of(config).lanes
+    return config.topology.lanes
 
 
 def replicated(topology: Topology, inputs: Inputs) -> bool:
@@ -315,23 +315,24 @@ class Replica:
 
 @contextmanager
 def serving_replicas(config: RunConfig) -> Iterator[tuple[list[str], list[dict[str, Any]]]]:
-    """(every replica's URL, what lbeval started): a launch spec's N servers, each on a free port with its
+    """(every endpoint's URL, what lbeval started): a launch spec's N servers, each on a free port with its
     cores or devices, started one after the other and all stopped on exit; else the configured URLs. A
-    routing endpoint's N ranks: its one URL N times (one server started, for a managed spec)."""
+    routing endpoint's N ranks: its one URL (one server started, for a managed spec); `Topology.lane_urls`
+    gives it once per rank."""
     ranks = dp_ranks(config)
-    if config.server is None:
-        urls = list(config.base_urls or (config.base_url,))
-        yield (urls * ranks if ranks > 1 else urls), []
+    given = config.topology.spec
+    if given is None or not config.topology.to_start:
+        yield list(config.topology.urls), []
         return
     with ExitStack() as stack:
         urls = []
         started: list[dict[str, Any]] = []
-        for spec in _specs_to_start(config.server, ranks):
+        for spec in _specs_to_start(given, ranks):
             server = stack.enter_context(start(spec, echo=echo_err, runs=config.out))
             stack.enter_context(server.reported_if_dead())
             urls.append(server.base_url)
             started.append(server.describe())
-        yield (urls * ranks if ranks > 1 else urls), started
+        yield urls, started
 
 
 def _specs_to_start(spec: LaunchSpec, ranks: int) -> list[LaunchSpec]:
@@ -377,7 +378,8 @@ def _replicas(
 ) -> list[Replica]:
     """Replica 0 is the session's (already probed); the others are probed (in parallel, or `early`: started
     beside replica 0's) and compared with it."""
-    out = [Replica(0, config.base_urls[0], clients[0], session.probe)]
+    urls = config.topology.lane_urls
+    out = [Replica(0, urls[0], clients[0], session.probe)]
     if early:
         probes = [f.result() for f in early]
     else:  # the others at once; a routing endpoint's ranks one after the other (a reset empties all)
@@ -388,10 +390,10 @@ def _replicas(
         diffs = replica_differences(session.probe, probe)
         if diffs:
             raise ConfigError(
-                f"replica {i} ({safe_url(config.base_urls[i])}) differs from replica 0 "
-                f"({safe_url(config.base_urls[0])}): {'; '.join(diffs)}; every replica must serve the same"
+                f"replica {i} ({safe_url(urls[i])}) differs from replica 0 "
+                f"({safe_url(urls[0])}): {'; '.join(diffs)}; every replica must serve the same"
             )
-        out.append(Replica(i, config.base_urls[i], client, probe))
+        out.append(Replica(i, urls[i], client, probe))
     return out
 
 
@@ -414,9 +416,10 @@ def run_replicated(
     and compare them, assign, resume, run every replica at once, end the session."""
     refuse_reset_on_ranks(config)
     with serving_replicas(config) as (urls, started):
-        config = replace(config, base_url=urls[0], base_urls=tuple(urls))
+        config = replace(config, topology=config.topology.started(urls))
+        lane_urls = config.topology.lane_urls
         with ExitStack() as stack:
-            clients = [stack.enter_context(c) for c in replica_clients(config, urls, ledger, own=True)]
+            clients = [stack.enter_context(c) for c in replica_clients(config, lane_urls, ledger, own=True)]
             early = stack.enter_context(_probing_others(config, clients, inputs))
             session = RunSession.prepare(config, clients[0], inputs)
             session.on_record = on_record
@@ -638,10 +641,6 @@ def refuse_reset_on_ranks(config: RunConfig) -> None:
     """A routing endpoint is one URL; a cache reset there empties every rank's cache, the other ranks' warm
     units' too."""
     ranks = dp_ranks(config)
-    if ranks > 1 and (
-        len(set(config.base_urls)) > 1 or (config.server is not None and config.server.replicas > 1)
-    ):
-        raise ConfigError(f"--dp-ranks {ranks} routes through one endpoint: give one --base-url (or spec)")
     if ranks > 1 and config.cold_mode == "reset":
         raise ConfigError(
             f"--dp-ranks {ranks}: a cache reset empties every rank's cache while the others run; "
@@ -703,7 +702,8 @@ def replica_clients(
     ServerWatch from reusing its settled scrape (`lbeval ab` keeps one ledger: its two sides may be one server)."""
     if dp_ranks(config) <= 1:
         ledgers = [ledger] + [SendLedger() if own else ledger for _ in urls[1:]]
-        return [open_client(replace(config, base_url=u), led) for u, led in zip(urls, ledgers, strict=True)]
+        key = api_key(config)
+        return [Client(u, key, config.timeout_s, ledger=led) for u, led in zip(urls, ledgers, strict=True)]
     key = api_key(config)
     return [
         Client(u, key, config.timeout_s, ledger=RankLedger(ledger, r), extra_headers=rank_headers(r))

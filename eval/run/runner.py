@@ -1,6 +1,6 @@
 """`lbeval run`: probe the server, then send every unit of the plan, appending one record per request.
 
-    execute_run(RunConfig(variant=..., inputs=..., base_url=...)) -> run directory
+    execute_run(RunConfig(variant=..., inputs=..., topology=endpoints(url))) -> run directory
 
 Re-running the same configuration resumes into the same run (run_id defaults to one derived from the inputs
 file's hash): complete units are kept, missing ones are sent, nothing is sent twice. A run directory made with
@@ -27,10 +27,11 @@ from eval.run.config import (
     EXIT_INCOMPLETE,
     RunConfig,
     RunIncomplete,
+    Topology,
     default_run_id,
+    resolve_topology,
     resolved_for_server,
     run_settings,
-    topology_of,
     validate_name,
 )
 from eval.run.ledger import SendLedger
@@ -49,8 +50,10 @@ __all__ = [  # the run's public faces, for `lbeval run` and the tests (defined i
     "EXIT_INCOMPLETE",
     "RunConfig",
     "RunIncomplete",
+    "Topology",
     "default_run_id",
     "execute_run",
+    "resolve_topology",
     "resolved_for_server",
     "run_settings",
     "validate_name",
@@ -66,7 +69,7 @@ def execute_run(
     """Run (or resume) the passes against the server at `config.base_url`; returns the run directory.
 
     The whole session holds the run folder's lock (`run_lock`: RunBusy when another process is writing it),
-    from before the manifest is read until after it is last written, and before `config.server` (a launch spec)
+    from before the manifest is read until after it is last written, and before `Topology.spec` (a launch spec)
     is started: a run refused by the lock starts no server. The started server is noted in servers.jsonl.
     `ledger`: the session's send ledger (default: a new one).
 
@@ -79,12 +82,12 @@ def execute_run(
             inputs = read_inputs_of(config)
             with run_lock(inputs.run_dir):
                 refuse_ab_folder(inputs.run_dir)  # an `lbeval ab` run folder is resumed by lbeval ab only
-                if replicated(topology_of(config), inputs):  # N lanes (eval/run/replicas.py)
+                if replicated(config.topology, inputs):  # N lanes (eval/run/replicas.py)
                     run_replicated(config, inputs, ledger or SendLedger(), on_record)
                     return inputs.run_dir
                 ledger = ledger or SendLedger()
                 with serving(config, ledger) as (url, server):
-                    config = replace(config, base_url=url)  # a managed server's, once started
+                    config = replace(config, topology=config.topology.started((url,)))  # a managed server's
                     with open_client(config, ledger) as client:
                         session = RunSession.prepare(config, client, inputs)
                         session.on_record = on_record

@@ -2,14 +2,14 @@
 
     inputs = read_inputs_of(config)                        # checked inputs and the run folder
     with run_lock(inputs.run_dir), serving(config) as (url, server):  # the lock, then a managed server
-        config = replace(config, base_url=url)
+        config = replace(config, topology=config.topology.started((url,)))
         client = open_client(config, ledger)                  # on the session's send ledger
         session = RunSession.prepare(config, client, inputs)  # probe, plan, manifest, what is left
         session.start(server)                                 # the session's line in the manifest
         with RecordWriter(...) as writer:
             ctx = session.context(client, session.emitter(writer, progress))  # ServerWatch on the ledger
-            ...                                               # the units (eval/run/runner.py, eval/run/ab.py)
-        session.end(ctx, outcome, failure)                    # stats, warnings, LATEST
+            ...                                               # the units (eval/run/scheduler.py, eval/run/ab.py)
+        session.end(ctx, outcome, failure)                    # stats, warnings, LATEST (in run_to_end)
 
 `lbeval run` (eval/run/runner.execute_run) drives one session; `lbeval ab` (eval/run/ab.py) two, one per side,
 with one send ledger for both (`SendLedger`: what was sent between two /metrics scrapes, by either side).
@@ -70,7 +70,6 @@ from eval.run.config import (
     now_iso,
     resolved_for_server,
     run_settings,
-    topology_of,
     validate_config,
 )
 from eval.run.ledger import SendLedger
@@ -101,7 +100,8 @@ def api_key(config: RunConfig) -> str | None:
 def run_secrets(config: RunConfig) -> Secrets:
     """The session's secrets: what its launch spec read from the environment and its API key (`--api-key-env`),
     redacted wherever the session writes or prints them (never another session's: nothing is process-wide)."""
-    spec = config.secrets if config.server is None else config.secrets | config.server.secrets
+    started = config.topology.spec
+    spec = config.secrets if started is None else config.secrets | started.secrets
     return spec.with_(os.environ.get(config.api_key_env) if config.api_key_env else None)
 
 
@@ -114,16 +114,17 @@ def open_client(config: RunConfig, ledger: SendLedger) -> Client:
 def serving(
     config: RunConfig, ledger: SendLedger | None = None
 ) -> Iterator[tuple[str, dict[str, Any] | None]]:
-    """(base URL, what lbeval started) for the session: the config's managed server (`config.server`), started
-    here and stopped on exit, its log under the runs folder; else (config.base_url, None). Called with the run
-    folder's lock held; the session's config then takes the URL (the manifest records it). With the session's
-    send `ledger`, a managed server whose engine dies is reported with the request it died on."""
-    if config.server is None:
+    """(base URL, what lbeval started) for the session: the config's launch spec (`Topology.spec`, not started
+    yet), started here and stopped on exit, its log under the runs folder; else (config.base_url, None). Called
+    with the run folder's lock held; the session's config then takes the URL (the manifest records it). With
+    the session's send `ledger`, a managed server whose engine dies is reported with the request it died on."""
+    spec = config.topology.spec
+    if spec is None or not config.topology.to_start:
         yield config.base_url, None
         return
     secrets = run_secrets(config)
     say = lambda message: echo_err(message, secrets=secrets)  # noqa: E731
-    with start(config.server, echo=say, runs=config.out) as server:
+    with start(spec, echo=say, runs=config.out) as server:
         answered = None if ledger is None else lambda: ledger.answered(server.root_url)
         with server.reported_if_dead(answered):  # a server that dies during the session is reported dead,
             yield server.base_url, server.describe()  # with the session's ledger: on which request
@@ -259,7 +260,7 @@ def _prepare(config: RunConfig, client: Client, inputs: Inputs) -> RunSession:
         config.scenarios, rows, cache_model=with_blocks(probe.cache_model, probe.block_size),
         max_tokens_override=config.request.max_tokens_override,
         token_ids=fetch_token_ids(config.scenarios, rows, client, probe, config.request),
-        replicas=topology_of(config).lanes,
+        replicas=config.topology.lanes,
     )  # fmt: skip
     expected = sum(len(u.steps) for u in units)
     fresh = _new_manifest(config, run_dir.name, inputs.header, inputs.sha256, probe, expected)

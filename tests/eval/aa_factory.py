@@ -12,6 +12,7 @@ import numpy as np
 from eval.records.ab_pairs import last_pairs, read_pairs
 from eval.records.run_folder import RECORDS_NAME, scan_records
 from eval.run.ab import AbConfig, execute_ab
+from eval.run.config import endpoints
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.support.fake_server import FakeServer
 
@@ -50,7 +51,7 @@ def session(
         path = inputs if inputs is not None else inputs_file(tmp_path)
         ca = config_for(a, path, tmp_path / "runs", variant=base, passes=passes, timing_reps=REPS)
         return execute_ab(
-            AbConfig(ca, replace(ca, variant=variant, base_url=b.base_url), seed=5), between=noise
+            AbConfig(ca, replace(ca, variant=variant, topology=endpoints(b.base_url)), seed=5), between=noise
         )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from eval.prepare.inputs import InputRow, InputsHeader, sha256_text, write_inputs
+from eval.run.config import endpoints
 from eval.run.request import RequestSettings
 from eval.run.retry import RetryPolicy
 from eval.run.runner import RunConfig
@@ -74,7 +75,7 @@ def config_for(server: FakeServer, inputs: Path, out: Path, **kw: Any) -> RunCon
     base = RunConfig(
         variant="v1",
         inputs=inputs,
-        base_url=server.base_url,
+        topology=endpoints(server.base_url),
         out=out,
         timing_reps=2,
         retry=FAST_RETRY,

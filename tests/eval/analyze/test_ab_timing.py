@@ -17,6 +17,7 @@ from eval.records.run_folder import PAIRS_NAME, RECORDS_NAME, scan_records
 from eval.report.tables import build_tables
 from eval.report.write import write_reports
 from eval.run.ab import AbConfig, execute_ab
+from eval.run.config import endpoints
 from eval.run.runner import execute_run
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.support.fake_server import FakeServer, Fault
@@ -28,7 +29,7 @@ def _config(a: FakeServer, b: FakeServer, tmp_path: Path) -> AbConfig:
     rows = [make_row(i, words=60 + 20 * i) for i in range(6)]
     inputs = write_rows(tmp_path / "inputs.jsonl", rows)
     ca = config_for(a, inputs, tmp_path / "runs", variant="base", passes=("timing",), timing_reps=2)
-    return AbConfig(ca, replace(ca, variant="var", base_url=b.base_url), seed=11)
+    return AbConfig(ca, replace(ca, variant="var", topology=endpoints(b.base_url)), seed=11)
 
 
 def _prefill_by_hand(da: Path, db: Path) -> tuple[list[str], list[float], list[float]]:
@@ -185,7 +186,9 @@ def test_randomization_blocks_follow_the_drawn_abba_order(tmp_path: Path) -> Non
             rows = [make_row(i, words=60 + 20 * i) for i in range(3)]
             inputs = write_rows(out / "inputs.jsonl", rows)
             ca = config_for(a, inputs, out / "runs", variant="base", passes=passes, timing_reps=5)
-            da, db = execute_ab(AbConfig(ca, replace(ca, variant="var", base_url=b.base_url), seed=3))
+            da, db = execute_ab(
+                AbConfig(ca, replace(ca, variant="var", topology=endpoints(b.base_url)), seed=3)
+            )
         ra, rb = score_run(da), score_run(db)
         pairs = session_pairs(ra, rb)
         assert pairs is not None

@@ -19,6 +19,7 @@ from eval.analyze.score import score_run
 from eval.report.json_out import summary_json
 from eval.report.tables import build_tables
 from eval.run.ab import AbConfig, execute_ab
+from eval.run.config import endpoints
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.support.fake_server import FakeServer, Fault
 
@@ -35,8 +36,8 @@ def fakes_fixture() -> Iterator[list[FakeServer]]:
 def aa_session(fakes: list[FakeServer], tmp_path: Path, urls_a: list[str], urls_b: list[str]) -> AbConfig:
     inputs = write_rows(tmp_path / "inputs.jsonl", ROWS)
     ca = config_for(fakes[0], inputs, tmp_path / "runs", variant="same", passes=("cold", "warm", "timing"))
-    a = replace(ca, base_url=urls_a[0], base_urls=tuple(urls_a) if len(urls_a) > 1 else ())
-    b = replace(ca, base_url=urls_b[0], base_urls=tuple(urls_b) if len(urls_b) > 1 else ())
+    a = replace(ca, topology=endpoints(*urls_a))
+    b = replace(ca, topology=endpoints(*urls_b))
     return AbConfig(a, b, seed=5)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from eval.cli import main
+from eval.run.config import endpoints
 from tests.eval.gate.test_gate_attacks import VARIANT_ID, _gate, _runs, unwrap
 
 Edit = Callable[[dict[str, Any]], None]
@@ -251,7 +252,9 @@ def session_fixture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
     inputs = write_rows(tmp / "inputs.jsonl", [make_row(i) for i in range(3)])
     with FakeServer() as a, FakeServer() as b:
         ca = config_for(a, inputs, tmp / "runs", variant="base", passes=("cold", "warm", "timing"))
-        return execute_ab(AbConfig(ca, replace(ca, variant="var", base_url=b.base_url), seed=7, quiet=True))
+        return execute_ab(
+            AbConfig(ca, replace(ca, variant="var", topology=endpoints(b.base_url)), seed=7, quiet=True)
+        )
 
 
 def _cut(lines: list[str]) -> list[str]:

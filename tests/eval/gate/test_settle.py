@@ -18,6 +18,7 @@ from eval.gate.settle import settle, stop_check
 from eval.records.run_folder import RECORDS_NAME, scan_records
 from eval.records.stop import SETTLED_FAIL, SETTLED_PASS, read_stop, stop_path, write_stop
 from eval.run.ab import AbConfig, execute_ab
+from eval.run.config import endpoints
 from tests.eval.aa_factory import inputs_file, session
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.support.fake_server import FakeServer
@@ -36,7 +37,7 @@ def _session(a: FakeServer, b: FakeServer, tmp_path: Path) -> tuple[Path, Path]:
     (tmp_path / "policy.toml").write_text(TIMING_POLICY)
     policy = parse_policy(TIMING_POLICY, str(tmp_path / "policy.toml"))
     ca = config_for(a, inputs, tmp_path / "runs", variant="base", passes=("cold", "warm", "timing"))
-    cb = replace(ca, variant="var", base_url=b.base_url)
+    cb = replace(ca, variant="var", topology=endpoints(b.base_url))
     return execute_ab(AbConfig(ca, cb, seed=3, quiet=True, stop_check=stop_check(policy)))
 
 

@@ -15,6 +15,7 @@ from eval.gate.policy import parse_policy
 from eval.gate.settle import IncrementalCheck, scratch_check, stop_check
 from eval.records.stop import OPEN, SETTLED_FAIL, Settlement, read_stop
 from eval.run.ab import AbConfig, StopQuery, execute_ab
+from eval.run.config import endpoints
 from eval.run.scenarios.settings import ScenarioSettings
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.support.fake_server import FakeServer, Fault, PrefixEffect
@@ -62,7 +63,7 @@ def test_incremental_decisions_equal_the_from_scratch_ones_at_every_look(tmp_pat
         b.add_fault(Fault("divergence", match="Example ex7:", salt_seen=2, position=0))
         passes = ("cold", "warm", "repeat", "timing")
         ca = config_for(a, inputs, tmp_path / "runs", variant="base", passes=passes)
-        cb = replace(ca, variant="var", base_url=b.base_url)
+        cb = replace(ca, variant="var", topology=endpoints(b.base_url))
         da, _ = execute_ab(AbConfig(ca, cb, seed=3, quiet=True, stop_check=both))
     assert len(looks) >= 10  # the CS needs 10 inputs: every look before it was OPEN
     _assert_equal(looks)
@@ -101,7 +102,7 @@ def _session(
     inputs = write_rows(tmp_path / "inputs.jsonl", rows)
     with FakeServer() as a:
         ca = config_for(a, inputs, tmp_path / "runs", variant="base", **kw)
-        cb = replace(ca, variant="var", base_url=variant.base_url)
+        cb = replace(ca, variant="var", topology=endpoints(variant.base_url))
         execute_ab(AbConfig(ca, cb, seed=3, quiet=True, stop_check=never_stop))
 
 

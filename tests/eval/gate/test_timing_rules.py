@@ -14,6 +14,7 @@ from eval.gate.policy import load_policy, parse_policy
 from eval.gate.rules import evaluate, rule_cold_prefill_change, rule_warm_prefill_change, until_pct
 from eval.gate.verdict import EXIT_FAIL, EXIT_NO_VERDICT, EXIT_PASS, FAIL, NO_DATA, PASS, SKIPPED
 from eval.run.ab import AbConfig, execute_ab
+from eval.run.config import endpoints
 from eval.run.runner import execute_run
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.support.fake_server import FakeServer
@@ -29,7 +30,9 @@ def _ab(tmp_path: Path, warm_slowdown: float) -> Comparison:
     with FakeServer() as a, FakeServer() as b:
         b.warm_slowdown = warm_slowdown  # only requests with a prefix hit are slower on the variant's server
         ca = config_for(a, _inputs(tmp_path), tmp_path / "runs", variant="base")  # the default passes
-        da, db = execute_ab(AbConfig(ca, replace(ca, variant="var", base_url=b.base_url), seed=5, quiet=True))
+        da, db = execute_ab(
+            AbConfig(ca, replace(ca, variant="var", topology=endpoints(b.base_url)), seed=5, quiet=True)
+        )
     return compare(score_run(da), score_run(db))
 
 
@@ -110,7 +113,7 @@ def test_sequential_runs_skip_the_timing_rules_unless_interleaved_only_is_off(tm
         b.warm_slowdown = 3.0
         ca = config_for(a, inputs, tmp_path / "runs", variant="base")
         da = execute_run(ca)
-        db = execute_run(replace(ca, variant="var", base_url=b.base_url))
+        db = execute_run(replace(ca, variant="var", topology=endpoints(b.base_url)))
     c = compare(score_run(da), score_run(db))
     assert c.execution == "sequential"
     for rule in ("warm_prefill_change", "cold_prefill_change"):
@@ -129,7 +132,9 @@ def test_runs_without_timing_passes_skip_the_timing_rules(tmp_path: Path) -> Non
         ca = config_for(
             a, _inputs(tmp_path), tmp_path / "runs", variant="base", passes=("cold", "warm", "repeat")
         )
-        da, db = execute_ab(AbConfig(ca, replace(ca, variant="var", base_url=b.base_url), seed=5, quiet=True))
+        da, db = execute_ab(
+            AbConfig(ca, replace(ca, variant="var", topology=endpoints(b.base_url)), seed=5, quiet=True)
+        )
     c = compare(score_run(da), score_run(db))
     assert c.execution == "interleaved"
     r = rule_warm_prefill_change(c, DEFAULTS["warm_prefill_change"])

@@ -25,6 +25,7 @@ from eval.analyze.compare import Comparison
 from eval.cli import main
 from eval.report.console import numerics_changed
 from eval.run.ab import AbConfig, execute_ab
+from eval.run.config import endpoints
 from eval.run.scenarios.settings import ScenarioSettings
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.support.fake_server import FakeServer, Fault, PrefixEffect
@@ -55,7 +56,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         b.prefix_effect = PrefixEffect(residue=1, position=1)  # and a partial hit at 17 or 33 tokens
         ca = config_for(a, inputs, tmp / "runs", variant="base", passes=PASSES, timing_reps=3)
         ca = replace(ca, scenarios=SCENARIOS)
-        execute_ab(AbConfig(ca, replace(ca, variant="fp8", base_url=b.base_url), seed=0, quiet=True))
+        execute_ab(
+            AbConfig(ca, replace(ca, variant="fp8", topology=endpoints(b.base_url)), seed=0, quiet=True)
+        )
     return tmp / "runs"
 
 

@@ -17,6 +17,7 @@ from eval.records.final import select_final
 from eval.records.run_folder import PAIRS_NAME, RECORDS_NAME, read_manifest, scan_records
 from eval.records.types import RequestRecord
 from eval.run.ab import AbConfig, execute_ab, pair_orders, session_order
+from eval.run.config import endpoints
 from eval.run.steps import plan_units
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.support.fake_server import FakeServer, Fault
@@ -29,7 +30,7 @@ def _records(run_dir: Path) -> list[RequestRecord]:
 def _ab(a: FakeServer, b: FakeServer, tmp_path: Path, n: int = 3, **kw: object) -> AbConfig:
     inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(n)])
     ca = config_for(a, inputs, tmp_path / "runs", variant="base", passes=("cold", "warm", "timing"), **kw)
-    cb = replace(ca, variant="var", base_url=b.base_url)
+    cb = replace(ca, variant="var", topology=endpoints(b.base_url))
     return AbConfig(ca, cb, seed=7)
 
 

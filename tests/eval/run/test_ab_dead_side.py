@@ -14,6 +14,7 @@ from eval.records.ab_pairs import read_pairs
 from eval.records.final import select_final
 from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
 from eval.run.ab import AbConfig, execute_ab
+from eval.run.config import endpoints
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.support.fake_server import FakeServer
 
@@ -21,7 +22,7 @@ from tests.support.fake_server import FakeServer
 def _config(tmp_path: Path, a: FakeServer, url_b: str) -> AbConfig:
     inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(4)])
     ca = config_for(a, inputs, tmp_path / "runs", variant="base", passes=("cold", "warm", "timing"))
-    return AbConfig(ca, replace(ca, variant="var", base_url=url_b), seed=7)
+    return AbConfig(ca, replace(ca, variant="var", topology=endpoints(url_b)), seed=7)
 
 
 def test_a_side_whose_engine_dies_stops_the_session_on_both_sides(
@@ -56,7 +57,7 @@ def test_a_side_whose_engine_dies_stops_the_session_on_both_sides(
         assert len(read_pairs(run_a)) <= 2
         capsys.readouterr()
         with FakeServer() as b2:  # B back (on another port): the resume says what stopped the last session
-            da, db = execute_ab(replace(config, b=replace(config.b, base_url=b2.base_url)))
+            da, db = execute_ab(replace(config, b=replace(config.b, topology=endpoints(b2.base_url))))
         assert len(a.requests) > sent_to_a
     err = capsys.readouterr().err
     said = [line for line in err.splitlines() if "resuming" in line]
@@ -76,7 +77,7 @@ def test_a_failed_resume_keeps_the_run_folders(tmp_path: Path) -> None:
     with FakeServer() as a, FakeServer() as b:
         config = _config(tmp_path, a, b.base_url)
         da, db = execute_ab(config)
-    dead_b = replace(config.b, base_url="http://127.0.0.1:9/v1")
+    dead_b = replace(config.b, topology=endpoints("http://127.0.0.1:9/v1"))
     with FakeServer() as a2, pytest.raises(LbevalError):
-        execute_ab(replace(config, a=replace(config.a, base_url=a2.base_url), b=dead_b))
+        execute_ab(replace(config, a=replace(config.a, topology=endpoints(a2.base_url)), b=dead_b))
     assert read_manifest(da).complete and read_manifest(db).complete

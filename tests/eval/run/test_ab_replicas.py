@@ -20,6 +20,7 @@ from eval.records.final import unit_of
 from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
 from eval.records.types import RequestRecord
 from eval.run.ab import AbConfig, UnitId, execute_ab
+from eval.run.config import endpoints
 from eval.run.replicas import assign_replicas, row_weight
 from eval.run.scenarios.settings import ScenarioSettings
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
@@ -40,10 +41,8 @@ def ab_config(fakes: list[FakeServer], tmp_path: Path, **kw: object) -> AbConfig
     ca = config_for(
         fakes[0], inputs, tmp_path / "runs", variant="base", passes=("cold", "warm", "timing"), **kw
     )
-    ca = replace(ca, base_urls=tuple(f.base_url for f in fakes[:N]))
-    cb = replace(
-        ca, variant="var", base_url=fakes[N].base_url, base_urls=tuple(f.base_url for f in fakes[N:])
-    )
+    ca = replace(ca, topology=endpoints(*(f.base_url for f in fakes[:N])))
+    cb = replace(ca, variant="var", topology=endpoints(*(f.base_url for f in fakes[N:])))
     return AbConfig(ca, cb, seed=7)
 
 
@@ -126,7 +125,7 @@ def test_sides_with_other_replica_counts_or_a_stop_check_are_refused(
 ) -> None:
     config = ab_config(fakes, tmp_path)
     with pytest.raises(ConfigError, match="same number of replicas"):
-        execute_ab(replace(config, b=replace(config.b, base_urls=())))
+        execute_ab(replace(config, b=replace(config.b, topology=endpoints(config.b.base_url))))
     with pytest.raises(ConfigError, match="one endpoint per side"):
         execute_ab(replace(config, stop_check=lambda q: None))  # type: ignore[arg-type,return-value]
 

@@ -25,6 +25,7 @@ from eval.records.final import select_final
 from eval.records.run_folder import RECORDS_NAME, read_manifest, scan_records
 from eval.records.types import RequestRecord
 from eval.run.ab import AbConfig, execute_ab
+from eval.run.config import endpoints
 from eval.run.scenarios.settings import ScenarioSettings
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.support.fake_server import BatchEffect, FakeServer
@@ -57,7 +58,7 @@ def _config(a: FakeServer, b: FakeServer, tmp_path: Path, s: ScenarioSettings = 
         timing_reps=TIMING_REPS,
     )
     ca = replace(ca, scenarios=s)
-    return AbConfig(ca, replace(ca, variant="var", base_url=b.base_url), seed=11, quiet=True)
+    return AbConfig(ca, replace(ca, variant="var", topology=endpoints(b.base_url)), seed=11, quiet=True)
 
 
 def _sides(p: PairRecord) -> list[tuple[str, PairSide]]:

@@ -15,6 +15,7 @@ from eval.records.ab_pairs import read_pairs
 from eval.records.run_folder import read_manifest
 from eval.records.stop import SETTLED_FAIL, read_stop, stop_path
 from eval.run.ab import AbConfig, execute_ab, session_order
+from eval.run.config import endpoints
 from eval.run.steps import plan_units
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.support.fake_server import FakeServer, Fault
@@ -26,7 +27,7 @@ SEED = 7
 def _config(a: FakeServer, b: FakeServer, tmp_path: Path, n: int, check: bool = True) -> AbConfig:
     inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(n)])
     ca = config_for(a, inputs, tmp_path / "runs", variant="base", passes=PASSES)
-    cb = replace(ca, variant="var", base_url=b.base_url)
+    cb = replace(ca, variant="var", topology=endpoints(b.base_url))
     return AbConfig(
         ca, cb, seed=SEED, quiet=True, stop_check=stop_check(load_policy(None)) if check else None
     )

@@ -36,6 +36,7 @@ from eval.run.adaptive import (
 from eval.run.adaptive import (
     rounds as added_rounds,
 )
+from eval.run.config import endpoints
 from eval.run.steps import Unit, timing_steps
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.support.fake_server import FakeServer
@@ -254,7 +255,7 @@ def _settle_config(
     rows = [make_row(i, words=60 + 20 * i) for i in range(N_INPUTS)]
     inputs = write_rows(tmp_path / "inputs.jsonl", rows)
     ca = config_for(a, inputs, tmp_path / "runs", variant="base", passes=SETTLE_PASSES, timing_reps=REPS)
-    cb = replace(ca, variant="var", base_url=b.base_url)
+    cb = replace(ca, variant="var", topology=endpoints(b.base_url))
     policy_check = stop_check(load_policy(None)) if check else None
     return AbConfig(ca, cb, seed=5, quiet=True, stop_check=policy_check, timing_target=target)
 

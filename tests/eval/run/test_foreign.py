@@ -26,6 +26,7 @@ from eval.records.run_folder import RECORDS_NAME, scan_records
 from eval.records.server_figures import figure_check
 from eval.records.types import RequestRecord, Usage
 from eval.run.ab import AbConfig, execute_ab
+from eval.run.config import endpoints
 from eval.run.request import RequestSettings, build_request
 from eval.run.runner import execute_run
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
@@ -199,7 +200,7 @@ def test_a_3x_slower_variant_fails_warm_prefill_change_with_a_stranger_on_the_ba
     ):
         b.slowdown = 3.0
         ca = config_for(a, inputs, tmp_path / "runs", variant="base", passes=("cold", "warm", "timing"))
-        cb = replace(ca, variant="slow", base_url=b.base_url)
+        cb = replace(ca, variant="slow", topology=endpoints(b.base_url))
         da, db = execute_ab(AbConfig(ca, cb, seed=3, quiet=True))
     base = [r for r in _records(da) if r.pass_name == "timing_warm" and r.server_metrics]
     landed = [r for r in base if r.cache_salt in hit]
@@ -236,7 +237,7 @@ def test_usage_overreporting_a_hit_the_server_recomputed_fails_cache_reports_con
             b.add_fault(Fault(kind, match="Example ex1:", salt_seen=1))
         ca = config_for(a, inputs, tmp_path / "runs", variant="base", passes=("cold", "warm", "repeat"))
         da = execute_run(ca)
-        db = execute_run(replace(ca, variant="over", base_url=b.base_url))
+        db = execute_run(replace(ca, variant="over", topology=endpoints(b.base_url)))
     warm, again = [r for r in _records(db) if r.example_id == "ex1" and r.pass_name == "warm"]
     n = warm.usage.prompt_tokens  # the fake's block size is 16: usage claims the prompt's full blocks
     assert n is not None
@@ -279,7 +280,7 @@ def test_usage_that_claims_a_hit_for_every_miss_fails_cache_reports_consistent_a
         b.add_fault(Fault("overreport", times=-1))
         ca = config_for(a, inputs, tmp_path / "runs", variant="base", passes=passes)
         da = execute_run(ca)
-        db = execute_run(replace(ca, variant="over", base_url=b.base_url))
+        db = execute_run(replace(ca, variant="over", topology=endpoints(b.base_url)))
     records = _records(db)
     assert [r.status for r in records] == ["ok"] * 15  # 3 inputs x (cold, warm, repeat, 2 controls)
     misses = [r for r in records if r.pass_name in ("cold", "control_salt")]

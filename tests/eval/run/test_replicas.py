@@ -21,7 +21,7 @@ from eval.records.final import select_final, unit_of
 from eval.records.run_folder import load_run
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import SCENARIO_NAMES
-from eval.run.config import topology_of
+from eval.run.config import endpoints, resolve_topology
 from eval.run.ledger import SendLedger
 from eval.run.probe import ProbeResult
 from eval.run.replicas import (
@@ -130,11 +130,12 @@ def test_replica_differences_name_each_field() -> None:
 
 
 def test_ab_takes_endpoints_as_replicas_but_refuses_a_routing_endpoints_ranks(tmp_path: Path) -> None:
-    config = RunConfig(variant="v", inputs=tmp_path / "i.jsonl", base_url="http://a/v1")
+    config = RunConfig(variant="v", inputs=tmp_path / "i.jsonl", topology=endpoints("http://a/v1"))
     refuse_ranks_in_ab(config, "v")  # one endpoint: fine
-    refuse_ranks_in_ab(replace(config, base_urls=("http://a/v1", "http://b/v1")), "v")  # two replicas: paired
+    two = endpoints("http://a/v1", "http://b/v1")
+    refuse_ranks_in_ab(replace(config, topology=two), "v")  # two replicas: paired
     with pytest.raises(ConfigError, match="side v is a routing endpoint with 2 ranks"):
-        refuse_ranks_in_ab(replace(config, dp_ranks=2), "v")
+        refuse_ranks_in_ab(replace(config, topology=endpoints("http://a/v1", dp_ranks=2)), "v")
 
 
 # --- runs on fake replicas ---------------------------------------------------------------------------------------
@@ -152,7 +153,7 @@ def six_rows(tmp_path: Path) -> Path:
 
 def replicated(servers: list[FakeServer], inputs: Path, out: Path) -> RunConfig:
     config = config_for(servers[0], inputs, out)
-    return replace(config, base_urls=tuple(s.base_url for s in servers))
+    return replace(config, topology=endpoints(*(s.base_url for s in servers)))
 
 
 def relations_on_one_replica(records: list[RequestRecord]) -> dict[tuple[object, int], set[int]]:
@@ -261,7 +262,7 @@ def test_the_shipped_two_replica_spec_is_cpu_smollm2_twice_on_its_own_cores() ->
     spec = get_launch_spec("cpu-smollm2-x2", environ={"LBEVAL_CACHE": "/c"})
     assert (spec.replicas, spec.args, spec.model) == (2, base.args, base.model)
     assert [s.env[CPU_BIND_ENV] for s in replica_specs(spec, [0, 1])] == ["0", "1"]
-    assert replica_count(RunConfig(variant="v", inputs=Path("i"), base_url="", server=spec)) == 2
+    assert replica_count(RunConfig(variant="v", inputs=Path("i"), topology=resolve_topology((), spec))) == 2
 
 
 def test_scenario_units_with_their_primes_and_fillers_stay_on_one_replica_placed_by_cost(
@@ -404,11 +405,12 @@ def test_an_interrupted_replicated_run_is_recorded_and_resumes_on_the_same_repli
 
 def test_lbeval_run_gives_each_replica_its_own_send_ledger_and_ab_shares_one(tmp_path: Path) -> None:
     urls = ["http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1", "http://127.0.0.1:11/v1"]
-    config = RunConfig(variant="v", inputs=tmp_path / "i.jsonl", base_url=urls[0], base_urls=tuple(urls))
+    config = RunConfig(variant="v", inputs=tmp_path / "i.jsonl", topology=endpoints(*urls))
     shared = SendLedger()
     run = replica_clients(config, urls, shared, own=True)  # lbeval run: distinct servers
     ab = replica_clients(config, urls, shared)  # lbeval ab: its two sides may be one server
-    ranks = replica_clients(replace(config, base_urls=(), dp_ranks=2), urls[:1] * 2, shared, own=True)
+    routing = replace(config, topology=endpoints(urls[0], dp_ranks=2))
+    ranks = replica_clients(routing, routing.topology.lane_urls, shared, own=True)
     for client in (*run, *ab, *ranks):
         client.close()
     assert run[0].ledger is shared and len({id(c.ledger) for c in run}) == 3
@@ -416,15 +418,38 @@ def test_lbeval_run_gives_each_replica_its_own_send_ledger_and_ab_shares_one(tmp
     assert all(isinstance(c.ledger, RankLedger) and c.ledger.shared is shared for c in ranks)  # one server
 
 
-def test_the_topology_is_one_value_from_the_four_ways_a_config_names_the_lanes(tmp_path: Path) -> None:
-    base = RunConfig(variant="v", inputs=tmp_path / "i.jsonl", base_url="http://a/v1")
+def test_the_topology_is_one_value_resolved_and_checked_in_one_place(tmp_path: Path) -> None:
     spec = get_launch_spec("cpu-smollm2-x2", environ={"LBEVAL_CACHE": "/c"})
-    one = topology_of(base)
-    three = topology_of(replace(base, base_urls=("http://a/v1", "http://b/v1", "http://c/v1")))
-    ranks = topology_of(replace(base, dp_ranks=4))
-    started = topology_of(replace(base, server=spec))
-    assert (one.lanes, one.ranks, one.urls, one.replicated) == (1, 1, ("http://a/v1",), False)
-    assert (three.lanes, three.routing, len(three.urls)) == (3, False, 3)
+    one = resolve_topology(["http://a/v1"])
+    three = resolve_topology(["http://a/v1", "http://b/v1", "http://c/v1"])
+    ranks = resolve_topology(["http://a/v1"], None, 4)
+    to_start = resolve_topology((), spec)
+    assert (one.lanes, one.ranks, one.urls, one.replicated, one.base_url) == (
+        1,
+        1,
+        ("http://a/v1",),
+        False,
+        "http://a/v1",
+    )
+    assert (three.lanes, three.routing, len(three.urls), three.lane_urls) == (3, False, 3, three.urls)
     assert (ranks.lanes, ranks.ranks, ranks.routing, ranks.urls) == (4, 4, True, ("http://a/v1",))
-    assert (started.lanes, started.urls, started.spec) == (2, (), spec)
-    assert [replica_count(c) for c in (base, replace(base, dp_ranks=4))] == [1, 4]  # the topology's lanes
+    assert ranks.lane_urls == ("http://a/v1",) * 4  # a routing endpoint's one URL, once per rank
+    assert (to_start.lanes, to_start.urls, to_start.spec, to_start.to_start) == (2, (), spec, True)
+    started = to_start.started(["http://h:1/v1", "http://h:2/v1"])  # once its servers answer: the same lanes
+    assert (started.lanes, started.base_url, started.to_start) == (2, "http://h:1/v1", False)
+    base = RunConfig(variant="v", inputs=tmp_path / "i.jsonl", topology=one)
+    assert [replica_count(replace(base, topology=t)) for t in (one, ranks)] == [1, 4]  # the topology's lanes
+    assert base.base_url == "http://a/v1"  # the first endpoint's
+    refused = {
+        "give --base-url (the server's .../v1 URL)": ((), None, 1),
+        "--base-url: at most 64 replicas, got 65": ([f"http://h:{p}/v1" for p in range(1, 66)], None, 1),
+        "--dp-ranks 2 routes through one endpoint: give one --base-url (or spec)": (three.urls, None, 2),
+    }
+    for message, (urls, given, n) in refused.items():
+        with pytest.raises(ConfigError) as caught:
+            resolve_topology(urls, given, n)
+        assert str(caught.value) == message
+    with pytest.raises(ConfigError, match="routes through one endpoint"):
+        resolve_topology((), spec, 2)  # a spec's 2 replicas are not one endpoint
+    with pytest.raises(ConfigError, match="are one server, given 2 times"):
+        resolve_topology(["http://localhost:8000/v1", "http://127.0.0.1:8000"])

@@ -22,6 +22,7 @@ from eval.records.run_folder import load_run
 from eval.records.types import RequestRecord
 from eval.records.vocabulary import COLD_CONDITION, SCENARIO_NAMES, WARM_CONDITION
 from eval.run.client import Client
+from eval.run.config import endpoints
 from eval.run.ledger import SendLedger
 from eval.run.metrics_text import engine_deltas, engine_names, engine_view, parse_metrics
 from eval.run.replicas import (
@@ -195,7 +196,7 @@ def engines_by_request(fake: FakeServer) -> dict[tuple[str, str | None], set[int
 
 
 def routed(fake: FakeServer, inputs: Path, out: Path, ranks: int = 2) -> RunConfig:
-    return replace(config_for(fake, inputs, out), dp_ranks=ranks)
+    return replace(config_for(fake, inputs, out), topology=endpoints(fake.base_url, dp_ranks=ranks))
 
 
 def test_every_record_is_pinned_and_verified_on_its_own_engine(tmp_path: Path) -> None:
@@ -282,13 +283,15 @@ def test_a_running_spec_with_a_url_list_is_its_replicas(tmp_path: Path) -> None:
 
 
 def test_a_cache_reset_or_several_urls_are_refused_with_dp_ranks(tmp_path: Path) -> None:
-    config = RunConfig(variant="v", inputs=tmp_path / "i.jsonl", base_url="http://a/v1", dp_ranks=2)
+    config = RunConfig(
+        variant="v", inputs=tmp_path / "i.jsonl", topology=endpoints("http://a/v1", dp_ranks=2)
+    )
     assert (dp_ranks(config), replica_count(config)) == (2, 2)
     refuse_reset_on_ranks(config)  # salt: fine
     with pytest.raises(ConfigError, match="a cache reset empties every rank's cache"):
         refuse_reset_on_ranks(replace(config, cold_mode="reset"))
     with pytest.raises(ConfigError, match="routes through one endpoint"):
-        refuse_reset_on_ranks(replace(config, base_urls=("http://a/v1", "http://b/v1")))
+        endpoints("http://a/v1", "http://b/v1", dp_ranks=2)
 
 
 def test_an_endpoint_without_an_engine_per_rank_is_refused(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from eval.records.manifest_parts import RunSettings
 from eval.records.run_folder import load_run
 from eval.records.types import RequestRecord
 from eval.report.attribution import note, reading
+from eval.run.config import endpoints
 from eval.run.runner import RunConfig, execute_run
 from eval.run.scenarios.plan import plan_scenario_units
 from eval.run.scenarios.replicas import plan_replicas
@@ -50,7 +51,7 @@ def fakes_fixture() -> Iterator[list[FakeServer]]:
 def replicated(servers: list[FakeServer], tmp_path: Path, name: str) -> RunConfig:
     inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i, words=40 + 10 * i) for i in range(6)])
     config = config_for(servers[0], inputs, tmp_path / "runs", variant=name, passes=("cold", "warm"))
-    return replace(config, base_urls=tuple(s.base_url for s in servers), scenarios=SETTINGS)
+    return replace(config, topology=endpoints(*(s.base_url for s in servers)), scenarios=SETTINGS)
 
 
 def att(run: ScoredRun) -> Attribution:
@@ -141,7 +142,7 @@ def test_a_replica_that_differs_shows_in_its_sub_row_only(fakes: list[FakeServer
 
 def test_one_server_reports_the_replica_row_not_run(fakes: list[FakeServer], tmp_path: Path) -> None:
     plan = replace(SETTINGS, default_plan=True)
-    config = replace(replicated(fakes[:1], tmp_path, "one"), base_urls=(), scenarios=plan)
+    config = replace(replicated(fakes[:1], tmp_path, "one"), scenarios=plan)
     run = score_run(execute_run(config))
     row = att(run).row("replica")
     assert row is not None and not row.measured and row.condition == "one replica: not run"
@@ -217,9 +218,7 @@ def test_replica_rows_measured_by_one_run_only_give_no_verdict(
 ) -> None:
     # a one-server base against a variant on 2 replicas whose second replica gives other outputs: the base has
     # no replica row to hold the variant's against, so no verdict (not a PASS), unless the policy skips them
-    one = replace(
-        replicated(fakes[:1], tmp_path, "one"), base_urls=(), scenarios=replace(SETTINGS, default_plan=True)
-    )
+    one = replace(replicated(fakes[:1], tmp_path, "one"), scenarios=replace(SETTINGS, default_plan=True))
     base = score_run(execute_run(one))
     fakes[1].add_fault(Fault("divergence", times=-1, position=FAULT_AT))
     variant = score_run(execute_run(replicated(fakes[:2], tmp_path, "two")))

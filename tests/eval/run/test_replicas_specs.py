@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from eval.errors import ConfigError
-from eval.run.config import RunConfig
+from eval.run.config import RunConfig, resolve_topology
 from eval.run.replicas import (
     CPU_BIND_ENV,
     GPU_DEVICES_ENV,
@@ -124,5 +124,5 @@ def test_the_shipped_dp_spec_is_cpu_smollm2_with_two_pinned_ranks() -> None:
     spec = get_launch_spec("cpu-smollm2-dp2", environ={"LBEVAL_CACHE": "/c"})
     assert spec.args == (*base.args, "--data-parallel-size", "2") and spec.model == base.model
     assert (spec.dp_ranks, spec.replicas, flag_int(spec.args, "--data-parallel-size")) == (2, 1, 2)
-    config = RunConfig(variant="v", inputs=Path("i"), base_url="", server=spec)
+    config = RunConfig(variant="v", inputs=Path("i"), topology=resolve_topology((), spec))
     assert (dp_ranks(config), replica_count(config)) == (2, 2)

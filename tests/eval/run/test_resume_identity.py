@@ -17,6 +17,7 @@ from eval.records.run_folder import MANIFEST_NAME, PAIRS_NAME, RECORDS_NAME, rea
 from eval.records.server_identity import SERVER_IDENTITY_KEYS, server_differences
 from eval.records.types import RequestRecord
 from eval.run.ab import AbConfig, execute_ab
+from eval.run.config import endpoints
 from eval.run.runner import RunConfig, execute_run
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.support.fake_server import FakeServer
@@ -113,13 +114,13 @@ def _ab_config(
 ) -> AbConfig:
     inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(3)])
     ca = config_for_url(url_a, inputs, tmp_path / "runs", variant=a, passes=("cold", "warm", "timing"))
-    return AbConfig(ca, replace(ca, variant=b, base_url=url_b), seed=seed)
+    return AbConfig(ca, replace(ca, variant=b, topology=endpoints(url_b)), seed=seed)
 
 
 def config_for_url(url: str, inputs: Path, out: Path, **kw: object) -> RunConfig:
     with FakeServer() as placeholder:
         config = config_for(placeholder, inputs, out, **kw)  # type: ignore[arg-type]
-    return replace(config, base_url=url)
+    return replace(config, topology=endpoints(url))
 
 
 def _interrupt_after(n: int) -> Callable[[str, tuple[int, str, int]], None]:
@@ -174,7 +175,9 @@ def test_aa_resumed_with_the_servers_swapped_is_refused(tmp_path: Path) -> None:
         with pytest.raises(KeyboardInterrupt):
             execute_ab(config, between=_interrupt_after(4))
         swapped = replace(
-            config, a=replace(config.a, base_url=b.base_url), b=replace(config.b, base_url=a.base_url)
+            config,
+            a=replace(config.a, topology=endpoints(b.base_url)),
+            b=replace(config.b, topology=endpoints(a.base_url)),
         )
         with pytest.raises(ConfigError, match="side A's server is side B's of the last session"):
             execute_ab(swapped)

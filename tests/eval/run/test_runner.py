@@ -19,6 +19,7 @@ from eval.errors import ConfigError, LbevalError
 from eval.records.final import select_final
 from eval.records.run_folder import RECORDS_NAME, load_run, read_manifest
 from eval.records.types import RequestRecord
+from eval.run.config import endpoints
 from eval.run.retry import RetryPolicy
 from eval.run.runner import RunConfig, execute_run
 from tests.eval.fake_fixtures import config_for, fake_fixture, make_row, write_rows  # noqa: F401 - fixture
@@ -445,7 +446,7 @@ def test_counts_by_pass_in_manifest(fake: FakeServer, tmp_path: Path) -> None:
 
 
 def test_config_defaults_are_the_documented_ones() -> None:
-    config = RunConfig(variant="v", inputs=Path("i"), base_url="http://x/v1")
+    config = RunConfig(variant="v", inputs=Path("i"), topology=endpoints("http://x/v1"))
     assert config.passes == ("cold", "warm", "repeat", "timing", "controls")
     assert config.timing_reps == 5 and config.concurrency == 1 and config.cold_mode == "salt"
     assert config.request.top_logprobs == 20 and config.request.chat_template_kwargs == {

@@ -19,6 +19,7 @@ from eval.records.final import select_final, unit_of
 from eval.records.run_folder import load_run
 from eval.records.server_figures import checked_cached
 from eval.records.types import RequestRecord
+from eval.run.config import endpoints
 from eval.run.runner import RunConfig, execute_run, run_settings
 from eval.run.scenarios.base import spread
 from eval.run.scenarios.hitlen import hit_lengths
@@ -94,7 +95,7 @@ def test_repeats_batches_and_filler_spread() -> None:
 
 def test_default_runs_keep_their_settings() -> None:
     """Without --scenarios a run's manifest settings are what they always were (resumes and figures unchanged)."""
-    config = RunConfig(variant="v", inputs=Path("i.jsonl"), base_url="http://x/v1")
+    config = RunConfig(variant="v", inputs=Path("i.jsonl"), topology=endpoints("http://x/v1"))
     assert not {"scenarios", "batch_sizes", "repeats", "hit_lengths", "scenario_inputs"} & set(
         run_settings(config).to_dict()
     )
@@ -104,7 +105,9 @@ def test_default_runs_keep_their_settings() -> None:
 
 
 def test_scenarios_need_salts() -> None:
-    config = RunConfig(variant="v", inputs=Path("i.jsonl"), base_url="http://x/v1", cold_mode="reset")
+    config = RunConfig(
+        variant="v", inputs=Path("i.jsonl"), topology=endpoints("http://x/v1"), cold_mode="reset"
+    )
     with pytest.raises(ConfigError, match="--cold salt"):
         execute_run(replace(config, scenarios=ScenarioSettings(scenarios=("batch",))))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from eval.run.config import RunConfig
+from eval.run.config import RunConfig, endpoints, resolve_topology
 from eval.run.replicas import CPU_BIND_ENV, GPU_DEVICES_ENV, dp_ranks, replica_count, replica_specs
 from eval.serve.launch_specs import LaunchSpec, flag_int, load_launch_specs
 
@@ -30,8 +30,9 @@ def doc_specs(tmp_path: Path) -> dict[str, LaunchSpec]:
 
 def config(spec: LaunchSpec) -> RunConfig:
     if spec.managed:
-        return RunConfig(variant=spec.name, inputs=Path("i"), base_url="", server=spec)
-    return RunConfig(variant=spec.name, inputs=Path("i"), base_url=str(spec.url), dp_ranks=spec.dp_ranks)
+        return RunConfig(variant=spec.name, inputs=Path("i"), topology=resolve_topology((), spec))
+    where = endpoints(*(spec.urls or (str(spec.url),)), dp_ranks=spec.dp_ranks)
+    return RunConfig(variant=spec.name, inputs=Path("i"), topology=where)
 
 
 def test_the_page_defines_the_specs_it_describes(tmp_path: Path) -> None:

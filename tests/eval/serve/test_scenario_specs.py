@@ -35,32 +35,32 @@ def test_spec_scenarios_are_the_defaults_of_lbeval_run(tmp_path: Path) -> None:
     path.write_text(SPECS)
     specs = load_launch_specs([path], environ={})
     assert specs["fast"].scenarios["batch_sizes"] == [1, 2]
-    s = run_command.run_config(args_for([]), "v", None, specs["fast"]).scenarios
+    s = run_command.run_config(args_for([]), "v", (), specs["fast"]).scenarios
     assert s.scenarios == ("cache", "batch", "hitlen") and s.batch_sizes == (1, 2) and s.hit_lengths == (7, 8)
     assert s.inputs == 3 and s.max_tokens is None
     args = args_for(["--scenarios", "cache", "--batch-sizes", "1,8"])
-    s = run_command.run_config(args, "v", None, specs["fast"]).scenarios
+    s = run_command.run_config(args, "v", (), specs["fast"]).scenarios
     assert s.scenarios == ("cache",) and s.batch_sizes == (1, 8)  # the command line wins
-    chunky = run_command.run_config(args_for([]), "v", None, specs["chunky"])
+    chunky = run_command.run_config(args_for([]), "v", (), specs["chunky"])
     s = chunky.scenarios
     assert (
         s.scenarios == ("hitlen",) and s.max_tokens == 4 and s.hit_budget == 256
     )  # --max-num-batched-tokens
-    assert chunky.server is specs["chunky"] and specs["fast"].url is not None
-    assert run_command.run_config(args_for([]), "v", None, specs["fast"]).base_url == specs["fast"].url
-    plain = run_command.run_config(args_for([]), "v", "http://127.0.0.1:9/v1", None)
+    assert chunky.topology.spec is specs["chunky"] and specs["fast"].url is not None
+    assert run_command.run_config(args_for([]), "v", (), specs["fast"]).base_url == specs["fast"].url
+    plain = run_command.run_config(args_for([]), "v", ["http://127.0.0.1:9/v1"], None)
     # no table, no option: the default plan
     assert (
         plain.scenarios.scenarios == ("cache", "batch", "hitlen", "repeats", "traffic", "replicas")
-        and plain.server is None
+        and plain.topology.spec is None
     )
     assert plain.scenarios.default_plan
     cache_only = run_command.run_config(
-        args_for(["--scenarios", "cache"]), "v", "http://127.0.0.1:9/v1", None
+        args_for(["--scenarios", "cache"]), "v", ["http://127.0.0.1:9/v1"], None
     )
     assert cache_only.scenarios.scenarios == ("cache",)
     # lbeval ab: no spec table (both sides' plans must match): the default plan, no chunked-prefill budget
-    s = run_command.run_config(args_for([]), "v", None, specs["chunky"], spec_scenarios=False).scenarios
+    s = run_command.run_config(args_for([]), "v", (), specs["chunky"], spec_scenarios=False).scenarios
     assert s.default_plan and s.hit_budget is None
 
 
