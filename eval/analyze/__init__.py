@@ -21,6 +21,7 @@ __all__, __getattr__ = public_face(
         "ab_timing": (
             "PairedMeasure",
             "paired_values",
+            "randomization_blocks",
             "session_pairs",
         ),
         "accuracy": (

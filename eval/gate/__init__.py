@@ -16,9 +16,11 @@ __all__, __getattr__ = public_face(
             "Policy",
             "RULE_PARAMS",
             "load_policy",
+            "parse_policy",
         ),
         "settle": (
             "compare_and_gate",
+            "scratch_check",
             "stop_check",
         ),
         "verdict": (

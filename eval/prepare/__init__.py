@@ -40,6 +40,7 @@ __all__, __getattr__ = public_face(
             "read_inputs",
             "sha256_text",
             "unicode_problem",
+            "write_inputs",
         ),
         "select": (
             "parse_n",

@@ -31,7 +31,12 @@ __all__, __getattr__ = public_face(
             "cache_model_from_dict",
             "with_blocks",
         ),
-        "codec": ("record_from_dict",),
+        "codec": (
+            "decode_topk",
+            "dumps_record",
+            "encode_topk",
+            "record_from_dict",
+        ),
         "final": (
             "ExampleKey",
             "Selection",

@@ -32,6 +32,7 @@ __all__, __getattr__ = public_face(
             "policy_floor",
             "score_summary",
         ),
+        "svg": ("grouped_bars",),
         "tables": ("build_tables",),
         "write": (
             "write_reports",

@@ -18,6 +18,7 @@ __all__, __getattr__ = public_face(
         ),
         "launch_specs": (
             "LaunchSpec",
+            "default_cache_dir",
             "flag_int",
             "get_launch_spec",
             "spec_context_length",
@@ -28,6 +29,7 @@ __all__, __getattr__ = public_face(
             "numerics_problem",
         ),
         "process": (
+            "check_requirements",
             "serving",
             "sigterm_as_interrupt",
             "start",

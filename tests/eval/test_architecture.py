@@ -7,6 +7,8 @@
   and imports no other benchmark and no command.
 - No function-local import of an eval module outside the command layer (where it only defers heavy imports).
 - scorers/ imports nothing from eval/; only run/ and serve/ (and prepare's server tokenizer) speak HTTP.
+- A module takes from another stage package only the names in its `__all__`; so does every bench/ module
+  (tests/ are exempt: a unit test tests its module's internals).
 """
 
 from __future__ import annotations
@@ -345,11 +347,16 @@ def foreign_private_names(module: str, tree: ast.AST) -> list[str]:
     return wrong
 
 
+BENCH_MODULES = modules("bench")
+
+
 def test_a_package_is_reached_only_through_its_public_names() -> None:
     """A module imports from another stage package only the names in that package's `__all__` (its innermost
-    package: `eval.run.scenarios` for `eval.run.scenarios.settings`), in either form (docs/architecture.md)."""
+    package: `eval.run.scenarios` for `eval.run.scenarios.settings`), in either form (docs/architecture.md).
+    bench/ is held to the same rule; tests/ are exempt (a unit test tests its module's internals)."""
+    assert "bench.bench_replicas" in BENCH_MODULES and "bench" in BENCH_MODULES  # bench/ is read, not empty
     wrong = []
-    for module in EVAL_MODULES:
+    for module in EVAL_MODULES + BENCH_MODULES:
         wrong += foreign_private_names(module, source_tree(module))
     assert not wrong, "\n".join(wrong)
     # and the check can fail: a name not in __all__, read by import and through a module alias; the same names
@@ -362,6 +369,15 @@ def test_a_package_is_reached_only_through_its_public_names() -> None:
         "eval.run.x:3 takes by_slot from eval.records.final, not in eval.records.__all__",
     ]
     assert foreign_private_names("eval.records.x", ast.parse(source)) == []
+    # a bench module is checked against every stage package (it belongs to none); a public name passes, and so
+    # do the base modules and the command layer
+    bench_source = (
+        "from eval.run.passes import run_unit\nfrom eval.run.client import Client\n"
+        "from eval.errors import ConfigError\nfrom eval.cli import main\n"
+    )
+    assert foreign_private_names("bench.x", ast.parse(bench_source)) == [
+        "bench.x:1 takes run_unit from eval.run.passes, not in eval.run.__all__"
+    ]
 
 
 # the engine plugin under serve/faults/ is its own distribution (stdlib only, installed into the server's venv)
