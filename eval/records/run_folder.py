@@ -41,7 +41,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from eval.atomic import atomic_write, write_failed
+from eval.atomic import WriteFailed, atomic_write, write_failed
 from eval.errors import ConfigError, DataError, LbevalError, UsageError
 from eval.records.codec import dumps_record, record_from_dict
 from eval.records.codec import type_name as _type_name
@@ -209,9 +209,13 @@ def repair_records(path: Path) -> ScanResult:
 
 
 class RecordWriter:
-    """Append-only, one fsync'd line per record; safe to share between threads.
+    """Append-only, one line per record; safe to share between threads. A write returns once its line is
+    durable: an fsync begun after the line was appended has returned. Writers in several threads share
+    their fsyncs: one runs at a time, and the lines appended meanwhile wait for the next, which covers them all
+    (N replicas' lanes appending at once wait for one fsync, not for N in turn).
 
-    A write that fails (a full disk) is cut off again, so this writer never leaves a partial line, and raises
+    A write that fails (a full disk: the append or the fsync) is cut off again, with every line not yet fsync'd
+    (their writes fail alike), so this writer never leaves a partial line or one whose write raised, and raises
     WriteFailed naming the file and the space left; the writer is closed then (`closed`)."""
 
     def __init__(self, path: Path) -> None:
@@ -219,29 +223,78 @@ class RecordWriter:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._durable = os.fstat(self._fd).st_size  # the file's size up to its last fsync'd line
         except OSError as exc:
             raise write_failed(path, exc, "cannot open the records file") from None
-        self._lock = threading.Lock()
+        self._cond = threading.Condition(threading.Lock())
+        self._size = self._durable  # the file's size with every line appended
+        self._appended = 0  # lines appended by this writer
+        self._synced = 0  # of which fsync'd
+        self._syncing = False  # an fsync is running (outside the lock): the descriptor stays open meanwhile
+        self._failed: WriteFailed | None = None
         self.written = 0
 
     def write(self, rec: RequestRecord) -> None:
         line = memoryview(dumps_record(rec))
-        with self._lock:
-            if self._fd is None:
-                raise ValueError(f"{self.path}: write to a closed RecordWriter")
-            fd, start = self._fd, -1
+        with self._cond:
+            mine = self._append(line)
+            while self._synced < mine:
+                if self._failed is not None:
+                    raise WriteFailed(str(self._failed), self.path, self._failed.errno)
+                if self._syncing:
+                    self._cond.wait()
+                else:
+                    self._sync()
+            self.written += 1
+
+    def _append(self, line: memoryview) -> int:
+        """Append one line (the lock held); its number among this writer's lines."""
+        if self._fd is None:
+            raise ValueError(f"{self.path}: write to a closed RecordWriter")
+        size = len(line)
+        try:
+            while line:
+                line = line[os.write(self._fd, line) :]
+        except OSError as exc:
+            raise self._fail(exc) from None
+        self._size += size
+        self._appended += 1
+        return self._appended
+
+    def _sync(self) -> None:
+        """fsync every line appended so far, the lock released meanwhile (others append and wait)."""
+        fd, upto, size = self._fd, self._appended, self._size
+        assert fd is not None
+        error: OSError | None = None
+        self._syncing = True
+        try:
+            self._cond.release()
             try:
-                start = os.fstat(fd).st_size
-                while line:
-                    line = line[os.write(fd, line) :]
                 os.fsync(fd)
             except OSError as exc:
-                if start >= 0:  # shrinking needs no space: the file ends with a whole line again
-                    with contextlib.suppress(OSError):
-                        os.ftruncate(fd, start)
-                self._close()
-                raise write_failed(self.path, exc, "cannot append a record") from None
-            self.written += 1
+                error = exc
+        finally:
+            self._cond.acquire()
+            self._syncing = False
+            self._cond.notify_all()
+        if self._failed is not None:  # an append failed meanwhile: these lines were cut off with it
+            self._close()
+        elif error is not None:
+            raise self._fail(error) from None
+        else:
+            self._synced, self._durable = upto, size
+
+    def _fail(self, exc: OSError) -> WriteFailed:
+        """Cut the file back to its last fsync'd line (shrinking needs no space), fail every write waiting for
+        an fsync, close (once no fsync runs)."""
+        assert self._fd is not None
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, self._durable)
+        self._failed = write_failed(self.path, exc, "cannot append a record")
+        if not self._syncing:
+            self._close()
+        self._cond.notify_all()
+        return self._failed
 
     @property
     def closed(self) -> bool:
@@ -254,7 +307,8 @@ class RecordWriter:
                 os.close(fd)
 
     def close(self) -> None:
-        with self._lock:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._syncing)
             self._close()
 
     def __enter__(self) -> RecordWriter:
