@@ -16,6 +16,7 @@ from eval.report.cells import Blank
 from eval.report.tables import build_tables
 from eval.report.write import write_reports
 from tests.eval.runfactory import RunSpec, base_and_variant, make_rows, write_inputs_file, write_run
+from tests.eval.shipped_policy import RUNFACTORY, checked_rules
 
 
 def _compare(tmp_path: Path, base: RunSpec, variant: RunSpec, **kw: Any) -> Comparison:
@@ -256,7 +257,8 @@ def test_end_to_end_on_fake_server_runs(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["gate", "main", "patched", "--runs", str(runs)]) == 1
     text = capsys.readouterr().out
     assert (
-        "gate: FAIL (exit 1): 4 of 9 rules failed: cold_warm_equality, warm_repeat_equality, no_invalid_warm, "
+        f"gate: FAIL (exit 1): 4 of {checked_rules(*RUNFACTORY)} rules failed: cold_warm_equality, "
+        "warm_repeat_equality, no_invalid_warm, "
         "cause_rows [cache_cold_warm, cache_warm_repeat]" in " ".join(text.split())
     )
 

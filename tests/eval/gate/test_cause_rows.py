@@ -25,6 +25,7 @@ from eval.run.runner import execute_run
 from eval.run.scenarios.settings import ScenarioSettings
 from tests.eval.batch_hook import announced_batches
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
+from tests.eval.shipped_policy import SEQUENTIAL, checked_rules
 from tests.support.fake_server import BatchEffect, FakeServer, PrefixEffect
 
 WORDS = (40, 47)
@@ -186,7 +187,8 @@ def test_lbeval_gate_names_the_failing_rows_in_its_output_and_junit(
     lines = out.splitlines()
     assert all(len(line) <= 100 for line in lines)
     joined = " ".join(out.split())
-    assert "gate: FAIL (exit 1): 1 of 10 rules failed: cause_rows [hitlen, hitlen_L_32]" in joined
+    checked = checked_rules(*SEQUENTIAL)
+    assert f"gate: FAIL (exit 1): 1 of {checked} rules failed: cause_rows [hitlen, hitlen_L_32]" in joined
     assert "causes 2 cause row(s) where the variant differs from the base" in joined
     assert any(line.lstrip().startswith("hitlen_L_32 ") and "FAIL cause_rows" in line for line in lines)
     assert "failing rows: hitlen, hitlen_L_32" in junit.read_text()

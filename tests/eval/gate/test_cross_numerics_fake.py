@@ -14,6 +14,7 @@ import pytest
 
 from eval.cli import main
 from tests.eval.fake_fixtures import make_row, write_rows
+from tests.eval.shipped_policy import SEQUENTIAL, checked_rules
 from tests.support.fake_server import FakeServer
 
 WORDS = (40, 47, 52)
@@ -77,7 +78,8 @@ def test_a_logprob_only_shift_fails_the_default_gate_on_that_rule_alone(
         in out
     )
     assert "max top-k logprob |delta| 0.3;" in out
-    assert out.endswith("gate: FAIL (exit 1): 1 of 10 rules failed: cross_variant_cold")
+    checked = checked_rules(*SEQUENTIAL)
+    assert out.endswith(f"gate: FAIL (exit 1): 1 of {checked} rules failed: cross_variant_cold")
     # every other rule, cause_rows included, sees a variant that agrees with itself
     assert "PASS cause_rows" in out and "PASS cold_warm_equality" in out
 

@@ -14,6 +14,7 @@ from eval.cli import main
 from eval.errors import ConfigError
 from eval.gate.policy import DATA_PARAMS, RULE_PARAMS, load_policy, parse_policy
 from tests.eval.runfactory import RunSpec, base_and_variant, write_run
+from tests.eval.shipped_policy import RUNFACTORY, checked_rules
 
 ROOT = Path(__file__).resolve().parents[3]
 TIMING_POLICY = """
@@ -23,6 +24,9 @@ enabled = true
 max_change_pct = 5.0
 interleaved_only = false
 """
+
+
+CHECKED = checked_rules(*RUNFACTORY)  # what the shipped policy checks on two runs of base_and_variant
 
 
 def unwrap(text: str) -> str:
@@ -80,7 +84,7 @@ def test_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         "PASS     cross_variant_cold: measured base cold vs variant cold within the base's own noise on 6/6"
         in out
     )
-    assert out.rstrip().endswith("gate: PASS (exit 0): all 9 rules hold")
+    assert out.rstrip().endswith(f"gate: PASS (exit 0): all {CHECKED} rules hold")
 
 
 def test_fail_cold_warm_equality(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -97,14 +101,14 @@ def test_fail_cold_warm_equality(tmp_path: Path, capsys: pytest.CaptureFixture[s
         "FAIL     cold_warm_equality: measured variant 5/6, base 6/6; threshold variant >= base - 0 = 6"
         in out
     )
-    assert "gate: FAIL (exit 1): 2 of 9 rules failed: cold_warm_equality, cause_rows" in out
+    assert f"gate: FAIL (exit 1): 2 of {CHECKED} rules failed: cold_warm_equality, cause_rows" in out
 
 
 def test_fail_warm_repeat_equality(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = _gate(tmp_path, capsys, *_specs(tmp_path, texts={("gov00", "repeat", 0): "Something else."}))
     assert code == 1
     assert "FAIL     warm_repeat_equality: measured variant 5/6; threshold >= 1 of N (6/6)" in out
-    assert "2 of 9 rules failed: warm_repeat_equality, cause_rows" in out
+    assert f"2 of {CHECKED} rules failed: warm_repeat_equality, cause_rows" in out
 
 
 def test_fail_cold_scores(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -126,7 +130,7 @@ def test_cold_scores_within_tolerance_pass(tmp_path: Path, capsys: pytest.Captur
     code, out = _gate(tmp_path, capsys, *_specs(tmp_path, texts=texts))
     assert code == 1, out
     assert "PASS     cold_scores: measured qasper 100.00 vs base 100.00 (+0.00)" in out
-    assert out.rstrip().endswith("gate: FAIL (exit 1): 1 of 9 rules failed: cross_variant_cold")
+    assert out.rstrip().endswith(f"gate: FAIL (exit 1): 1 of {CHECKED} rules failed: cross_variant_cold")
 
 
 def test_fail_no_invalid_warm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -178,7 +182,7 @@ def test_cross_variant_cold_rule(tmp_path: Path, capsys: pytest.CaptureFixture[s
         in out
     )
     assert "(outside: qasper/qas00 max |delta| 0.3, qasper/qas01 max |delta| 0.3, " in out
-    assert "and 1 more)" in out and out.rstrip().endswith("1 of 9 rules failed: cross_variant_cold")
+    assert "and 1 more)" in out and out.rstrip().endswith(f"1 of {CHECKED} rules failed: cross_variant_cold")
     # a diverging and an errored variant cold sample: both count in N, neither is within
     policy = tmp_path / "cross.toml"
     policy.write_text(CROSS_POLICY)
@@ -441,9 +445,10 @@ def test_junit_one_case_per_rule(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert suite is not None
     cases = {c.get("name"): c for c in suite.findall("testcase")}
     assert set(cases) == set(RULE_PARAMS)
-    # 5 of the 16 rules are the scenarios' (skipped here: 4 disabled, hitlen_cache_honoured without hitlen);
-    # the two timing rules skip sequential runs
-    assert suite.get("tests") == "16" and suite.get("failures") == "1" and suite.get("skipped") == "7"
+    # skipped: the rules the shipped policy disables, hitlen_cache_honoured without hitlen, and the two timing
+    # rules on sequential runs
+    assert suite.get("tests") == str(len(RULE_PARAMS)) and suite.get("failures") == "1"
+    assert suite.get("skipped") == str(len(RULE_PARAMS) - CHECKED)
     failure = cases["no_invalid_warm"].find("failure")
     assert failure is not None and "base 0, variant 1" in (failure.get("message") or "")
     assert cases["warm_prefill_change"].find("skipped") is not None

@@ -15,6 +15,7 @@ import pytest
 from eval.cli import main
 from eval.report.console import WIDTH, columns, hang, wrap
 from tests.eval.runfactory import base_and_variant, write_run
+from tests.eval.shipped_policy import RUNFACTORY, checked_rules
 
 NO_IDEA = {("qas00", p, 0): "no idea" for p in ("cold", "warm", "repeat")}
 ANSI = re.compile(r"\x1b\[")
@@ -73,8 +74,8 @@ def test_compare_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert re.search(r" timing \S.*?warm prefill \(server\)", text)  # the timing table's reading
     # qas00's cold output differs from the base's: outside the base's own noise (cross_variant_cold)
     assert (
-        "verdict FAIL: 3 of 9 rules failed: cold_scores, no_errors, cross_variant_cold (lbeval gate exits 1)."
-        in text
+        f"verdict FAIL: 3 of {checked_rules(*RUNFACTORY)} rules failed: cold_scores, no_errors, "
+        "cross_variant_cold (lbeval gate exits 1)." in text
     )
     assert "FAIL cold_scores: qasper 75.00 vs base 100.00 (-25.00)" in text
     assert "FAIL no_errors: errored requests: base 0, variant 1" in text
@@ -146,7 +147,8 @@ def test_gate_lines_are_wrapped_and_join_back_to_one_line_per_rule(
         "(outside tolerance: qasper)\n"
     ) in joined
     assert joined.rstrip().endswith(
-        "gate: FAIL (exit 1): 3 of 9 rules failed: cold_scores, no_errors, cross_variant_cold"
+        f"gate: FAIL (exit 1): 3 of {checked_rules(*RUNFACTORY)} rules failed: cold_scores, no_errors, "
+        "cross_variant_cold"
     )
 
 

@@ -17,11 +17,13 @@ import pytest
 from eval.analyze.compare import compare
 from eval.analyze.score import score_run
 from eval.cli import main
-from eval.gate.policy import parse_policy
+from eval.gate.policy import RULE_PARAMS, parse_policy
+from eval.gate.registry import rules
 from eval.gate.rules import evaluate
 from eval.gate.verdict import FAIL, SKIPPED
 from eval.report.tables import build_tables
 from tests.eval.runfactory import base_and_variant, write_run
+from tests.eval.shipped_policy import RUNFACTORY, checked_rules, enabled_rules
 
 SEQUENTIAL_MD = (
     "sequential runs (may be machine drift); timing is gated in interleaved sessions (lbeval ab), or with "
@@ -56,7 +58,7 @@ def _marked_html(html: str) -> list[str]:
 def test_passing_comparison(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     md, html, summary = _compare(tmp_path, capsys)
     assert "### Gate verdict: PASS" in md
-    assert "**PASS: all 9 checked rules hold (lbeval gate exits 0).**" in md
+    assert f"**PASS: all {checked_rules(*RUNFACTORY)} checked rules hold (lbeval gate exits 0).**" in md
     assert md.index("### Gate verdict") < md.index("### 1. Accuracy")  # at the top
     assert "| PASS | cold\\_warm\\_equality | variant 6/6, base 6/6 | variant &gt;= base - 0 = 6 |" in md
     assert SKIPPED_MD in md
@@ -66,11 +68,13 @@ def test_passing_comparison(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert html.index('id="verdict"') < html.index('<h2 id="accuracy">')
     v = summary["verdict"]
     assert (v["outcome"], v["exit_code"], v["reasons"]) == ("PASS", 0, [])
-    # the two timing rules (sequential runs) skipped, cross_variant_cold, 5 scenario rules skipped, then
-    # cause_rows and cache_isolation (on by default)
-    assert [r["status"] for r in v["results"]] == ["pass"] * 6 + ["skipped"] * 2 + ["pass"] + [
-        "skipped"
-    ] * 5 + ["pass"] * 2
+    # in the registry's order; skipped: the rules the shipped policy disables, and those it does not check on two
+    # sequential runs without hitlen; every other rule passes
+    assert [r["rule"] for r in v["results"]] == [r.name for r in rules()]
+    skipped = {*RUNFACTORY, *(set(RULE_PARAMS) - set(enabled_rules()))}
+    assert {r["rule"]: r["status"] for r in v["results"]} == {
+        r.name: "skipped" if r.name in skipped else "pass" for r in rules()
+    }
 
 
 def test_failing_comparison_marks_the_rows_that_fail(
@@ -82,8 +86,8 @@ def test_failing_comparison_marks_the_rows_that_fail(
     md, html, summary = _compare(tmp_path, capsys, texts=texts, errors={("qas01", "control_salt", 0)})
     assert "### Gate verdict: FAIL" in md
     assert (
-        "**FAIL: 3 of 9 rules failed: cold\\_scores, no\\_errors, cross\\_variant\\_cold (lbeval gate exits 1).**"
-        in md
+        f"**FAIL: 3 of {checked_rules(*RUNFACTORY)} rules failed: cold\\_scores, no\\_errors, "
+        "cross\\_variant\\_cold (lbeval gate exits 1).**" in md
     )
     assert (
         "| **FAIL** | cold\\_scores | qasper 75.00 vs base 100.00 (-25.00); gov\\_report cold outputs identical "
