@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from eval.benchmarks.longbench.sources import HUB_REPO, HUB_REVISION
-from eval.benchmarks.longbench_v2.spec import DEFAULT_V2_MODE, V2_DATASET, V2_MODES
+from eval.benchmarks.longbench_v2.build import NAME as V2_NAME
+from eval.benchmarks.longbench_v2.spec import DEFAULT_V2_MODE, V2_DATASET, V2_MODES, V2Options
 from eval.commands.options import add_specs_option
 from eval.errors import ConfigError
 from eval.prepare.build import PrepareConfig, parse_max_tokens, prepare
@@ -125,7 +126,7 @@ def _prepare(args: argparse.Namespace) -> int:
             max_tokens=parse_max_tokens(args.max_tokens),
             max_input_tokens=args.max_input_tokens,
             max_model_len=args.max_model_len,
-            v2_mode=args.v2_mode,
+            benchmark_options={V2_NAME: V2Options(mode=args.v2_mode)},
         )
         header, rows = prepare(cfg)
     truncated = sum(r.truncated for r in rows)

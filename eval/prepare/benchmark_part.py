@@ -29,7 +29,9 @@ class PrepareJob:
     seed: int
     tokenizer: Tokenizer | None  # None: --no-truncate
     max_tokens: Mapping[str, int]  # per-dataset output limit overrides (--max-tokens)
-    v2_mode: str | None  # --v2-mode (LongBench v2's; checked by its part; None: its default)
+    # benchmark name -> its own options (a value of its package's type, made by the command layer from the
+    # benchmark's flags): opaque to prepare, read and checked by that benchmark's part; absent: its defaults
+    options: Mapping[str, object]
     budget: Callable[[str, int], int]  # (request mode "chat" | "raw", output limit) -> the input budget
     downloads: Mapping[str, Downloader]  # benchmark name -> its Hub download (absent: the benchmark's own)
 

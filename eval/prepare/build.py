@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from eval.benchmark_registry import benchmark_of, entries, stage_entry
+from eval.benchmark_registry import benchmark_of, benchmarks, entries, stage_entry
 from eval.errors import ConfigError
 from eval.prepare.benchmark_part import PREPARE_PART, BenchmarkPart, DatasetPart, HeaderPart, PrepareJob
 from eval.prepare.data_source import DataSource, Downloader
@@ -32,7 +32,8 @@ class PrepareConfig:
     max_tokens: dict[str, int] = field(default_factory=dict)  # per-dataset output limit overrides
     max_input_tokens: int | None = None  # overrides the computed budget
     max_model_len: int | None = None  # overrides the tokenizer's / server's
-    v2_mode: str | None = None  # longbench_v2: 0shot | cot | nocontext; None: its default (its spec.py)
+    # benchmark name -> its own options, passed to its part as they are (PrepareJob.options); absent: its defaults
+    benchmark_options: Mapping[str, object] = field(default_factory=dict)
 
 
 def parse_max_tokens(text: str | None) -> dict[str, int]:
@@ -109,10 +110,13 @@ def prepare(
     twice = next((ds for ds in cfg.datasets if cfg.datasets.count(ds) > 1), None)
     if twice is not None:
         raise ConfigError(f"--datasets: {twice} is listed twice")
+    foreign = sorted(set(cfg.benchmark_options) - {b.name for b in benchmarks()})
+    if foreign:
+        raise ValueError(f"prepare options for {foreign[0]!r}, which is no loaded benchmark")
     budgeter = Budgeter(cfg)
     job = PrepareJob(
-        cfg.source, cfg.n, cfg.seed, cfg.tokenizer, cfg.max_tokens, cfg.v2_mode, budgeter.budget,
-        MappingProxyType(dict(downloads or {})),
+        cfg.source, cfg.n, cfg.seed, cfg.tokenizer, cfg.max_tokens,
+        MappingProxyType(dict(cfg.benchmark_options)), budgeter.budget, MappingProxyType(dict(downloads or {})),
     )  # fmt: skip
     parts = benchmark_parts(job, cfg.datasets)
     for part in parts.values():

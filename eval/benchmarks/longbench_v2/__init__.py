@@ -25,7 +25,10 @@ __all__, __getattr__ = public_face(
             "dataset_accuracy",
             "example_score",
         ),
-        "build": ("LongBenchV2Part",),
+        "build": (
+            "NAME",
+            "LongBenchV2Part",
+        ),
         "figures": (
             "V2PassAccuracy",
             "V2_BUCKETS",
@@ -37,6 +40,7 @@ __all__, __getattr__ = public_face(
             "V2_DATASET",
             "V2_METRIC",
             "V2_MODES",
+            "V2Options",
         ),
     },
 )

@@ -47,11 +47,11 @@ from eval.benchmarks.longbench_v2.sources import (
     open_v2,
 )
 from eval.benchmarks.longbench_v2.spec import (
-    DEFAULT_V2_MODE,
     TEMPLATE_ORIGIN,
     V2_CHAT_MODE,
     V2_DATASET,
     V2Mode,
+    V2Options,
     get_v2_mode,
     template_sha256,
 )
@@ -208,7 +208,10 @@ class LongBenchV2Part:
 
     def __init__(self, job: PrepareJob, datasets: Sequence[str]) -> None:
         self.job = job
-        self.mode = get_v2_mode(job.v2_mode or DEFAULT_V2_MODE)
+        options = job.options.get(NAME, V2Options())
+        if not isinstance(options, V2Options):
+            raise TypeError(f"{NAME}'s prepare options must be V2Options, got {type(options).__name__}")
+        self.mode = get_v2_mode(options.mode)
         self.prepared: V2Prepared | None = None
 
     def open(self) -> None:

@@ -61,6 +61,16 @@ V2_MODES: dict[str, V2Mode] = {
     ),
 }
 DEFAULT_V2_MODE = "0shot"
+
+
+@dataclass(frozen=True)
+class V2Options:
+    """LongBench v2's own prepare options (`lbeval prepare --v2-mode`), handed to its part through prepare
+    (PrepareJob.options, under the benchmark's name); the mode is checked when the part is made."""
+
+    mode: str = DEFAULT_V2_MODE
+
+
 PROMPT_FILES = tuple(f"{PROMPT_DIR}/{name}" for name in TEMPLATE_FILES.values())  # under prompts/, rag's too
 
 

@@ -15,8 +15,10 @@ from eval.benchmarks.longbench_v2.build import truncate_v2
 from eval.benchmarks.longbench_v2.inputs import V2InputFields, v2_fields
 from eval.benchmarks.longbench_v2.prompting import insert_cot
 from eval.benchmarks.longbench_v2.sources import mini_file
+from eval.benchmarks.longbench_v2.spec import V2Options
 from eval.cli import main
 from eval.errors import ConfigError, DataError
+from eval.prepare.benchmark_part import PrepareJob
 from eval.prepare.build import PrepareConfig, prepare
 from eval.prepare.data_source import DataSource
 from eval.prepare.inputs import InputRow, read_inputs, sha256_text, write_inputs
@@ -58,7 +60,7 @@ def v2_prepare(tmp_path: Path, mode: str, tokenizer: Any = None, **kw: Any) -> t
     kw.setdefault("n", None)
     cfg = PrepareConfig(
         source=DataSource("mini"), datasets=["longbench_v2"], seed=7, out=tmp_path / f"{mode}.jsonl",
-        tokenizer=tokenizer, v2_mode=mode, **kw,
+        tokenizer=tokenizer, benchmark_options={"longbench_v2": V2Options(mode)}, **kw,
     )  # fmt: skip
     header, rows = prepare(cfg)
     assert read_inputs(cfg.out) == (header, rows)  # what was written reads back, every field validated
@@ -208,6 +210,28 @@ def test_an_unknown_mode_is_a_config_error(tmp_path: Path) -> None:
         v2_prepare(tmp_path, "rag")
 
 
+def test_prepare_carries_a_benchmark_s_options_without_naming_them(tmp_path: Path) -> None:
+    """prepare's config and job hold no benchmark's own option: v2's mode reaches its part as the V2Options the
+    command made, under the benchmark's name; options of the wrong type or for no loaded benchmark are refused."""
+    assert [f for f in PrepareConfig.__dataclass_fields__ if "v2" in f] == []
+    assert [f for f in PrepareJob.__dataclass_fields__ if "v2" in f] == []
+    header, rows = v2_prepare(tmp_path, "nocontext", n=2)
+    assert header.extra["longbench_v2"]["mode"] == "nocontext" and {v2_fields(r).v2_mode for r in rows} == {
+        "nocontext"
+    }
+    default, _ = prepare(
+        PrepareConfig(DataSource("mini"), ["longbench_v2"], n=1, seed=7, out=tmp_path / "d.jsonl")
+    )
+    assert default.extra["longbench_v2"]["mode"] == "0shot"  # no options given: the benchmark's default
+    with pytest.raises(TypeError, match="longbench_v2's prepare options must be V2Options, got str"):
+        prepare(PrepareConfig(DataSource("mini"), ["qasper"], n=1, seed=7, out=tmp_path / "t.jsonl",
+                              benchmark_options={"longbench_v2": "cot"}))  # fmt: skip
+    with pytest.raises(ValueError, match="prepare options for 'longbench_v3', which is no loaded benchmark"):
+        prepare(PrepareConfig(DataSource("mini"), ["qasper"], n=1, seed=7, out=tmp_path / "u.jsonl",
+                              benchmark_options={"longbench_v3": V2Options()}))  # fmt: skip
+    assert not (tmp_path / "t.jsonl").exists() and not (tmp_path / "u.jsonl").exists()
+
+
 def test_a_bad_v2_data_file_names_file_line_and_field(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -327,7 +351,8 @@ def test_v2_before_v1_keeps_the_datasets_order_and_v1_s_source(tmp_path: Path) -
     """Each benchmark builds its own datasets; the manifest keeps --datasets order (rows and every per-dataset
     field), the header's source is LongBench v1's (registry order) with both files, extra only v2's."""
     out = tmp_path / "mixed.jsonl"
-    cfg = PrepareConfig(DataSource("mini"), ["longbench_v2", "qasper"], n=2, seed=3, out=out, v2_mode="cot")
+    cfg = PrepareConfig(DataSource("mini"), ["longbench_v2", "qasper"], n=2, seed=3, out=out,
+                        benchmark_options={"longbench_v2": V2Options("cot")})  # fmt: skip
     header, rows = prepare(cfg)
     assert [r.dataset for r in rows] == ["longbench_v2", "longbench_v2", "qasper", "qasper"]
     for per_dataset in (header.selected_ids, header.max_tokens, header.n_taken, header.n_available):
