@@ -160,7 +160,6 @@ def attribution(
     scenarios = list(settings.scenarios) if settings.scenarios is not None else [CACHE_SCENARIO]
     concurrency = settings.concurrency
     chosen = [keys[i] for i in sc.scenario_inputs(keys, settings.scenario_inputs)]
-    written = settings.to_dict()  # a scenario's rows read its own settings by the keys its module declares
     f = Finals(sel, memo)
     n_replicas = run_replicas(sel)
     rows = _cache_rows(keys, f, agreement, concurrency, CACHE_SCENARIO in scenarios)
@@ -170,11 +169,11 @@ def attribution(
         if spec.name not in scenarios:
             rows += unmeasured(spec)
             continue
-        context = RowContext(spec, chosen, f, written, n_replicas)
+        context = RowContext(spec, chosen, f, settings, n_replicas)
         rows += builder_of(spec.name)(context)
     confounding = None
     if concurrency > 1 and agreement.get("cold_warm") is not None:
-        measured = sorted(b for b in batch_sizes(written) if b > 1) if "batch" in scenarios else []
+        measured = sorted(b for b in batch_sizes(settings) if b > 1) if "batch" in scenarios else []
         match = next((r for r in rows if r.key == f"batch_b{concurrency}"), None) if measured else None
         confounding = Confounding(concurrency, match, measured)
     return Attribution(scenarios, concurrency, len(keys), len(chosen), rows, confounding, n_replicas)

@@ -21,6 +21,7 @@ from eval.analyze.memo import ScoreMemo, pair_result
 from eval.records import scenarios as sc
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection
+from eval.records.manifest_parts import RunSettings
 from eval.records.scenarios import ScenarioSpec
 from eval.records.types import RequestRecord
 from scorers import determinism
@@ -203,7 +204,8 @@ class RowContext:
     spec: ScenarioSpec
     keys: Sequence[Key]  # the inputs the scenarios other than cache ran on
     finals: Finals
-    settings: Mapping[str, Any]
+    # the run's settings: the plan's named ones as fields, a registered scenario's own in `scenario_settings`
+    settings: RunSettings
     replicas: int  # the replicas the run's records name (run_replicas)
 
 

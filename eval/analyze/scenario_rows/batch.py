@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from eval.analyze.attribution_rows import (
     AttributionRow,
@@ -16,11 +15,12 @@ from eval.analyze.attribution_rows import (
 )
 from eval.records import scenarios as sc
 from eval.records.final import ExampleKey as Key
+from eval.records.manifest_parts import RunSettings
 from eval.records.types import RequestRecord
 
 
-def batch_sizes(settings: Mapping[str, Any]) -> list[int]:
-    return [int(b) for b in settings.get("batch_sizes") or sc.DEFAULT_BATCH_SIZES]
+def batch_sizes(settings: RunSettings) -> list[int]:
+    return list(settings.batch_sizes or sc.DEFAULT_BATCH_SIZES)
 
 
 def _batch_rows(keys: Sequence[Key], f: Finals, sizes: Sequence[int]) -> list[AttributionRow]:

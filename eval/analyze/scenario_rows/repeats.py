@@ -53,7 +53,7 @@ def _repeats_rows(keys: Sequence[Key], f: Finals, n: int) -> list[AttributionRow
 
 
 def _rows(c: RowContext) -> list[AttributionRow]:
-    return _repeats_rows(c.keys, c.finals, int(c.settings.get("repeats") or sc.DEFAULT_REPEATS))
+    return _repeats_rows(c.keys, c.finals, c.settings.repeats or sc.DEFAULT_REPEATS)
 
 
 register_rows("repeats", _rows)
