@@ -3,8 +3,8 @@
     run_attribution_table(scores)   one run: `lbeval score` (scores.md)
     attribution_table(c)            base and variant side by side: `lbeval compare` (report.md, summary.json,
                                     report.html, as table 5)
-    attribution_plots(c)            report.html: equality and max |top-k logprob delta| by batch size and by
-                                    prefix-hit length
+    attribution_plots(c)            report.html: each scenario's plots (eval/report/scenario_plots/<name>.py:
+                                    batch by batch size, hitlen by hit length), in the registry's order
 
 The reading line states confounding, never hides it: cache pairs measured at concurrency C > 1 are marked
 "confounded with batch composition", and the reading names the batch scenario's result at batch size C (no
@@ -13,22 +13,21 @@ effect there: the cache figures stand; an effect: they cannot be attributed; not
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import math
-from collections.abc import Sequence
 
 from eval.analyze import attribution as at
 from eval.analyze.agreement import NEAR_TIE_MARGIN
 from eval.analyze.attribution import Attribution, AttributionRow, Confounding, Pointer, pointed_cause
 from eval.analyze.compare import Comparison
 from eval.analyze.score import RunScores
+from eval.records import scenarios as sc
 from eval.report.cells import Blank, Cell, Frac, Ints, Num, Row, Sci, Table, Text
-from eval.report.svg import Point, Series, errorbar_plot
+from eval.report.scenario_plots.kit import plots_of
 
 MAX_POSITIONS = 12
 SUB_INDENT = "· "
-BASE_COLOR, VARIANT_COLOR = "#1f77b4", "#d62728"
-WARM_SHADE = "88"  # the warm path's series: the side's color, translucent
-ZERO_DELTA_LOG = -9.0  # where a bit-identical pair (max delta 0) is drawn on the log axis
 
 # measure -> column name (each measure is one column for a run, two (base, variant) for a comparison)
 MEASURES = (
@@ -288,62 +287,16 @@ def replicas_note(a: Attribution) -> str:
 
 # ---------------------------------------------------------------- plots
 
-
-def _points(att: Attribution | None, keys: Sequence[str], measure: str) -> list[Point | None]:
-    out: list[Point | None] = []
-    for key in keys:
-        r = att.row(key) if att is not None else None
-        s = r.pairs if r is not None and r.measured else None
-        if s is None or s.n_total == 0:
-            out.append(None)
-        elif measure == "equal":
-            out.append(Point(100.0 * s.text_equal / s.n_total))
-        elif s.max_delta is None or not math.isfinite(s.max_delta):
-            out.append(None)
-        else:
-            out.append(Point(math.log10(s.max_delta) if s.max_delta > 0 else ZERO_DELTA_LOG))
-    return out
-
-
-def _sub_rows(c: Comparison, prefix: str) -> list[tuple[str, str]]:
-    """(row key, category label) of the measured sub-rows whose key starts with prefix, over both sides."""
-    seen: dict[str, str] = {}
-    for run in (c.base, c.variant):
-        att = run.scores.attribution
-        for r in att.rows if att is not None else []:
-            if r.level == 1 and r.measured and r.key.startswith(prefix) and r.key not in seen:
-                seen[r.key] = str(r.value)
-    return list(seen.items())
+# the plot module of every registered scenario that has one (eval/report/scenario_plots/<name>.py)
+PLOT_MODULES = tuple(
+    f"eval.report.scenario_plots.{name}"
+    for name in sc.SCENARIOS
+    if importlib.util.find_spec(f"eval.report.scenario_plots.{name}") is not None
+)
+for _module in PLOT_MODULES:
+    importlib.import_module(_module)
 
 
 def attribution_plots(c: Comparison) -> list[str]:
-    """Equality and max delta by batch size and by hit length (only for what either run measured)."""
-    plots: list[str] = []
-    sides = (
-        ("base", c.base.scores.attribution, BASE_COLOR),
-        ("variant", c.variant.scores.attribution, VARIANT_COLOR),
-    )
-    batch = sorted(_sub_rows(c, "batch_b"), key=lambda item: int(item[1]))
-    if batch:
-        sizes = [label for _, label in batch]
-        warm = [f"batch_warm_b{size}" for size in sizes]
-        for measure, y_label, title in (
-            ("equal", "% equal outputs", "Equal outputs, alone vs in a batch, by batch size"),
-            ("delta", "log10 max |top-k logprob delta|", f"Max |top-k logprob delta| by batch size (0 drawn at {ZERO_DELTA_LOG:g})"),
-        ):  # fmt: skip
-            series = []
-            for side, att, color in sides:
-                series.append(Series(f"{side} cold", color, _points(att, [k for k, _ in batch], measure)))
-                series.append(Series(f"{side} warm", color + WARM_SHADE, _points(att, warm, measure)))
-            plots.append(errorbar_plot([f"B = {s}" for s in sizes], series, y_label, title, height=300))
-    hits = _sub_rows(c, "hitlen_")
-    if hits:
-        for measure, y_label, title in (
-            ("equal", "% equal outputs", "Equal outputs, primed prefix vs cold, by hit length"),
-            ("delta", "log10 max |top-k logprob delta|", f"Max |top-k logprob delta| by hit length (0 drawn at {ZERO_DELTA_LOG:g})"),
-        ):  # fmt: skip
-            series = [
-                Series(side, color, _points(att, [k for k, _ in hits], measure)) for side, att, color in sides
-            ]
-            plots.append(errorbar_plot([label for _, label in hits], series, y_label, title, height=320))
-    return plots
+    """Each scenario's plots, in the registry's order (only for what either run measured)."""
+    return [svg for name in sc.SCENARIOS for svg in plots_of(name)(c)]
