@@ -81,6 +81,13 @@ def new_rule(tree: Path) -> Iterator[ModuleType]:
     del sys.modules[f"{RULESET}.{NAME}"]
 
 
+@pytest.fixture
+def own_test(tree: Path) -> Iterator[ModuleType]:
+    """The diff's test module, imported from the folder."""
+    yield _load("guide_rule_test", tree / TEST)
+    del sys.modules["guide_rule_test"]
+
+
 def retried_comparison(tmp_path: Path, test_module: ModuleType | None) -> Comparison:
     """Two clean runs (the test fixtures' builder); with the diff's test module, its `retried` marks every record
     of the variant's qas01 as answered after two transport retries."""
@@ -118,10 +125,9 @@ def test_the_rule_registers_and_the_policy_checks_its_table(tree: Path, new_rule
 
 
 def test_the_gate_judges_it_and_junit_and_the_summaries_list_it(
-    tree: Path, new_rule: ModuleType, tmp_path: Path
+    tree: Path, new_rule: ModuleType, own_test: ModuleType, tmp_path: Path
 ) -> None:
     policy = load_policy(tree / POLICY)
-    own_test = _load("guide_rule_test", tree / TEST)
     for folder, test_module, status, measured in (
         ("clean", None, PASS, "retried requests: base 0/54, variant 0/54"),
         ("retried", own_test, FAIL, "retried requests: base 0/54, variant 9/54"),  # 9 records per input
@@ -146,8 +152,7 @@ def test_the_gate_judges_it_and_junit_and_the_summaries_list_it(
     assert verdict.summary == f"gate: FAIL (exit 1): 1 of {checked} rules failed: {NAME}"
 
 
-def test_the_diffs_own_test_passes(tree: Path, new_rule: ModuleType, tmp_path: Path) -> None:
-    own_test = _load("guide_rule_test", tree / TEST)
+def test_the_diffs_own_test_passes(new_rule: ModuleType, own_test: ModuleType, tmp_path: Path) -> None:
     tests = [getattr(own_test, n) for n in dir(own_test) if n.startswith("test_")]
     assert len(tests) == 1
     for test in tests:
@@ -172,11 +177,10 @@ for variant in ("clean", "retried"):
 
 
 def test_dropped_beside_the_shipped_rules_the_registry_finds_it_and_lbeval_gate_exits_on_it(
-    tree: Path, tmp_path: Path
+    tree: Path, own_test: ModuleType, tmp_path: Path
 ) -> None:
     """Nothing names the module: the registry imports what is in the ruleset folder (here, its search path
     extended in a subprocess); the verdict turns on it: exit 0 on clean runs, 1 with one input's retries."""
-    own_test = _load("guide_rule_test", tree / TEST)
     base, variant = base_and_variant(tmp_path)
     runs = tree / "runs"
     write_run(runs, base)
