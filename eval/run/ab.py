@@ -48,9 +48,9 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +87,7 @@ from eval.run.adaptive import (
 from eval.run.client import Client
 from eval.run.config import RunConfig, RunIncomplete, default_run_id
 from eval.run.ledger import SendLedger
-from eval.run.passes import Context, GroupState, resume_point, run_unit
+from eval.run.passes import Context, GroupState, resume_point
 from eval.run.probe import ProbeResult
 from eval.run.progress import Progress
 from eval.run.replicas import (
@@ -99,9 +99,8 @@ from eval.run.replicas import (
     start_replicas,
 )
 from eval.run.reply import RequestFailed
-from eval.run.scenarios.execute import run_scenario_unit
-from eval.run.scenarios.plan import is_scenario_unit
 from eval.run.scenarios.replicas import spans_replicas
+from eval.run.scheduler import run_at_once, run_one
 from eval.run.session import (
     Inputs,
     RunSession,
@@ -599,10 +598,8 @@ def _pair(
         for r in side.replicas:
             side.seqs[r].clear()
         start = time.time()
-        if is_scenario_unit(unit):  # its batches and primes all on this server, back to back
-            done = run_scenario_unit(side.ctx, rows, unit, gs, side.peers)
-        else:
-            done = run_unit(side.ctx, rows[unit.row_index], unit, gs, index)
+        # a scenario unit's batches and primes all on this side's server, back to back
+        done = run_one(side.ctx, rows, (unit, gs, index), side.peers)
         if not done:
             stop_if_dead(side)  # a dead side ends the session: the other side does not run on alone
         seqs = [q for r in side.replicas for q in side.seqs[r]]  # replica order: a spanning unit's send order
@@ -760,30 +757,11 @@ def _replica_pairs(
     def lane(i: int) -> bool:
         return all(_pair(a.per[i], b.per[i], u, orders, ab_id, oks[i], between) for u in lanes[i])
 
-    with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
-        futures = [pool.submit(lane, i) for i in range(len(lanes))]
-        try:
-            _wait_lanes(futures)
-        except BaseException:
-            for ctx in (*a.ctxs, *b.ctxs):
-                ctx.stop.set()
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-    if not all(f.result() for f in futures):
+    # the replica pairs' lanes on the scheduler's core: the first failure stops both sides' lanes and is raised
+    if not all(run_at_once([partial(lane, i) for i in range(len(lanes))], [*a.ctxs, *b.ctxs])):
         return {"a": False, "b": False}
     across = {"a": True, "b": True}
     for unit in (u for u in order if spans_replicas(u)):
         if not _pair(a.across, b.across, unit, orders, ab_id, across, between):
             return {"a": False, "b": False}
     return {name: across[name] and all(o[name] for o in oks) for name in SIDES}
-
-
-def _wait_lanes(futures: list[Future[bool]]) -> None:
-    """Until every lane is done (short waits: Ctrl-C reaches the main thread); a lane's failure is raised."""
-    while True:
-        done, pending = wait(futures, timeout=0.2, return_when=FIRST_EXCEPTION)
-        failed = next((f for f in done if f.exception() is not None), None)
-        if failed is not None:
-            raise failed.exception()  # type: ignore[misc]
-        if not pending:
-            return

@@ -8,7 +8,8 @@ Here every unit (an input's main unit: cold -> warm -> repeat -> controls; a tim
 a scenario unit with its primes and fillers) goes to ONE replica (`place_units`): an input's main unit to the
 input's replica (`assign_replicas`: seeded, balanced by prompt tokens, a pure function of the inputs and N), the
 timing repetitions and scenario units, whose salts are their own, by cost to the least-loaded replica. Each
-replica runs its units at `--concurrency`, all replicas at once; each has its own Client, probe and
+replica is a lane of the one scheduler (eval/run/scheduler.py): it runs its units at `--concurrency`, all
+replicas at once (`replica_lanes` gives the scheduler the replicas' contexts); each has its own Client, probe and
 ServerWatch, so cache verification, /metrics deltas and cache resets are per replica. Every record names its
 replica (RequestRecord.replica).
 
@@ -40,7 +41,7 @@ import random
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -50,8 +51,6 @@ from eval.prepare.inputs import InputRow
 from eval.records.manifest_parts import ReplicaEntry
 from eval.records.run_folder import (
     MANIFEST_NAME,
-    RECORDS_NAME,
-    RecordWriter,
     append_server_record,
     read_manifest,
 )
@@ -71,16 +70,15 @@ from eval.run.metrics_text import (
     engine_view,
     parse_metrics,
 )
-from eval.run.passes import Context, GroupState, run_unit
+from eval.run.passes import Context, GroupState
 from eval.run.probe import ProbeResult, probe_server
-from eval.run.progress import Progress
 from eval.run.reply import RequestFailed
 from eval.run.scenarios.base import ScenarioStep
-from eval.run.scenarios.execute import run_scenario_unit
 from eval.run.scenarios.plan import is_scenario_unit
 from eval.run.scenarios.replicas import spans_replicas
+from eval.run.scheduler import Lanes
 from eval.run.server_watch import ServerWatch
-from eval.run.session import Inputs, RunSession, api_key, outcome_of, run_to_end
+from eval.run.session import Inputs, RunSession, api_key
 from eval.run.steps import Step, Unit
 from eval.serve.launch_specs import LaunchSpec
 from eval.serve.process import start
@@ -356,12 +354,12 @@ def _probe(config: RunConfig, client: Client, inputs: Inputs) -> ProbeResult:
 
 
 @contextmanager
-def _probing_others(
+def probing_others(
     config: RunConfig, clients: list[Client], inputs: Inputs
 ) -> Iterator[list[Future[ProbeResult]]]:
     """The other replicas' probes, started at once while replica 0's session is prepared (its probe, plan and
-    manifest); none for a routing endpoint's ranks, probed one after the other once replica 0's is done (a
-    probe's cache reset empties every rank)."""
+    manifest); none on one server, nor for a routing endpoint's ranks, probed one after the other once replica
+    0's is done (a probe's cache reset empties every rank)."""
     if dp_ranks(config) > 1 or len(clients) < 2:
         yield []
         return
@@ -406,27 +404,25 @@ def _same_servers(session: RunSession, replicas: list[Replica]) -> list[bool]:
     ]
 
 
-def run_replicated(
-    config: RunConfig,
+def replica_lanes(
+    session: RunSession,
+    clients: list[Client],
     inputs: Inputs,
-    ledger: SendLedger,
-    on_record: Callable[[RequestRecord], None] | None,
-) -> None:
-    """The session on every replica (the run folder's lock held by the caller): start a spec's servers, probe
-    and compare them, assign, resume, run every replica at once, end the session."""
-    refuse_reset_on_ranks(config)
-    with serving_replicas(config) as (urls, started):
-        config = replace(config, topology=config.topology.started(urls))
-        lane_urls = config.topology.lane_urls
-        with ExitStack() as stack:
-            clients = [stack.enter_context(c) for c in replica_clients(config, lane_urls, ledger, own=True)]
-            early = stack.enter_context(_probing_others(config, clients, inputs))
-            session = RunSession.prepare(config, clients[0], inputs)
-            session.on_record = on_record
-            refuse_reset_on_ranks(session.config)  # --cold auto may have chosen it
-            require_engines(session.config, clients[0], session.probe.metrics)
-            replicas, lanes = _begin(session, clients, inputs, started, early)
-            _send_all(session, replicas, lanes)
+    started: list[dict[str, Any]],
+    early: Sequence[Future[ProbeResult]] = (),
+) -> Lanes:
+    """`lbeval run`'s lanes on replicas (eval/run/runner.py, the session prepared on replica 0): the others
+    probed and compared, the units placed and left, the session started with its replicas noted; each lane's
+    context stamps its records with its replica (and on a routing endpoint checks the pin), and the session
+    ends with every replica's counters (`merged_context`)."""
+    refuse_reset_on_ranks(session.config)  # --cold auto may have chosen it
+    require_engines(session.config, clients[0], session.probe.metrics)
+    replicas, lanes = _begin(session, clients, inputs, started, early)
+    return Lanes(
+        lambda emit: list(_contexts(session, replicas, emit)),
+        lambda unit: lanes[unit_id(unit)],
+        lambda ctxs: merged_context(session, ctxs),
+    )
 
 
 def start_replicas(
@@ -505,19 +501,7 @@ def _contexts(
     return out
 
 
-def _send_all(session: RunSession, replicas: list[Replica], lanes: Mapping[UnitId, int]) -> None:
-    progress = Progress(session.units, session.done_by_pass(), session.config.quiet)
-    ctxs: list[ReplicaContext] = []
-
-    def run() -> list[str]:
-        with RecordWriter(session.run_dir / RECORDS_NAME) as writer:
-            ctxs.extend(_contexts(session, replicas, session.emitter(writer, progress)))
-            return [outcome_of(_run_every_replica(session, ctxs, lanes))]
-
-    run_to_end([session], run, lambda: [merged_context(session, ctxs)], progress.close)
-
-
-def merged_context(session: RunSession, ctxs: list[ReplicaContext]) -> Context | None:
+def merged_context(session: RunSession, ctxs: Sequence[Context]) -> Context | None:
     """Replica 0's context carrying every replica's counters; each replica's last process start time noted."""
     if not ctxs:
         return None
@@ -528,105 +512,6 @@ def merged_context(session: RunSession, ctxs: list[ReplicaContext]) -> Context |
     session.note_replica_starts([ctx.watch.start_time for ctx in ctxs])
     ctxs[0].counters = total
     return ctxs[0]
-
-
-class LaneLock:
-    """A replica's turn: one unit at a time sends to it (a lane's unit, or a spanning unit's part on it), in the
-    order they asked, so a lane's next unit never overtakes a spanning unit waiting for the replica."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._asked = 0
-        self._served = 0
-
-    def acquire(self) -> bool:
-        with self._cond:
-            ticket = self._asked
-            self._asked += 1
-            self._cond.wait_for(lambda: self._served == ticket)
-        return True
-
-    def release(self) -> None:
-        with self._cond:
-            self._served += 1
-            self._cond.notify_all()
-
-    def __enter__(self) -> LaneLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-def _run_every_replica(session: RunSession, ctxs: list[ReplicaContext], lanes: Mapping[UnitId, int]) -> bool:
-    """Every replica's units at once (one thread each), and beside them the units that span the replicas (the
-    replicas scenario), up to one per replica at a time, each taking a replica's turn (`LaneLock`) for its part
-    there: every replica still has one unit sending at a time. The first failure stops them all and is raised."""
-    mine: list[list[Todo]] = [[] for _ in ctxs]
-    spanning = [t for t in session.todo if spans_replicas(t[0])]
-    for t in session.todo:
-        if not spans_replicas(t[0]):
-            mine[lanes[unit_id(t[0])]].append(t)
-    turns = [LaneLock() for _ in ctxs]
-    with ThreadPoolExecutor(max_workers=2 * len(ctxs)) as pool:
-        futures = [
-            pool.submit(_run_replica, session, ctx, todo, turn)
-            for ctx, todo, turn in zip(ctxs, mine, turns, strict=True)
-        ]
-        futures += [pool.submit(_run_spanning, session, ctxs, t, turns) for t in spanning]
-        try:
-            done = _wait_all(futures)
-        except BaseException:  # Ctrl-C, SIGTERM: no wait for the requests in flight (as eval/run/runner.py)
-            for ctx in ctxs:
-                ctx.stop.set()
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        failed = [f for f in done if f.exception() is not None]
-        if failed:
-            for ctx in ctxs:
-                ctx.stop.set()
-            raise failed[0].exception()  # type: ignore[misc]
-        return all(f.result() for f in futures)
-
-
-def _run_spanning(session: RunSession, ctxs: list[ReplicaContext], todo: Todo, turns: list[LaneLock]) -> bool:
-    """A unit whose requests go to every replica, its part on each replica in that replica's turn."""
-    unit, gs, _ = todo
-    if ctxs[0].stop.is_set():
-        return False
-    return run_scenario_unit(ctxs[0], session.rows, unit, gs, peers=ctxs, turns=turns)
-
-
-def _wait_all(futures: list[Future[bool]]) -> set[Future[bool]]:
-    while True:  # short waits: Ctrl-C reaches the main thread
-        done, pending = wait(futures, timeout=0.2, return_when=FIRST_EXCEPTION)
-        if any(f.exception() is not None for f in done) or not pending:
-            return done
-
-
-def _run_replica(session: RunSession, ctx: ReplicaContext, todo: list[Todo], turn: LaneLock) -> bool:
-    """One replica's units, each in the replica's turn: the cache units at --concurrency (one turn for them
-    all above 1), then its scenario units one at a time (a scenario unit owns its replica while it runs)."""
-    rows = session.rows
-    cache = [t for t in todo if not is_scenario_unit(t[0])]
-    ok = True
-    if session.config.concurrency == 1:
-        for unit, gs, index in cache:
-            if ctx.stop.is_set():
-                return False
-            with turn:
-                ok = run_unit(ctx, rows[unit.row_index], unit, gs, index) and ok
-    elif cache:
-        with turn, ThreadPoolExecutor(max_workers=session.config.concurrency) as pool:
-            results = list(pool.map(lambda t: run_unit(ctx, rows[t[0].row_index], *t), cache))
-            ok = all(results)
-    for unit, gs, _ in (t for t in todo if is_scenario_unit(t[0])):
-        if ctx.stop.is_set():
-            return False
-        with turn:
-            ok = run_scenario_unit(ctx, rows, unit, gs) and ok
-    return ok
 
 
 # --- a routing endpoint: N data-parallel ranks behind one URL (vLLM internal load balancing) -------------------

@@ -12,15 +12,16 @@ later invocation completes it.
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from eval.atomic import WriteFailed
-from eval.records.run_folder import RECORDS_NAME, RecordWriter, refuse_ab_folder, run_lock
+from eval.records.run_folder import refuse_ab_folder, run_lock
 from eval.records.types import RequestRecord
-from eval.run.client import Client
 from eval.run.config import (
     COLD_MODES,
     DEFAULT_PASSES,
@@ -35,13 +36,16 @@ from eval.run.config import (
     validate_name,
 )
 from eval.run.ledger import SendLedger
-from eval.run.passes import Context, GroupState, run_unit
-from eval.run.progress import Progress
-from eval.run.replicas import replicated, run_replicated
-from eval.run.scenarios.execute import run_scenario_unit
-from eval.run.scenarios.plan import is_scenario_unit
-from eval.run.session import RunSession, open_client, outcome_of, read_inputs_of, run_to_end, serving
-from eval.run.steps import Unit
+from eval.run.replicas import (
+    probing_others,
+    refuse_reset_on_ranks,
+    replica_clients,
+    replica_lanes,
+    replicated,
+    serving_replicas,
+)
+from eval.run.scheduler import one_lane, send
+from eval.run.session import Inputs, RunSession, read_inputs_of, serving
 from eval.serve.process import sigterm_as_interrupt
 
 __all__ = [  # the run's public faces, for `lbeval run` and the tests (defined in config.py and here)
@@ -82,17 +86,7 @@ def execute_run(
             inputs = read_inputs_of(config)
             with run_lock(inputs.run_dir):
                 refuse_ab_folder(inputs.run_dir)  # an `lbeval ab` run folder is resumed by lbeval ab only
-                if replicated(config.topology, inputs):  # N lanes (eval/run/replicas.py)
-                    run_replicated(config, inputs, ledger or SendLedger(), on_record)
-                    return inputs.run_dir
-                ledger = ledger or SendLedger()
-                with serving(config, ledger) as (url, server):
-                    config = replace(config, topology=config.topology.started((url,)))  # a managed server's
-                    with open_client(config, ledger) as client:
-                        session = RunSession.prepare(config, client, inputs)
-                        session.on_record = on_record
-                        session.start(server)
-                        _send(session, client)
+                _run_session(config, inputs, ledger or SendLedger(), on_record)
     except WriteFailed as exc:
         space = exc.errno in (errno.ENOSPC, errno.EDQUOT)
         hint = "free space, then re-run" if space else "once it can be written, re-run"
@@ -100,51 +94,43 @@ def execute_run(
     return inputs.run_dir
 
 
-def _send(session: RunSession, client: Client) -> None:
-    """Send the pending units; the session's outcome is written to the manifest however they end."""
-    progress = Progress(session.units, session.done_by_pass(), session.config.quiet)
-    ctx: list[Context] = []
+def _run_session(
+    config: RunConfig,
+    inputs: Inputs,
+    ledger: SendLedger,
+    on_record: Callable[[RequestRecord], None] | None,
+) -> None:
+    """One lifecycle for one server and for replicas (the run folder's lock held): the servers (a launch spec's,
+    started now), a Client per lane, the session prepared on lane 0 (probe, plan, manifest; the other
+    replicas probed meanwhile), its lanes begun (`session.start`), then the units run and the session ended
+    by the one scheduler (eval/run/scheduler.send)."""
+    on_replicas = replicated(config.topology, inputs)  # N lanes, or a run folder that ran on replicas
+    refuse_reset_on_ranks(config)
+    with ExitStack() as stack:
+        config, started = stack.enter_context(_serving(config, ledger, on_replicas))
+        lane_urls = config.topology.lane_urls
+        clients = [stack.enter_context(c) for c in replica_clients(config, lane_urls, ledger, own=True)]
+        early = stack.enter_context(probing_others(config, clients, inputs))
+        session = RunSession.prepare(config, clients[0], inputs)
+        session.on_record = on_record
+        if on_replicas:
+            lanes = replica_lanes(session, clients, inputs, started, early)
+        else:
+            session.start(started[0] if started else None)
+            lanes = one_lane(session, partial(session.context, clients[0]))
+        send(session, lanes)
 
-    def run() -> list[str]:
-        with RecordWriter(session.run_dir / RECORDS_NAME) as writer:
-            ctx.append(session.context(client, session.emitter(writer, progress)))
-            return [outcome_of(_run_all(session, ctx[0]))]
 
-    run_to_end([session], run, lambda: ctx or [None], progress.close)
-
-
-def _run_all(session: RunSession, ctx: Context) -> bool:
-    """Run every pending unit; True when all completed. The other scenarios' units run one at a time after the
-    cache scenario's (which may run --concurrency at once): a scenario unit owns the server while it runs."""
-    ok = _run_units(session, ctx, [t for t in session.todo if not is_scenario_unit(t[0])])
-    ctx.stop.clear()  # set by the pool once its units are done (an interrupt raises instead)
-    for unit, gs, _ in (t for t in session.todo if is_scenario_unit(t[0])):
-        if ctx.stop.is_set():
-            return False
-        ok = run_scenario_unit(ctx, session.rows, unit, gs) and ok
-    return ok
-
-
-def _run_units(session: RunSession, ctx: Context, todo: list[tuple[Unit, GroupState, int]]) -> bool:
-    rows = session.rows
-    if session.config.concurrency == 1:
-        ok = True
-        for unit, gs, index in todo:
-            ok = run_unit(ctx, rows[unit.row_index], unit, gs, index) and ok
-        return ok
-    with ThreadPoolExecutor(max_workers=session.config.concurrency) as pool:
-        futures = [pool.submit(run_unit, ctx, rows[u.row_index], u, gs, i) for u, gs, i in todo]
-        try:
-            while True:
-                done, pending = wait(futures, timeout=0.2, return_when=FIRST_EXCEPTION)
-                if any(f.exception() is not None for f in done) or not pending:
-                    break
-        except BaseException:
-            ctx.stop.set()
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        ctx.stop.set()
-        for f in futures:
-            if f.done() and f.exception() is not None:
-                raise f.exception()  # type: ignore[misc]
-        return all(f.done() and f.result() for f in futures)
+@contextmanager
+def _serving(
+    config: RunConfig, ledger: SendLedger, on_replicas: bool
+) -> Iterator[tuple[RunConfig, list[dict[str, Any]]]]:
+    """The session's config at its servers' URLs, and what lbeval started: a launch spec's replicas, each on its
+    own cores or devices (eval/run/replicas.serving_replicas), or its one server (eval/run/session.serving: a
+    dead engine reported with the request it died on); else the endpoints given."""
+    if on_replicas:
+        with serving_replicas(config) as (urls, started):
+            yield replace(config, topology=config.topology.started(urls)), started
+        return
+    with serving(config, ledger) as (url, server):
+        yield replace(config, topology=config.topology.started((url,))), [] if server is None else [server]

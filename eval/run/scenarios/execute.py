@@ -124,7 +124,7 @@ def sender(ctx: Context, peers: Sequence[Context], step: ScenarioStep) -> Contex
 
 
 class Turn(Protocol):
-    """A replica's turn (eval/run/replicas.LaneLock): one unit at a time sends to the replica."""
+    """A replica's turn (eval/run/scheduler.LaneLock): one unit at a time sends to the replica."""
 
     def acquire(self) -> bool: ...
 

@@ -26,7 +26,6 @@ from eval.run.ledger import SendLedger
 from eval.run.probe import ProbeResult
 from eval.run.replicas import (
     CPU_BIND_ENV,
-    LaneLock,
     RankLedger,
     assign_replicas,
     core_sets,
@@ -42,6 +41,7 @@ from eval.run.replicas import (
 from eval.run.runner import RunConfig, execute_run
 from eval.run.scenarios.base import scenario_step
 from eval.run.scenarios.settings import ScenarioSettings
+from eval.run.scheduler import LaneLock
 from eval.run.steps import Step, Unit
 from eval.serve.launch_specs import get_launch_spec, parse_spec
 from tests.eval.fake_fixtures import config_for, make_row, write_rows

@@ -1,8 +1,8 @@
-"""The run session owns its state (eval/run/session.RunSession): the drivers (runner, replicas, ab) tell it what they
-found through its methods instead of writing its fields or its manifest, and one function ends every session
-(run_to_end). Read from the source: no module of eval/run but session.py assigns a session's `todo`, writes into
-its manifest (a session line, the pairing mark, the stats) or calls write_manifest; the drivers end their sessions
-through run_to_end, never session.end."""
+"""The run session owns its state (eval/run/session.RunSession): the drivers (runner, replicas, scheduler, ab) tell it
+what they found through its methods instead of writing its fields or its manifest, and one function ends every
+session (run_to_end). Read from the source: no module of eval/run but session.py assigns a session's `todo`, writes
+into its manifest (a session line, the pairing mark, the stats) or calls write_manifest; the drivers end their
+sessions through run_to_end (lbeval run's in the scheduler), never session.end."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-DRIVERS = ("eval/run/runner.py", "eval/run/replicas.py", "eval/run/ab.py")
+DRIVERS = ("eval/run/runner.py", "eval/run/replicas.py", "eval/run/scheduler.py", "eval/run/ab.py")
+ENDING = ("eval/run/scheduler.py", "eval/run/ab.py")  # lbeval run's one lifecycle ends in the scheduler
 OWNED = ("todo", "manifest", "sessions", "interleaved", "stats", "complete", "warnings")
 
 
@@ -73,5 +74,6 @@ def test_the_drivers_end_their_sessions_in_one_place() -> None:
     for rel in DRIVERS:
         tree = _source(rel)
         assert _calls(tree, "end", on="session") == [], rel  # session.end only inside run_to_end
-        assert _calls(tree, "run_to_end"), rel
+        assert bool(_calls(tree, "run_to_end")) == (rel in ENDING), rel
+    assert len(_calls(_source("eval/run/scheduler.py"), "run_to_end")) == 1  # one server and replicas
     assert len(_calls(_source("eval/run/ab.py"), "run_to_end")) == 2  # one endpoint per side, and replicas
