@@ -42,7 +42,8 @@ def plan_replicas(n: int, max_tokens: int | None) -> list[ScenarioStep]:
 
 
 def spans_replicas(unit: Unit) -> bool:
-    """A unit whose requests go to every replica: it runs when no other unit does (after the replicas' own)."""
+    """A unit whose requests go to every replica: `lbeval run` runs it beside the replicas' own units, its part on
+    each in that replica's turn (eval/run/scheduler.py); `lbeval ab` pairs it after them."""
     spec = sc.SCENARIOS.get(unit.kind)
     return spec is not None and spec.spans_replicas
 
