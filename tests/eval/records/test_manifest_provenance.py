@@ -47,7 +47,9 @@ def _manifest_with(tmp_path: Path, **parts: Any) -> dict[str, Any]:
     write_manifest(tmp_path, make_manifest())
     obj: dict[str, Any] = json.loads((tmp_path / "manifest.json").read_text())
     obj.update(parts)
-    (tmp_path / "manifest.json").write_text(json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
+    (tmp_path / "manifest.json").write_text(
+        json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
+    )
     return obj
 
 
