@@ -232,6 +232,7 @@ class RecordWriter:
         self._synced = 0  # of which fsync'd
         self._syncing = False  # an fsync is running (outside the lock): the descriptor stays open meanwhile
         self._failed: WriteFailed | None = None
+        self._closing = False
         self.written = 0
 
     def write(self, rec: RequestRecord) -> None:
@@ -249,7 +250,7 @@ class RecordWriter:
 
     def _append(self, line: memoryview) -> int:
         """Append one line (the lock held); its number among this writer's lines."""
-        if self._fd is None:
+        if self._fd is None or self._closing:
             raise ValueError(f"{self.path}: write to a closed RecordWriter")
         size = len(line)
         try:
@@ -307,9 +308,18 @@ class RecordWriter:
                 os.close(fd)
 
     def close(self) -> None:
+        """Close once every line appended is durable (a write in another thread may have appended its line and
+        not yet begun its fsync: it returns as usual); nothing is appended after."""
         with self._cond:
-            self._cond.wait_for(lambda: not self._syncing)
+            self._closing = True
+            while True:
+                self._cond.wait_for(lambda: not self._syncing)
+                if self._fd is None or self._synced >= self._appended:
+                    break
+                with contextlib.suppress(WriteFailed):  # its writes raise it; closed by then
+                    self._sync()
             self._close()
+            self._cond.notify_all()
 
     def __enter__(self) -> RecordWriter:
         return self

@@ -16,6 +16,7 @@ import pytest
 
 import eval.records.run_folder
 from eval.atomic import WriteFailed
+from eval.records.codec import dumps_record
 from eval.records.run_folder import RECORDS_NAME, RecordWriter, scan_records
 from tests.eval.records.test_run_folder import make_record
 
@@ -116,3 +117,19 @@ def test_a_failed_shared_fsync_fails_every_write_it_covered_and_cuts_their_lines
     assert writer.closed
     with pytest.raises(ValueError, match="closed RecordWriter"):
         writer.write(make_record(seq=3))
+
+
+def test_closing_makes_a_line_appended_by_another_thread_durable_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / RECORDS_NAME
+    held = HeldFsync(path, hold=0, lines=0)
+    monkeypatch.setattr(eval.records.run_folder, "os", held)
+    writer = RecordWriter(path)
+    with writer._cond:  # a write in another thread: its line appended, its fsync not yet begun
+        writer._append(memoryview(dumps_record(make_record(seq=0))))
+    writer.close()
+    assert held.durable == [path.stat().st_size] and writer.closed
+    assert [r.seq for r in scan_records(path).records] == [0]
+    with pytest.raises(ValueError, match="closed RecordWriter"):
+        writer.write(make_record(seq=1))
