@@ -88,9 +88,10 @@ def _header() -> InputsHeader:
 
 @contextmanager
 def _fake_servers(n: int) -> Iterator[list[str]]:
-    """n fake servers, each its own process; their URLs."""
+    """n fake servers, each its own process, all started at once; their URLs (each prints its URL once it
+    listens)."""
     with ExitStack() as stack:
-        urls = []
+        procs = []
         for _ in range(n):
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tests.support.fake_server", "--latency", str(LATENCY_S)],
@@ -98,6 +99,9 @@ def _fake_servers(n: int) -> Iterator[list[str]]:
             )  # fmt: skip
             stack.callback(proc.wait, 10)
             stack.callback(os.killpg, proc.pid, 15)
+            procs.append(proc)
+        urls = []
+        for proc in procs:
             assert proc.stdout is not None
             urls.append(proc.stdout.readline().strip())
         yield urls
