@@ -55,7 +55,7 @@ class ScenarioSpec:
     rules: tuple[str, ...] = ()  # the gate rules that judge its rows
     settings: tuple[str, ...] = ()  # the manifest settings (RunManifest.settings keys) it adds
     head: str | None = None  # its cause row's key and cause, when not its first pair's
-    spans_replicas: bool = False  # its unit sends to every replica of the run (runs when no other unit does)
+    spans_replicas: bool = False  # its unit sends to every replica of the run (in each replica's turn)
     benign: bool = False  # a correct engine may vary on what it varies by itself (batch composition, noise)
     default_plan: bool = (
         False  # in the default plan (eval/records/scenarios.DEFAULT_PLAN): its cost is paid by every run
