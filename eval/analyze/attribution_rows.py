@@ -22,6 +22,7 @@ from eval.records import scenarios as sc
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection
 from eval.records.manifest_parts import RunSettings
+from eval.records.scenario_kinds.parts import ScenarioParts
 from eval.records.scenarios import ScenarioSpec
 from eval.records.types import RequestRecord
 from scorers import determinism
@@ -210,33 +211,29 @@ class RowContext:
 
 
 RowBuilder = Callable[[RowContext], list[AttributionRow]]
-_BUILDERS: dict[str, RowBuilder] = {}
+_BUILDERS: ScenarioParts[RowBuilder | None] = ScenarioParts("row builder", None)
 
 
 def register_rows(name: str, builder: RowBuilder) -> RowBuilder:
     """A scenario's row builder, under the scenario's name; a second one, or one of no registered scenario, is
     refused."""
-    if name not in sc.SCENARIOS:
-        raise ValueError(f"row builder {name!r}: no scenario of that name is registered")
-    if name in _BUILDERS:
-        raise ValueError(f"scenario {name!r} has two row builders")
-    _BUILDERS[name] = builder
+    _BUILDERS.register(name, builder)
     return builder
 
 
 def unregister_rows(name: str) -> None:
     """Take a row builder away (a test's); KeyError when none has that name."""
-    del _BUILDERS[name]
+    _BUILDERS.unregister(name)
 
 
 def builder_of(name: str) -> RowBuilder:
     """The scenario's row builder, `generic_rows` when it registered none."""
-    return _BUILDERS.get(name, generic_rows)
+    return _BUILDERS.of(name) or generic_rows
 
 
 def built_names() -> tuple[str, ...]:
     """The scenarios with a row builder of their own."""
-    return tuple(_BUILDERS)
+    return _BUILDERS.names()
 
 
 def _generic_pairs(

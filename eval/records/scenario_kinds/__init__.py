@@ -8,6 +8,7 @@ __all__, __getattr__ = public_face(
     __name__,
     {
         "spec": ("BATCH_SIZE", "INPUT", "SLOT"),
+        "parts": ("ScenarioParts",),
         "registry": (
             "MODULES",
             "PairDef",

@@ -1,6 +1,6 @@
 """The registry with every scenario module of this package loaded: import the registry from here.
 
-Each module of eval/records/scenario_kinds/ other than spec.py and this one defines one scenario and registers
+Each module of eval/records/scenario_kinds/ other than spec.py, parts.py and this one defines one scenario and registers
 it when imported; this module imports them all (found on disk, so a new scenario is one new module), then
 re-exports the registry's functions (eval/records/scenario_kinds/spec.py).
 """
@@ -25,7 +25,7 @@ from eval.records.scenario_kinds.spec import (
     unregister,
 )
 
-NOT_SCENARIOS = ("registry", "spec")
+NOT_SCENARIOS = ("parts", "registry", "spec")  # the registry itself, and the later stages' parts by name
 MODULES = tuple(sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.name not in NOT_SCENARIOS))
 for module in MODULES:
     importlib.import_module(f"{package.__name__}.{module}")

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from eval.analyze.attribution import Attribution
 from eval.analyze.compare import Comparison
-from eval.records import scenarios as sc
+from eval.records.scenario_kinds.parts import ScenarioParts
 from eval.report.svg import Point
 
 __all__ = [
@@ -25,32 +25,29 @@ EQUAL_AXIS, DELTA_AXIS = (
 )  # the y axes of the two measures
 
 PlotsOf = Callable[[Comparison], list[str]]  # a comparison -> its SVG plots ([]: nothing to draw)
-_PLOTS: dict[str, PlotsOf] = {}
-
-
-def register_plots(name: str, plots: PlotsOf) -> PlotsOf:
-    """A scenario's plot function, under the scenario's name; a second one, or one of no registered scenario, is
-    refused."""
-    if name not in sc.SCENARIOS:
-        raise ValueError(f"plots {name!r}: no scenario of that name is registered")
-    if name in _PLOTS:
-        raise ValueError(f"scenario {name!r} has two plot functions")
-    _PLOTS[name] = plots
-    return plots
-
-
-def unregister_plots(name: str) -> None:
-    """Take a plot function away (a test's); KeyError when none has that name."""
-    del _PLOTS[name]
 
 
 def _none(c: Comparison) -> list[str]:
     return []
 
 
+_PLOTS: ScenarioParts[PlotsOf] = ScenarioParts("plot function", _none)
+
+
+def register_plots(name: str, plots: PlotsOf) -> PlotsOf:
+    """A scenario's plot function, under the scenario's name; a second one, or one of no registered scenario, is
+    refused."""
+    return _PLOTS.register(name, plots)
+
+
+def unregister_plots(name: str) -> None:
+    """Take a plot function away (a test's); KeyError when none has that name."""
+    _PLOTS.unregister(name)
+
+
 def plots_of(name: str) -> PlotsOf:
     """The scenario's plot function; one that draws nothing when it registered none."""
-    return _PLOTS.get(name, _none)
+    return _PLOTS.of(name)
 
 
 def sides(c: Comparison) -> tuple[tuple[str, Attribution | None, str], ...]:

@@ -159,5 +159,5 @@ def test_a_scenarios_plot_is_its_module_alone(tmp_path: Path) -> None:
     finally:
         unregister_plots("repeats")
     assert attribution_plots(c) == before and len(before) == 4
-    with pytest.raises(ValueError, match="plots 'nope': no scenario of that name is registered"):
+    with pytest.raises(ValueError, match="plot function 'nope': no scenario of that name is registered"):
         register_plots("nope", lambda _: [])
