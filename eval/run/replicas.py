@@ -48,6 +48,7 @@ from typing import Any
 
 from eval.errors import ConfigError
 from eval.prepare.inputs import InputRow
+from eval.records.final import UnitKey, unit_of
 from eval.records.manifest_parts import ReplicaEntry
 from eval.records.run_folder import (
     MANIFEST_NAME,
@@ -88,6 +89,11 @@ ASSIGNMENT_SEED = 0  # the assignment's tie-break order; fixed, so a resume with
 CPU_BIND_ENV = "VLLM_CPU_OMP_THREADS_BIND"  # vLLM CPU: the cores a server's OpenMP threads are bound to
 GPU_DEVICES_ENV = "CUDA_VISIBLE_DEVICES"  # the GPUs a replica's server process sees
 DP_RANK_HEADER = "X-data-parallel-rank"  # vLLM: pin a request to one data-parallel rank (case-insensitive)
+# a request's cost in prompt tokens' worth (`unit_cost`), from the CPU server's measured rates
+# (docs/measured/cpu-smollm2-2026-11-30.md): a 1,000-1,400-token prompt prefills in 2.5-4 s cold (about 2.5-3 ms a
+# token) and 0.3-0.5 s warm (about an eighth), and a token decodes in 0.05-0.1 s (about 30 prompt tokens' worth)
+WARM_PREFILL_PARTS = 8
+DECODE_TOKEN_WEIGHT = 30
 MISROUTED = "misrouted"  # the counter of records another engine than the pinned one answered
 # what every replica must share with replica 0 (ProbeResult fields), in the order a refusal names them: the
 # server's identity (and its cache model, when both have one), and how it reports and isolates the cache
@@ -131,14 +137,35 @@ def unit_id(unit: Unit) -> UnitId:
 
 
 def unit_cost(unit: Unit, rows: Sequence[InputRow]) -> int:
-    """A unit's share of a lane's work: the weight (`row_weight`) of every request's prompt (a scenario step's
-    filler or noise prompt is its own input's)."""
-    return sum(row_weight(rows[_prompt_row(unit, step)]) for step in unit.steps)
+    """A unit's share of a lane's time, in prompt tokens' worth: each request's prefill (its prompt's weight,
+    `row_weight`, a scenario step's filler or noise prompt being its own input's; an expected cache hit
+    WARM_PREFILL_PARTS-th of it) and its decoding (DECODE_TOKEN_WEIGHT a token of its output limit). The requests
+    of one batch (`ScenarioStep.batch`) are sent at once: their prefills add up, their decoding is their longest's.
+    So many short requests (hitlen's, repeats') weigh what they take, not what their prompts hold."""
+    cost = 0
+    batches: dict[int, int] = {}  # batch -> its longest decoding so far
+    for step in unit.steps:
+        row = rows[_prompt_row(unit, step)]
+        weight = row_weight(row)
+        cost += weight if step.expect == "miss" else max(1, weight // WARM_PREFILL_PARTS)
+        decode = DECODE_TOKEN_WEIGHT * (step.max_tokens if step.max_tokens is not None else row.max_tokens)
+        batch = step.batch if isinstance(step, ScenarioStep) else -1
+        if batch < 0:
+            cost += decode
+        else:
+            batches[batch] = max(batches.get(batch, 0), decode)
+    return cost + sum(batches.values())
 
 
 def _prompt_row(unit: Unit, step: Step) -> int:
     other = step.prompt_row if isinstance(step, ScenarioStep) else None
     return unit.row_index if other is None else other
+
+
+def movable(unit: Unit) -> bool:
+    """A unit that needs nothing its input left on a server: a timing repetition (its cold and warm on a fresh
+    salt of their own) or a scenario unit (its own fresh salts); not one that spans the replicas."""
+    return (unit.kind == UNIT_TIMING or is_scenario_unit(unit)) and not spans_replicas(unit)
 
 
 def place_units(
@@ -150,21 +177,25 @@ def place_units(
     a server: they go by cost, the costliest first (plan order among equal costs), each to the lane with the
     least cost so far (a tie: the lowest index), after the main units; every unit's requests stay on its one
     lane. A unit that spans every replica (the replicas scenario) has no lane. A pure function of the units, the
-    inputs and n: the same plan and n always place the same."""
+    inputs and n: the same plan and n always place the same. `lbeval ab` pairs by this placement; `lbeval run`
+    keeps it for main units and resumed ones and lets a fresh movable unit run on the first lane free
+    (`replica_lanes`, eval/run/scheduler.py)."""
     inputs = assign_replicas([row_weight(r) for r in rows], n, seed)
     loads = [0] * n
     lanes: dict[UnitId, int] = {}
-    movable: list[Unit] = []
+    movable_units: list[Unit] = []
     for unit in units:
         if spans_replicas(unit):
             continue
-        if unit.kind == UNIT_TIMING or is_scenario_unit(unit):
-            movable.append(unit)
+        if movable(unit):
+            movable_units.append(unit)
             continue
         lane = inputs[unit.row_index]
         lanes[unit_id(unit)] = lane
         loads[lane] += unit_cost(unit, rows)
-    for unit in sorted(movable, key=lambda u: -unit_cost(u, rows)):  # stable: plan order among equal costs
+    for unit in sorted(
+        movable_units, key=lambda u: -unit_cost(u, rows)
+    ):  # stable: plan order among equal costs
         lane = min(range(n), key=lambda k: (loads[k], k))
         lanes[unit_id(unit)] = lane
         loads[lane] += unit_cost(unit, rows)
@@ -418,10 +449,21 @@ def replica_lanes(
     refuse_reset_on_ranks(session.config)  # --cold auto may have chosen it
     require_engines(session.config, clients[0], session.probe.metrics)
     replicas, lanes = _begin(session, clients, inputs, started, early)
+    begun = {unit_of(r) for r in session.slim}
+    rows = session.rows
+
+    def lane_of(unit: Unit) -> int | None:
+        """Its placed lane for an input's main unit and a unit begun in an earlier session (resumed where it
+        began); any lane for a fresh timing repetition or scenario unit (nothing it needs is on a server)."""
+        row = rows[unit.row_index]
+        fresh = UnitKey(row.dataset, row.id, unit.kind, unit.repetition) not in begun
+        return None if fresh and movable(unit) else lanes[unit_id(unit)]
+
     return Lanes(
         lambda emit: list(_contexts(session, replicas, emit)),
-        lambda unit: lanes[unit_id(unit)],
+        lane_of,
         lambda ctxs: merged_context(session, ctxs),
+        lambda unit: unit_cost(unit, rows),
     )
 
 

@@ -4,11 +4,15 @@
 
 A lane is where one unit sends at a time (or, at --concurrency above 1, its cache units at once): one server,
 one replica, or one data-parallel rank of a routing endpoint; each has its own context (Client, ServerWatch).
-Every unit goes to one lane (`lane_of`; eval/run/replicas.place_units on replicas, lane 0 on one server), and
-every lane runs in a thread of its own, all lanes at once (one lane: in the calling thread):
+Every unit runs on one lane: its own (`lane_of`: lane 0 on one server; on replicas an input's main unit on
+the input's replica, and a unit resumed on the replica it began on), or, a fresh unit that needs nothing a
+server holds (a timing repetition, a scenario unit: `lane_of` None), on whichever lane is free first, the
+costliest first (`SharedUnits`), so the lanes end together however far the costs are off. Every lane runs in a
+thread of its own, all lanes at once (one lane: in the calling thread):
 
-- a lane's cache units first, at --concurrency (one at a time at 1), then its scenario units one at a time (a
-  scenario unit owns its lane while it runs);
+- a lane's cache units first, at --concurrency (one at a time at 1), its own and then the shared ones, then its
+  scenario units one at a time, its own and then the shared ones (a scenario unit owns its lane while it runs);
+  at --concurrency 1 the shared cache and scenario units are one queue, the costliest first;
 - a unit that spans the lanes (the replicas scenario) runs beside them, its part on each lane in that lane's
   turn (`LaneLock`), up to one per lane at a time;
 - the first failure (a 4xx, a full disk, a dead engine) stops every lane (each context's `stop`: a unit stops
@@ -25,7 +29,8 @@ threads-and-stops core, which `lbeval ab` also runs its replica pairs' lanes on 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import partial
@@ -45,15 +50,40 @@ Emit = Callable[[RequestRecord, bool], None]
 POLL_S = 0.2  # the main thread waits in short steps, so Ctrl-C and SIGTERM reach it
 
 
+LaneOf = Callable[[Unit], "int | None"]  # a unit's lane; None: any lane, whichever is free first
+
+
+def _no_cost(unit: Unit) -> int:
+    return 0
+
+
 @dataclass(frozen=True)
 class Lanes:
     """A started session's lanes: each lane's context, made once the records file is open (`contexts`, given
-    the session's emitter); each unit's lane (`lane_of`, never asked of a unit that spans the lanes); and the
-    context the session ends with (`merged`: its counters, from the contexts made; None before one was)."""
+    the session's emitter); each unit's lane (`lane_of`, never asked of a unit that spans the lanes; None: any
+    lane); the context the session ends with (`merged`: its counters, from the contexts made; None before one
+    was); and a unit's cost, the shared units' order (`cost`: the costliest first)."""
 
     contexts: Callable[[Emit], list[Context]]
-    lane_of: Callable[[Unit], int]
+    lane_of: LaneOf
     merged: Callable[[list[Context]], Context | None]
+    cost: Callable[[Unit], int] = _no_cost
+
+
+class SharedUnits:
+    """The units any lane may run, in the order given; each is taken once, by the first lane to ask."""
+
+    def __init__(self, todo: Sequence[Todo]) -> None:
+        self._todo = deque(todo)
+        self._lock = threading.Lock()
+
+    def take(self) -> Todo | None:
+        with self._lock:
+            return self._todo.popleft() if self._todo else None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._todo)
 
 
 def one_lane(session: RunSession, ctx_of: Callable[[Emit], Context]) -> Lanes:
@@ -69,7 +99,9 @@ def send(session: RunSession, lanes: Lanes) -> None:
     def run() -> list[str]:
         with RecordWriter(session.run_dir / RECORDS_NAME) as writer:
             ctxs.extend(lanes.contexts(session.emitter(writer, progress)))
-            ok = run_lanes(session.todo, session.rows, session.config.concurrency, ctxs, lanes.lane_of)
+            ok = run_lanes(
+                session.todo, session.rows, session.config.concurrency, ctxs, lanes.lane_of, lanes.cost
+            )
             return [outcome_of(ok)]
 
     run_to_end([session], run, lambda: [lanes.merged(ctxs)], progress.close)
@@ -80,21 +112,40 @@ def run_lanes(
     rows: Sequence[InputRow],
     concurrency: int,
     ctxs: Sequence[Context],
-    lane_of: Callable[[Unit], int],
+    lane_of: LaneOf,
+    cost: Callable[[Unit], int] = _no_cost,
 ) -> bool:
-    """Every unit left on its lane, all lanes at once, and the units that span the lanes beside them (module
-    docstring); True when every unit completed. The first failure stops every lane and is raised."""
+    """Every unit left on its lane or on the first lane free (`lane_of` None: the costliest first), all lanes
+    at once, and the units that span the lanes beside them (module docstring); True when every unit completed.
+    The first failure stops every lane and is raised."""
     mine: list[list[Todo]] = [[] for _ in ctxs]
+    free: list[Todo] = []
     for t in todo:
         if not spans_replicas(t[0]):
-            mine[lane_of(t[0])].append(t)
+            lane = lane_of(t[0])
+            (free if lane is None else mine[lane]).append(t)
+    free.sort(key=lambda t: -cost(t[0]))  # stable: plan order among equal costs
+    shared = _shared(free, concurrency)
     turns = [LaneLock() for _ in ctxs]
     jobs: list[Callable[[], bool]] = [
-        partial(_run_lane, rows, concurrency, ctx, units, turn)
+        partial(_run_lane, rows, concurrency, ctx, units, turn, shared)
         for ctx, units, turn in zip(ctxs, mine, turns, strict=True)
     ]
     jobs += [partial(_run_spanning, rows, ctxs, t, turns) for t in todo if spans_replicas(t[0])]
     return all(run_at_once(jobs, ctxs, workers=2 * len(ctxs)))
+
+
+def _shared(free: Sequence[Todo], concurrency: int) -> tuple[SharedUnits, SharedUnits]:
+    """The shared units a lane takes with its cache units and those it takes with its scenario units. One at a
+    time (--concurrency 1) a scenario unit owns its lane anyway: one queue, the costliest first, so a long
+    scenario unit starts early and the short units fill the lanes around it. Above 1 the cache units run
+    together and a scenario unit alone: two queues."""
+    if concurrency == 1:
+        return SharedUnits(free), SharedUnits(())
+    return (
+        SharedUnits([t for t in free if not is_scenario_unit(t[0])]),
+        SharedUnits([t for t in free if is_scenario_unit(t[0])]),
+    )
 
 
 def run_at_once(
@@ -125,37 +176,57 @@ def run_at_once(
 
 
 def _run_lane(
-    rows: Sequence[InputRow], concurrency: int, ctx: Context, todo: list[Todo], turn: LaneLock
+    rows: Sequence[InputRow],
+    concurrency: int,
+    ctx: Context,
+    todo: list[Todo],
+    turn: LaneLock,
+    shared: tuple[SharedUnits, SharedUnits] = (SharedUnits(()), SharedUnits(())),
 ) -> bool:
     """One lane's units, each in the lane's turn: the cache units at --concurrency (one turn for them all
-    above 1), then its scenario units one at a time (a scenario unit owns its lane while it runs)."""
+    above 1), its own and then the shared ones (`shared`: cache, scenario), then its scenario units one at a
+    time, its own and then the shared ones (a scenario unit owns its lane while it runs)."""
     cache = [t for t in todo if not is_scenario_unit(t[0])]
-    ok = _run_cache_units(rows, concurrency, ctx, cache, turn)
-    for unit, gs, _ in (t for t in todo if is_scenario_unit(t[0])):
+    ok = _run_cache_units(rows, concurrency, ctx, cache, turn, shared[0])
+    for t in _then_shared([t for t in todo if is_scenario_unit(t[0])], shared[1]):
         if ctx.stop.is_set():
             return False
         with turn:
-            ok = run_one(ctx, rows, (unit, gs, 0)) and ok
+            ok = run_one(ctx, rows, (t[0], t[1], 0)) and ok
     return ok
 
 
+def _then_shared(own: Sequence[Todo], shared: SharedUnits) -> Iterator[Todo]:
+    """A lane's own units, then shared ones until none is left (each taken when the lane is ready for it)."""
+    yield from own
+    while (t := shared.take()) is not None:
+        yield t
+
+
 def _run_cache_units(
-    rows: Sequence[InputRow], concurrency: int, ctx: Context, todo: list[Todo], turn: LaneLock
+    rows: Sequence[InputRow],
+    concurrency: int,
+    ctx: Context,
+    todo: list[Todo],
+    turn: LaneLock,
+    shared: SharedUnits,
 ) -> bool:
-    """A lane's cache units: one after the other, or `concurrency` at once; the first unit that fails stops
-    the lane's other units (its `stop` is set before its thread takes another unit) and is raised."""
+    """A lane's cache units, its own and then shared ones: one after the other, or `concurrency` at once; the
+    first unit that fails stops the lane's other units (its `stop` is set before its thread takes another
+    unit) and is raised."""
     ok = True
     if concurrency == 1:
-        for t in todo:
+        for t in _then_shared(todo, shared):
             if ctx.stop.is_set():
                 return False
             with turn:
                 ok = run_one(ctx, rows, t) and ok
         return ok
-    if not todo:
+    if not todo and not len(shared):
         return ok
     with turn, ThreadPoolExecutor(max_workers=concurrency) as pool:
         futures = [pool.submit(_stopping_on_failure, ctx, rows, t) for t in todo]
+        futures += [pool.submit(_taking_shared, ctx, rows, shared) for _ in range(concurrency)]
         try:
             failed = _first_failure(futures, ctx.stop)
         except BaseException:  # Ctrl-C, SIGTERM (one lane: this is the main thread)
@@ -221,6 +292,15 @@ def _stopping_on_failure(ctx: Context, rows: Sequence[InputRow], todo: Todo) -> 
     except BaseException:
         ctx.stop.set()
         raise
+
+
+def _taking_shared(ctx: Context, rows: Sequence[InputRow], shared: SharedUnits) -> bool:
+    """One of a lane's --concurrency workers, once the lane's own units have all started: shared units, one at
+    a time, until none is left or the lane stops."""
+    ok = True
+    while not ctx.stop.is_set() and (t := shared.take()) is not None:
+        ok = _stopping_on_failure(ctx, rows, t) and ok
+    return ok and not ctx.stop.is_set()
 
 
 def _stop(ctxs: Sequence[Context]) -> None:

@@ -328,9 +328,12 @@ def test_units_are_placed_by_cost_after_their_inputs_cache_units() -> None:
     traffic = Unit(1, "traffic", 0, (step("traffic_cold"),))  # 10
     spanning = Unit(0, "replicas", 0, (step("replicas_cold", replica=0), step("replicas_cold", replica=1)))
     units = [Unit(0, "main", 0, main), Unit(1, "main", 0, main), batch, repeats, traffic, spanning]
-    # by hand: the inputs heaviest first (30 -> 0, 10 -> 1); cache loads 60 and 20; then the costliest scenario
-    # unit first, each to the lighter lane: batch 90 -> 1 (110), repeats 40 -> 0 (100), traffic 10 -> 0 (110)
-    assert [unit_cost(u, rows) for u in units[2:5]] == [90, 40, 10]
+    # by hand, a request's cost = its prompt (an eighth of it on a hit, at least 1) + 30 x its output limit
+    # (make_row's 6 -> 180): main 0 = (30 + 180) + (3 + 180) = 393, main 1 = (10 + 180) + (1 + 180) = 371; batch
+    # 3 x 210 = 630 (no batch groups here), repeats 210 + 190 = 400, traffic 190. The inputs heaviest first (30 -> 0,
+    # 10 -> 1); then the costliest scenario unit first, each to the lighter lane: batch -> 1 (1001), repeats -> 0
+    # (793), traffic -> 0 (983)
+    assert [unit_cost(u, rows) for u in units[:5]] == [393, 371, 630, 400, 190]
     assert place_units(units, rows, 2) == {
         (0, "main", 0): 0, (1, "main", 0): 1, (0, "batch", 0): 1, (0, "repeats", 0): 0, (1, "traffic", 0): 0,
     }  # fmt: skip
@@ -349,15 +352,30 @@ def test_timing_repetitions_are_placed_by_cost_each_with_its_cold_and_warm() -> 
 
     units = [Unit(0, "main", 0, main), Unit(1, "main", 0, main)]
     units += [Unit(i, "timing", r, timing(r)) for i in (0, 1) for r in (0, 1)]
-    # by hand: the inputs heaviest first (30 -> 0, 10 -> 1); main loads 60 and 20; then the timing units
-    # costliest first (plan order among equal costs), each to the lighter lane: (0, 0) 60 -> 1 (80), (0, 1) 60
-    # -> 0 (120), (1, 0) 20 -> 1 (100), (1, 1) 20 -> 1 (120)
-    assert [unit_cost(u, rows) for u in units[2:]] == [60, 60, 20, 20]
+    # by hand: main loads 393 and 371 (as in the test above); a timing unit (output limit 1) costs (30 + 30) +
+    # (3 + 30) = 93 on input 0 and (10 + 30) + (1 + 30) = 71 on input 1; costliest first (plan order among equal
+    # costs), each to the lighter lane: (0, 0) -> 1 (464), (0, 1) -> 0 (486), (1, 0) -> 1 (535), (1, 1) -> 0 (557)
+    assert [unit_cost(u, rows) for u in units[2:]] == [93, 93, 71, 71]
     assert place_units(units, rows, 2) == {
         (0, "main", 0): 0, (1, "main", 0): 1,
-        (0, "timing", 0): 1, (0, "timing", 1): 0, (1, "timing", 0): 1, (1, "timing", 1): 1,
+        (0, "timing", 0): 1, (0, "timing", 1): 0, (1, "timing", 0): 1, (1, "timing", 1): 0,
     }  # fmt: skip
     assert set(place_units(units, rows, 1).values()) == {0}
+
+
+def test_a_batch_costs_its_prefills_and_its_longest_decoding_and_short_requests_weigh_their_count() -> None:
+    rows = [replace(make_row(0), prompt_tokens=400), replace(make_row(1), prompt_tokens=16)]
+    step = lambda name, **kw: scenario_step(name, 0, "miss", {}, **kw)  # noqa: E731
+    # a batch of 3 sent at once (batch 0): 3 prefills of 400, one decoding of 30 x 6 = 180 -> 1380; the same three
+    # sent one by one: 3 x (400 + 180) = 1740
+    batched = Unit(0, "batch", 0, tuple(step("batch_member", batch=0) for _ in range(3)))
+    alone = Unit(0, "batch", 0, tuple(step("batch_alone") for _ in range(3)))
+    assert (unit_cost(batched, rows), unit_cost(alone, rows)) == (1380, 1740)
+    # ten short requests of 2 output tokens (16 + 60 each = 760) outweigh one long one of 400 + 180 = 580,
+    # though their prompts hold 160 tokens against 400
+    short = Unit(1, "hitlen", 0, tuple(step("hitlen_primed", max_tokens=2) for _ in range(10)))
+    long = Unit(0, "repeats", 0, (step("repeats"),))
+    assert (unit_cost(short, rows), unit_cost(long, rows)) == (760, 580)
 
 
 def prompt_of(body: dict[str, object]) -> str:

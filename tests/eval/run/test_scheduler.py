@@ -76,9 +76,10 @@ def test_one_server_and_replicas_run_through_the_same_scheduler(
         concurrency: int,
         ctxs: Sequence[Context],
         lane_of: object,
+        cost: object,
     ) -> bool:
         lanes_seen.append(len(ctxs))
-        return real(todo, rows, concurrency, ctxs, lane_of)  # type: ignore[arg-type]
+        return real(todo, rows, concurrency, ctxs, lane_of, cost)  # type: ignore[arg-type]
 
     monkeypatch.setattr(scheduler, "run_lanes", spy)
     inputs = write_rows(tmp_path / "inputs.jsonl", [make_row(i) for i in range(4)])
@@ -121,3 +122,79 @@ def test_one_lane_at_concurrency_two_stops_at_the_first_failure_and_raises_it() 
         with pytest.raises(LbevalError, match="unit 0: HTTP 400"):
             scheduler.run_lanes(todo, [], 2, [ctx], lambda _unit: 0)
     assert sorted(sent) == [0, 1] and saw_stop == [True] and stop.is_set()
+
+
+def _fake_lanes(n: int) -> list[Context]:
+    return [cast(Context, type("Ctx", (), {"stop": threading.Event()})()) for _ in range(n)]
+
+
+def test_a_lane_busy_with_its_own_unit_leaves_the_shared_units_to_the_free_lane_costliest_first() -> None:
+    """Lane 0's own unit does not return until every shared unit has run, so only lane 1 can run them: each
+    exactly once, the costliest first (a scenario unit among the timing units at --concurrency 1)."""
+    shared_units = [Unit(1, "timing", r, ()) for r in range(4)] + [Unit(2, "batch", 0, ())]
+    costs = {
+        (1, "timing", 0): 5,
+        (1, "timing", 1): 9,
+        (1, "timing", 2): 1,
+        (1, "timing", 3): 9,
+        (2, "batch", 0): 7,
+    }
+    all_done = threading.Event()
+    ran: list[tuple[int, tuple[int, str, int]]] = []
+    lock = threading.Lock()
+
+    def fake_run_one(ctx: Context, rows: object, todo: Todo, *_: object) -> bool:
+        unit = todo[0]
+        key = (unit.row_index, unit.kind, unit.repetition)
+        if key == (0, "main", 0):
+            assert all_done.wait(HANG_GUARD_S), "the shared units waited for the busy lane"
+        with lock:
+            ran.append((lanes.index(ctx), key))
+            if len(ran) == len(shared_units):
+                all_done.set()
+        return True
+
+    todo: list[Todo] = [(Unit(0, "main", 0, ()), GroupState(group=0), 0)]
+    todo += [(u, GroupState(group=0), 0) for u in shared_units]
+    lanes = _fake_lanes(2)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scheduler, "run_one", fake_run_one)
+        ok = scheduler.run_lanes(
+            todo, [], 1, lanes,
+            lambda u: 0 if u.kind == "main" else None,
+            lambda u: costs.get((u.row_index, u.kind, u.repetition), 0),
+        )  # fmt: skip
+    assert ok
+    # by hand: costs 9, 9 (plan order: repetition 1 before 3), 7 (batch), 5, 1; then lane 0's own unit
+    assert ran == [
+        (1, (1, "timing", 1)), (1, (1, "timing", 3)), (1, (2, "batch", 0)), (1, (1, "timing", 0)),
+        (1, (1, "timing", 2)), (0, (0, "main", 0)),
+    ]  # fmt: skip
+
+
+def test_above_concurrency_one_shared_scenario_units_wait_for_the_lanes_cache_units() -> None:
+    """At --concurrency 2 a lane runs its cache units (its own, then the shared timing units) together, and the
+    shared scenario unit only after them, alone."""
+    order: list[str] = []
+    lock = threading.Lock()
+
+    def fake_run_one(ctx: Context, rows: object, todo: Todo, *_: object) -> bool:
+        with lock:
+            order.append(todo[0].kind)
+        return True
+
+    units = [
+        Unit(0, "main", 0, ()),
+        Unit(0, "batch", 0, ()),
+        Unit(0, "timing", 0, ()),
+        Unit(0, "timing", 1, ()),
+    ]
+    todo: list[Todo] = [(u, GroupState(group=0), 0) for u in units]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scheduler, "run_one", fake_run_one)
+        assert scheduler.run_lanes(
+            todo, [], 2, _fake_lanes(1),
+            lambda u: 0 if u.kind == "main" else None,
+            lambda u: 100 if u.kind == "batch" else 1,  # the costliest, still after the cache units
+        )  # fmt: skip
+    assert sorted(order[:3]) == ["main", "timing", "timing"] and order[3] == "batch"
