@@ -168,6 +168,26 @@ def movable(unit: Unit) -> bool:
     return (unit.kind == UNIT_TIMING or is_scenario_unit(unit)) and not spans_replicas(unit)
 
 
+def where_units_began(
+    units: Sequence[Unit], rows: Sequence[InputRow], records: Sequence[RequestRecord], n: int
+) -> dict[UnitId, int]:
+    """A movable unit begun in an earlier session -> the replica of its latest group's records, when there is
+    one of the n now (lbeval run runs a fresh movable unit on whichever replica is free first, so a unit is
+    resumed where it began rather than where `place_units` would put it)."""
+    latest: dict[UnitKey, tuple[int, int]] = {}  # unit -> (its latest group, that group's replica)
+    for r in records:
+        key = unit_of(r)
+        if key not in latest or r.group >= latest[key][0]:
+            latest[key] = (r.group, r.replica)
+    out: dict[UnitId, int] = {}
+    for unit in units:
+        row = rows[unit.row_index]
+        seen = latest.get(UnitKey(row.dataset, row.id, unit.kind, unit.repetition))
+        if seen is not None and movable(unit) and seen[1] < n:
+            out[unit_id(unit)] = seen[1]
+    return out
+
+
 def place_units(
     units: Sequence[Unit], rows: Sequence[InputRow], n: int, seed: int = ASSIGNMENT_SEED
 ) -> dict[UnitId, int]:
@@ -448,13 +468,13 @@ def replica_lanes(
     ends with every replica's counters (`merged_context`)."""
     refuse_reset_on_ranks(session.config)  # --cold auto may have chosen it
     require_engines(session.config, clients[0], session.probe.metrics)
-    replicas, lanes = _begin(session, clients, inputs, started, early)
+    replicas, lanes = _begin(session, clients, inputs, started, early, where_begun=True)
     begun = {unit_of(r) for r in session.slim}
     rows = session.rows
 
     def lane_of(unit: Unit) -> int | None:
-        """Its placed lane for an input's main unit and a unit begun in an earlier session (resumed where it
-        began); any lane for a fresh timing repetition or scenario unit (nothing it needs is on a server)."""
+        """Its placed lane for an input's main unit and a unit begun in an earlier session (`where_begun`); any
+        lane for a fresh timing repetition or scenario unit (nothing it needs is on a server)."""
         row = rows[unit.row_index]
         fresh = UnitKey(row.dataset, row.id, unit.kind, unit.repetition) not in begun
         return None if fresh and movable(unit) else lanes[unit_id(unit)]
@@ -486,12 +506,15 @@ def _begin(
     inputs: Inputs,
     started: list[dict[str, Any]],
     early: Sequence[Future[ProbeResult]] = (),
+    where_begun: bool = False,
 ) -> tuple[list[Replica], dict[UnitId, int]]:
-    """A prepared session's replicas probed and compared, its units placed (`place_units`) and what is left of
-    them chosen, its session line started with every replica noted: what `lbeval run` and `lbeval ab` both do
-    first."""
+    """A prepared session's replicas probed and compared, its units placed (`place_units`; `where_begun`: a
+    movable unit begun in an earlier session on the replica it began on) and what is left of them chosen, its
+    session line started with every replica noted: what `lbeval run` and `lbeval ab` both do first."""
     replicas = _replicas(session, session.config, clients, inputs, early)
     lanes = place_units(session.units, session.rows, len(replicas))
+    if where_begun:
+        lanes.update(where_units_began(session.units, session.rows, session.slim, len(replicas)))
     same = _same_servers(session, replicas)
     session.resume_on(lambda u: lanes.get(unit_id(u), 0), same)
     session.start(started[0] if started else None)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import eval.run.replicas as replicas_module
 from eval.cli import main as cli_main
 from eval.errors import ConfigError, LbevalError
 from eval.prepare.inputs import sha256_text
@@ -37,6 +38,7 @@ from eval.run.replicas import (
     replica_specs,
     row_weight,
     unit_cost,
+    where_units_began,
 )
 from eval.run.runner import RunConfig, execute_run
 from eval.run.scenarios.base import scenario_step
@@ -419,6 +421,41 @@ def test_an_interrupted_replicated_run_is_recorded_and_resumes_on_the_same_repli
     assert all(len(replicas) == 1 for replicas in relations_on_one_replica(loaded.records).values())
     keys = [r.key for r in loaded.records]
     assert len(keys) == len(set(keys))  # nothing sent twice
+
+
+def test_a_movable_unit_begun_on_a_replica_resumes_there(fakes: list[FakeServer], tmp_path: Path) -> None:
+    """Interrupted right after a timing repetition's cold: that unit is resumed on the replica its records name
+    (lbeval run sends a fresh movable unit to whichever replica is free first, so `place_units` need not have
+    put it there), an input's main unit is left to its placement, and a replica no longer there places nothing."""
+    config = replicated(fakes, six_rows(tmp_path), tmp_path / "runs")
+    rows = [make_row(i, words=40 + 10 * i) for i in range(6)]
+
+    def stop_at_a_timing_cold(rec: RequestRecord) -> None:
+        if rec.pass_name == "timing_cold":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        execute_run(config, on_record=stop_at_a_timing_cold)
+    run_dir = next((tmp_path / "runs" / "v1").glob("run-*"))
+    records = load_run(run_dir).records
+    cold = next(r for r in records if r.pass_name == "timing_cold")
+    row = next(i for i, r in enumerate(rows) if r.id == cold.example_id)
+    timing, main = Unit(row, "timing", cold.repetition, ()), Unit(row, "main", 0, ())
+    key = (row, "timing", cold.repetition)
+    assert where_units_began([timing, main], rows, records, 2) == {key: cold.replica}
+    assert where_units_began([timing], rows, records, cold.replica) == {}  # its replica is gone
+    placed = replicas_module.place_units
+
+    def elsewhere(*args: Any, **kw: Any) -> dict[tuple[int, str, int], int]:
+        lanes = placed(*args, **kw)
+        return {**lanes, key: 1 - cold.replica}  # the placement would put the unit on the other replica
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(replicas_module, "place_units", elsewhere)
+        resumed = load_run(execute_run(config)).records
+    mine = [r for r in resumed if unit_of(r) == unit_of(cold)]
+    assert {(r.group, r.replica) for r in mine} == {(cold.group, cold.replica)}  # carried on, not restarted
+    assert sorted(r.pass_name for r in mine) == ["timing_cold", "timing_warm"]
 
 
 def test_lbeval_run_gives_each_replica_its_own_send_ledger_and_ab_shares_one(tmp_path: Path) -> None:
