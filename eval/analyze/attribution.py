@@ -35,8 +35,6 @@ row at batch size C (or None when it was not measured there).
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -58,6 +56,7 @@ from eval.records import scenarios as sc
 from eval.records.final import ExampleKey as Key
 from eval.records.final import Selection
 from eval.records.manifest_parts import RunSettings
+from eval.records.scenario_kinds.parts import import_scenario_modules
 from eval.records.vocabulary import CACHE_SCENARIO, GENERATION_PASSES
 
 __all__ = [
@@ -83,13 +82,7 @@ __all__ = [
 ]
 
 # the row module of every registered scenario that has one (eval/analyze/scenario_rows/<name>.py)
-ROW_MODULES = tuple(
-    f"eval.analyze.scenario_rows.{name}"
-    for name in sc.SCENARIOS
-    if importlib.util.find_spec(f"eval.analyze.scenario_rows.{name}") is not None
-)
-for _module in ROW_MODULES:
-    importlib.import_module(_module)
+ROW_MODULES = import_scenario_modules("eval.analyze.scenario_rows")
 
 CONFOUNDER = "batch composition"
 

@@ -13,8 +13,6 @@ effect there: the cache figures stand; an effect: they cannot be attributed; not
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import math
 
 from eval.analyze import attribution as at
@@ -23,6 +21,7 @@ from eval.analyze.attribution import Attribution, AttributionRow, Confounding, P
 from eval.analyze.compare import Comparison
 from eval.analyze.score import RunScores
 from eval.records import scenarios as sc
+from eval.records.scenario_kinds.parts import import_scenario_modules
 from eval.report.cells import Blank, Cell, Frac, Ints, Num, Row, Sci, Table, Text
 from eval.report.scenario_plots.kit import plots_of
 
@@ -288,13 +287,7 @@ def replicas_note(a: Attribution) -> str:
 # ---------------------------------------------------------------- plots
 
 # the plot module of every registered scenario that has one (eval/report/scenario_plots/<name>.py)
-PLOT_MODULES = tuple(
-    f"eval.report.scenario_plots.{name}"
-    for name in sc.SCENARIOS
-    if importlib.util.find_spec(f"eval.report.scenario_plots.{name}") is not None
-)
-for _module in PLOT_MODULES:
-    importlib.import_module(_module)
+PLOT_MODULES = import_scenario_modules("eval.report.scenario_plots")
 
 
 def attribution_plots(c: Comparison) -> list[str]:

@@ -8,7 +8,7 @@ __all__, __getattr__ = public_face(
     __name__,
     {
         "spec": ("BATCH_SIZE", "INPUT", "SLOT"),
-        "parts": ("ScenarioParts",),
+        "parts": ("ScenarioParts", "import_scenario_modules"),
         "registry": (
             "MODULES",
             "PairDef",

@@ -5,11 +5,13 @@ stage's default."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from typing import Generic, TypeVar
 
-from eval.records.scenario_kinds.spec import is_registered
+from eval.records.scenario_kinds.spec import is_registered, names
 
-__all__ = ["ScenarioParts"]
+__all__ = ["ScenarioParts", "import_scenario_modules"]
 
 P = TypeVar("P")
 
@@ -42,3 +44,14 @@ class ScenarioParts(Generic[P]):
     def names(self) -> tuple[str, ...]:
         """The scenarios with a part of their own, in the order they registered."""
         return tuple(self._parts)
+
+
+def import_scenario_modules(package: str) -> tuple[str, ...]:
+    """Import `package.<name>` for every registered scenario that has a module there (a later stage's part of
+    it, registered when imported: its rows, its plots); the modules' names, in the registry's order."""
+    found = tuple(
+        f"{package}.{name}" for name in names() if importlib.util.find_spec(f"{package}.{name}") is not None
+    )
+    for module in found:
+        importlib.import_module(module)
+    return found

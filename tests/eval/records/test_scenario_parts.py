@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from eval.records.scenario_kinds.parts import ScenarioParts
+from eval.analyze.attribution import ROW_MODULES
+from eval.records.scenario_kinds.parts import ScenarioParts, import_scenario_modules
 from eval.records.scenario_kinds.registry import names
+from eval.report.attribution import PLOT_MODULES
 
 
 def test_a_registered_scenario_gets_its_part_and_the_others_the_default() -> None:
@@ -43,3 +47,16 @@ def test_unregister_takes_the_part_away_and_a_missing_one_is_a_key_error() -> No
     assert parts.of(name) == "default" and parts.names() == ()
     with pytest.raises(KeyError):
         parts.unregister(name)
+
+
+def test_a_stages_scenario_modules_are_those_of_registered_scenarios_in_the_registrys_order() -> None:
+    """Independently of the loader: the row and plot modules on disk, named after a registered scenario."""
+    root = Path(__file__).resolve().parents[3]
+    for package, loaded in (
+        ("eval.analyze.scenario_rows", ROW_MODULES),
+        ("eval.report.scenario_plots", PLOT_MODULES),
+    ):
+        on_disk = {p.stem for p in (root / package.replace(".", "/")).glob("*.py")}
+        expected = tuple(f"{package}.{n}" for n in names() if n in on_disk)
+        assert loaded == expected == import_scenario_modules(package)
+        assert len(expected) >= 2  # batch and hitlen have both
