@@ -14,12 +14,15 @@ from tests.support.fake_server import FakeServer
 
 
 @contextmanager
-def announced_batches(fake: FakeServer) -> Iterator[list[int]]:
-    """While the block runs, every batch lbeval sends is announced to `fake`; yields the sizes announced."""
+def announced_batches(*fakes: FakeServer) -> Iterator[list[int]]:
+    """While the block runs, every batch lbeval sends is announced to the fake it is sent to (of `fakes`, by
+    the sending Client's URL); yields the sizes announced."""
     original = execute._send_together
     sizes: list[int] = []
+    by_url = {f.base_url.rstrip("/"): f for f in fakes}
 
     def announcing(ctx: Any, own: Any, built: Sequence[Any]) -> Any:
+        fake = by_url[ctx.client.base_url.rstrip("/")] if len(fakes) > 1 else fakes[0]
         # the bodies as the fake receives them: the openai client merges extra_body into the wire body
         fake.expect_batch([{**b.request, **(b.request.get("extra_body") or {})} for b in built])
         sizes.append(len(built))

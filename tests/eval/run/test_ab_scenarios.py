@@ -27,6 +27,7 @@ from eval.records.types import RequestRecord
 from eval.run.ab import AbConfig, execute_ab
 from eval.run.config import endpoints
 from eval.run.scenarios.settings import ScenarioSettings
+from tests.eval.batch_hook import announced_batches
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
 from tests.support.fake_server import BatchEffect, FakeServer
 
@@ -144,14 +145,18 @@ class PeerCounting(FakeServer):
 
 
 def test_a_batch_runs_whole_on_one_server(tmp_path: Path) -> None:
-    """Batches of 3: with every request held in flight for a window, each of a batch's 3 requests sees the 2
-    others on its own server: 2 inputs x 2 batches (cold, warm) x 3 requests = 12 per server; the alone ones see none."""
+    """Batches of 3, each announced to the server it is sent to, which holds every member until all 3 have
+    arrived (a member sent elsewhere, or one sent only after another returned, would never complete it): each
+    of a batch's 3 requests is one of 3 on its own server, 2 inputs x 2 batches (cold, warm) x 3 requests = 12
+    per server; the alone ones are in none. By arrivals, not a time window, so whatever the machine's load."""
     s = ScenarioSettings(scenarios=("batch",), batch_sizes=(1, 3), inputs=2)
     with PeerCounting(block_size=BLOCK) as a, PeerCounting(block_size=BLOCK) as b:
         for fake in (a, b):
-            fake.batch_effect = BatchEffect(window_s=0.25, jitter=0.0)
-        da, db = execute_ab(_config(a, b, tmp_path, s))
+            fake.batch_effect = BatchEffect(window_s=None, jitter=0.0)
+        with announced_batches(a, b) as sizes:
+            da, db = execute_ab(_config(a, b, tmp_path, s))
         peers = {"a": Counter(a.peers), "b": Counter(b.peers)}
+    assert sizes == [3] * 8  # 2 inputs x 2 batches x 2 sides
     assert read_manifest(da).complete and read_manifest(db).complete
     for c in peers.values():  # 0: the alone requests (and the probe's); never 1 (a split batch) nor > 2
         assert set(c) == {0, 2} and c[2] == 2 * 2 * 3 and c[0] >= 2 * 2
