@@ -50,7 +50,7 @@ Emit = Callable[[RequestRecord, bool], None]
 POLL_S = 0.2  # the main thread waits in short steps, so Ctrl-C and SIGTERM reach it
 
 
-LaneOf = Callable[[Unit], "int | None"]  # a unit's lane; None: any lane, whichever is free first
+LaneOf = Callable[[Unit], int | None]  # a unit's lane; None: any lane, whichever is free first
 
 
 def _no_cost(unit: Unit) -> int:
@@ -181,7 +181,7 @@ def _run_lane(
     ctx: Context,
     todo: list[Todo],
     turn: LaneLock,
-    shared: tuple[SharedUnits, SharedUnits] = (SharedUnits(()), SharedUnits(())),
+    shared: tuple[SharedUnits, SharedUnits],
 ) -> bool:
     """One lane's units, each in the lane's turn: the cache units at --concurrency (one turn for them all
     above 1), its own and then the shared ones (`shared`: cache, scenario), then its scenario units one at a
