@@ -44,6 +44,7 @@ from eval.analyze.compare import compare
 from eval.analyze.score import score_run
 from eval.atomic import atomic_write
 from eval.errors import ConfigError
+from eval.records.run_folder import PAIRS_NAME
 from eval.serve.launch_specs import get_launch_spec
 from eval.serve.process import check_requirements, start
 from scorers.paired_timing import TimingChange
@@ -107,7 +108,7 @@ def run_session(
         argv += ["--timing-until", str(args.timing_until)]
     if args.timing_budget:
         argv += ["--timing-budget", str(args.timing_budget)]
-    pairs_file = runs / "aa" / f"{run_id}-a" / "ab_pairs.jsonl"
+    pairs_file = runs / "aa" / f"{run_id}-a" / PAIRS_NAME
     planned = 2 * PER_DATASET * args.reps
     on_at = round(LOAD_FROM * planned)
     t0 = time.monotonic()

@@ -21,7 +21,6 @@ PASS or stays undecided, by design.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import tempfile
@@ -34,7 +33,7 @@ import numpy as np
 from bench import smoke
 from eval.gate.policy import parse_policy
 from eval.gate.settle import stop_check
-from eval.records.stop import SETTLED_FAIL, SETTLED_PASS
+from eval.records.stop import SETTLED_FAIL, SETTLED_PASS, read_stop
 from eval.run.ab import AbConfig, execute_ab
 from eval.run.config import endpoints
 from tests.eval.fake_fixtures import config_for, make_row, write_rows
@@ -84,11 +83,10 @@ def one_session(tmp: Path, noise: str, effect: float, limit: float, seed: int, p
         )
         cb = replace(ca, variant="var", topology=endpoints(b.base_url))
         dirs = execute_ab(AbConfig(ca, cb, seed=seed, quiet=True, stop_check=stop_check(policy)))
-    stop = dirs[1] / "ab_stop.json"
-    if not stop.exists():
+    stop = read_stop(dirs[1])
+    if stop is None:
         return Outcome("open", plan.inputs, None)
-    obj = json.loads(stop.read_text(encoding="utf-8"))
-    return Outcome(str(obj["decision"]), int(obj["inputs_run"]), float(obj["server_seconds"]))
+    return Outcome(stop.decision, stop.inputs_run, stop.server_seconds)
 
 
 def cell_line(noise: str, effect: float, limit: float, outs: list[Outcome]) -> str:

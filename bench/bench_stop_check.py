@@ -27,6 +27,7 @@ from bench import smoke
 from eval.gate.policy import load_policy
 from eval.gate.settle import scratch_check, stop_check
 from eval.records.ab_pairs import read_pairs
+from eval.records.codec import record_from_dict
 from eval.records.run_folder import RECORDS_NAME
 from eval.run.ab import AbConfig, StopQuery, execute_ab
 from eval.run.config import endpoints
@@ -58,8 +59,8 @@ def _prefix_ends(run_dir: Path, order: list[tuple[str, str]]) -> list[int]:
     pos = 0
     for line in data.splitlines(keepends=True):
         pos += len(line)
-        obj = json.loads(line)
-        k = rank[(obj["dataset"], obj["example_id"])]
+        rec = record_from_dict(json.loads(line), with_topk=False)
+        k = rank[(rec.dataset, rec.example_id)]
         assert all(e == 0 for e in ends[k + 1 :]), "records of a later input before this one's last"
         ends[k] = pos
     for k in range(1, len(ends)):

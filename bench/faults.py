@@ -27,10 +27,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from html import escape
 from pathlib import Path
-from typing import Any
 
 from eval.atomic import atomic_write
 from eval.records.run_folder import MANIFEST_NAME, read_manifest
+from eval.records.stop import read_stop
+from eval.report.summary_verdict import SummaryVerdict, read_summary_verdict
 from eval.report.svg import grouped_bars
 from eval.serve.launch_specs import default_cache_dir
 
@@ -360,14 +361,12 @@ def last_line(stderr: str, code: int) -> str:
     return f"exit {code}: {lines[-1] if lines else 'no message'}"
 
 
-def caught_by(summary: dict[str, Any]) -> list[str]:
-    """Every failing rule of summary.json's verdict, with the rows it failed on."""
+def caught_by(verdict: SummaryVerdict | None) -> list[str]:
+    """Every failing rule of summary.json's verdict, with the rows it failed on (none without a verdict)."""
     found: list[str] = []
-    for result in (summary.get("verdict") or {}).get("results", []):
-        if result.get("status") != "fail":
-            continue
-        rows = [f"{r['table']}/{r['row']}" for r in result.get("rows", []) if r.get("failed")]
-        found += [f"{result['rule']} @ {row}" for row in rows] or [str(result["rule"])]
+    for result in verdict.failing() if verdict is not None else ():
+        rows = [f"{r.table}/{r.row}" for r in result.rows if r.failed]
+        found += [f"{result.rule} @ {row}" for row in rows] or [result.rule]
     return found
 
 
@@ -397,8 +396,7 @@ def gate_pair(case: Case, base: Path, variant: Path, out: Path) -> Outcome:
     gated = lbeval("gate", str(base), str(variant))
     verdict = {0: "PASS", 1: "FAIL", 2: "NO VERDICT"}.get(gated.returncode, "ERROR")
     summary_path = cmp_dir / "summary.json"
-    summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
-    found = caught_by(summary)
+    found = caught_by(read_summary_verdict(summary_path) if summary_path.exists() else None)
     judged = judge(case, verdict, found)
     note = "" if compared.returncode == 0 else last_line(compared.stderr, compared.returncode)
     said = gate_line(gated.stdout)
@@ -427,9 +425,9 @@ def gate_line(stdout: str) -> str:
 
 
 def count_inputs(run_dir: Path) -> int | None:
-    stop = run_dir / "ab_stop.json"
-    if stop.exists():
-        return int(json.loads(stop.read_text(encoding="utf-8"))["inputs_run"])
+    stop = read_stop(run_dir)
+    if stop is not None:
+        return stop.inputs_run
     if (run_dir / MANIFEST_NAME).exists():
         return read_manifest(run_dir).inputs_header.inputs_taken
     return None
@@ -479,8 +477,8 @@ def ab_case(case: Case, inputs: Path, runs: Path, out: Path, plan: list[str]) ->
         )
     outcome = gate_pair(case, dirs[0], dirs[1], out)
     outcome.run_dirs = [str(d) for d in dirs]
-    stop = dirs[1] / "ab_stop.json"
-    busy = json.loads(stop.read_text(encoding="utf-8"))["server_seconds"] if stop.exists() else None
+    stop = read_stop(dirs[1])
+    busy = stop.server_seconds if stop is not None else None
     outcome.inputs = count_inputs(dirs[1])
     outcome.server_s = (
         round(float(busy), 1) if busy is not None else round(seconds - startup_seconds(proc.stderr), 1)

@@ -30,6 +30,7 @@ __all__, __getattr__ = public_face(
             "FAIL",
             "NO_DATA",
             "PASS",
+            "RowRef",
             "RuleResult",
             "SKIPPED",
             "Verdict",

@@ -32,6 +32,10 @@ __all__, __getattr__ = public_face(
             "policy_floor",
             "score_summary",
         ),
+        "summary_verdict": (
+            "SummaryVerdict",
+            "read_summary_verdict",
+        ),
         "svg": ("grouped_bars",),
         "tables": ("build_tables",),
         "write": (

@@ -10,39 +10,46 @@ import pytest
 
 from bench import faults as matrix
 from eval.cli import build_parser
+from eval.records.stop import SETTLED_PASS, StopRecord, write_stop
+from eval.report.summary_verdict import SummaryVerdict
 from eval.serve.faults.lbeval_engine_faults.faults import FAULTS
 from eval.serve.launch_specs import load_launch_specs
 from tests.eval.runfactory import RunSpec, make_rows, write_inputs_file, write_run
 
 ROOT = Path(__file__).resolve().parents[3]
 
-SUMMARY = {
-    "verdict": {
+SUMMARY = SummaryVerdict.from_dict(
+    {
         "outcome": "FAIL",
+        "exit_code": 1,
         "results": [
             {
                 "rule": "accuracy",
                 "status": "pass",
+                "measured": "0",
+                "threshold": "2",
                 "rows": [{"table": "accuracy", "row": "qasper", "failed": False}],
             },
             {
                 "rule": "cause_rows",
                 "status": "fail",
+                "measured": "1",
+                "threshold": "0",
                 "rows": [
                     {"table": "attribution", "row": "cache", "failed": False},
                     {"table": "attribution", "row": "hitlen_L_200", "failed": True},
                 ],
             },
-            {"rule": "cache_valid", "status": "fail", "rows": []},
-            {"rule": "timing", "status": "no data", "rows": []},
+            {"rule": "cache_valid", "status": "fail", "measured": "1", "threshold": "0", "rows": []},
+            {"rule": "timing", "status": "no data", "measured": "n/a", "threshold": "5", "rows": []},
         ],
     }
-}
+)
 
 
 def test_caught_by_names_every_failing_rule_and_only_its_failed_rows() -> None:
     assert matrix.caught_by(SUMMARY) == ["cause_rows @ attribution/hitlen_L_200", "cache_valid"]
-    assert matrix.caught_by({"verdict": None}) == [] and matrix.caught_by({}) == []
+    assert matrix.caught_by(None) == []  # a summary written without a policy, or none written
 
 
 PARTIAL = matrix.Case(
@@ -285,7 +292,11 @@ def test_inputs_to_the_verdict_from_the_stop_record_else_the_manifest(tmp_path: 
     manifest["inputs_header"] = {"n_taken": {"qasper": 2, "gov_report": 1}}
     (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     assert matrix.count_inputs(run) == 3
-    (run / "ab_stop.json").write_text(json.dumps({"inputs_run": 2}), encoding="utf-8")
+    stop = StopRecord(
+        1, "s", ("v/a", "w/b"), 1, "default", SETTLED_PASS, "every rule settled", 2, 9,
+        (("qasper", "0"), ("qasper", "1")), (4, 4), (), 1.5, 6.75, "2026-09-09T10:00:00Z",
+    )  # fmt: skip
+    write_stop(run, stop)  # the stop record (read by its own reader: a damaged one is refused)
     assert matrix.count_inputs(run) == 2
 
 
