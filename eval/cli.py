@@ -51,6 +51,11 @@ def exit_codes_epilog() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Every command's parser; the benchmarks are loaded first, since a benchmark brings its own options
+    (`lbeval prepare --v2-mode`) and the stages find each dataset's benchmark in the registry."""
+    from eval.benchmarks.plugins import load_benchmarks  # deferred: the benchmarks import the stages
+
+    load_benchmarks()
     parser = Parser(
         prog="lbeval",
         description="LongBench accuracy and cold/warm prefix-cache determinism evaluation for vLLM servers.",
@@ -74,9 +79,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "_run"):
         parser.print_help()
         return EXIT_USAGE
-    from eval.benchmarks.plugins import load_benchmarks  # deferred: `--help` stays fast
-
-    load_benchmarks()  # the stages find each dataset's benchmark in the registry
     try:
         return int(args._run(args))
     except LbevalError as exc:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Collection
 from pathlib import Path
 
+from eval.benchmark_registry import REGISTRY, BenchmarkRegistry
 from eval.benchmarks.longbench.sources import HUB_REPO, HUB_REVISION
-from eval.benchmarks.longbench_v2.build import NAME as V2_NAME
-from eval.benchmarks.longbench_v2.spec import DEFAULT_V2_MODE, V2_DATASET, V2_MODES, V2Options
 from eval.commands.options import add_specs_option
 from eval.errors import ConfigError
+from eval.prepare.benchmark_part import PREPARE_ARGS
 from eval.prepare.build import PrepareConfig, parse_max_tokens, prepare
 from eval.prepare.data_source import DataSource
 from eval.prepare.select import parse_n
@@ -24,7 +25,20 @@ HELP = (
 )
 
 
-def configure(p: argparse.ArgumentParser) -> None:
+def configure(p: argparse.ArgumentParser, registry: BenchmarkRegistry = REGISTRY) -> None:
+    """prepare's options, with each benchmark's own (`registry`: the loaded benchmarks) after --datasets."""
+    _add_options(p, registry, prepare_dests())
+
+
+def prepare_dests() -> set[str]:
+    """The dests of prepare's own options (a scratch parser, no benchmark's), which no benchmark may take."""
+    scratch = argparse.ArgumentParser()
+    _add_options(scratch, None, set())
+    return {action.dest for action in scratch._actions}
+
+
+def _add_options(p: argparse.ArgumentParser, registry: BenchmarkRegistry | None, own: set[str]) -> None:
+    """prepare's options; each benchmark's of `registry` after --datasets (None: prepare's own only)."""
     src = p.add_argument_group("data source (default: the Hugging Face Hub at a pinned revision)")
     src.add_argument(
         "--source",
@@ -41,15 +55,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     sel.add_argument(
         "--datasets",
         default="qasper,gov_report",
-        help=f"comma-separated LongBench v1 names (`<name>_e` for LongBench-E) and/or {V2_DATASET} (LongBench v2)",
+        help=f"comma-separated {datasets_help(registry) if registry is not None else ''}",
     )
-    sel.add_argument(
-        "--v2-mode",
-        choices=list(V2_MODES),
-        default=DEFAULT_V2_MODE,
-        help=f"how {V2_DATASET} is asked: 0shot, cot (reasoning call, then answer call) or nocontext "
-        "(default %(default)s)",
-    )
+    if registry is not None:
+        add_benchmark_options(sel, registry, own)
     sel.add_argument("--n", default="16", help="rows per dataset, or 'all' (default 16)")
     sel.add_argument("--seed", type=int, default=20260909, help="selection seed (default 20260909)")
     tok = p.add_argument_group("truncation (one of)")
@@ -75,6 +84,40 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-input-tokens", type=int, help="override the input budget (tokens)")
     p.add_argument("--max-tokens", help="per-dataset output limits, e.g. qasper=512,gov_report=2048")
     p.add_argument("--out", type=Path, required=True, help="inputs manifest to write (JSON Lines)")
+
+
+def datasets_help(registry: BenchmarkRegistry = REGISTRY) -> str:
+    """How --datasets names each loaded benchmark's datasets, in load order."""
+    return " and/or ".join(entry.datasets for entry in registry.entries(PREPARE_ARGS).values())
+
+
+def add_benchmark_options(
+    group: argparse._ArgumentGroup, registry: BenchmarkRegistry, own: Collection[str]
+) -> None:
+    """Every loaded benchmark's own options (its entry in PREPARE_ARGS), in load order. Two benchmarks declaring
+    one option, a benchmark declaring one of prepare's own (`own`, by dest), or options without the `make` that
+    reads them is refused (ValueError, one line): an lbeval bug."""
+    taken = dict.fromkeys(own, "lbeval prepare")
+    for name, args in registry.entries(PREPARE_ARGS).items():
+        if args.options and args.make is None:
+            raise ValueError(f"benchmark {name!r} declares prepare options but no `make` to read them")
+        for option in args.options:
+            if option.dest in taken:
+                raise ValueError(
+                    f"benchmark {name!r}: the prepare option {option.flag} is {taken[option.dest]}'s"
+                )
+            taken[option.dest] = f"benchmark {name!r}"
+            choices = list(option.choices) if option.choices is not None else None
+            group.add_argument(option.flag, choices=choices, default=option.default, help=option.help)
+
+
+def benchmark_options(args: argparse.Namespace, registry: BenchmarkRegistry = REGISTRY) -> dict[str, object]:
+    """Each loaded benchmark's options object, made by the benchmark from its parsed options (by dest)."""
+    return {
+        name: entry.make({option.dest: getattr(args, option.dest) for option in entry.options})
+        for name, entry in registry.entries(PREPARE_ARGS).items()
+        if entry.make is not None
+    }
 
 
 def make_tokenizer(args: argparse.Namespace) -> Tokenizer | None:
@@ -126,7 +169,7 @@ def _prepare(args: argparse.Namespace) -> int:
             max_tokens=parse_max_tokens(args.max_tokens),
             max_input_tokens=args.max_input_tokens,
             max_model_len=args.max_model_len,
-            benchmark_options={V2_NAME: V2Options(mode=args.v2_mode)},
+            benchmark_options=benchmark_options(args),
         )
         header, rows = prepare(cfg)
     truncated = sum(r.truncated for r in rows)

@@ -12,9 +12,11 @@ __all__, __getattr__ = public_face(
     __name__,
     {
         "benchmark_part": (
+            "PREPARE_ARGS",
             "PREPARE_PART",
             "DatasetPart",
             "HeaderPart",
+            "PrepareArgs",
             "PrepareJob",
         ),
         "build": (

@@ -6,6 +6,10 @@ the benchmark's datasets in --datasets order (possibly none), after every datase
 I/O; a part checks its options when made. Then prepare calls `open()` on every part (the I/O its datasets
 share), `dataset(name)` once per dataset in --datasets order, and last `header()`. prepare itself warns when a
 dataset has fewer rows than --n and puts the header together (build.py).
+
+A benchmark's own options come from the command line: its entry in `PREPARE_ARGS` names them, `lbeval prepare`
+adds every loaded benchmark's to its parser, and the benchmark makes its options object from their values; prepare
+carries that object to the benchmark's part unread (`PrepareJob.options`).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from eval.benchmark_registry import Slot
+from eval.benchmark_registry import CliOption, Slot
 from eval.prepare.data_source import DataSource, Downloader
 from eval.prepare.inputs import InputRow
 from eval.prepare.tokenizers import Tokenizer
@@ -70,3 +74,17 @@ class BenchmarkPart(Protocol):
 
 PartFactory = Callable[[PrepareJob, Sequence[str]], BenchmarkPart]
 PREPARE_PART: Slot[PartFactory] = Slot("eval/prepare/benchmark_part.PREPARE_PART")
+
+
+@dataclass(frozen=True)
+class PrepareArgs:
+    """What a benchmark adds to `lbeval prepare`'s command line: how the --datasets help names its datasets, its
+    own options (the command adds every loaded benchmark's, after --datasets) and how their parsed values, by
+    `CliOption.dest`, become its options object (PrepareJob.options, under its name; None: it has no options)."""
+
+    datasets: str  # how the --datasets help names them, e.g. "LongBench v1 names"
+    options: tuple[CliOption, ...] = ()
+    make: Callable[[Mapping[str, str]], object] | None = None
+
+
+PREPARE_ARGS: Slot[PrepareArgs] = Slot("eval/prepare/benchmark_part.PREPARE_ARGS")

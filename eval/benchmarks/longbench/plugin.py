@@ -1,5 +1,5 @@
-"""LongBench v1 as the stages see it: its `Benchmark`, one hook per stage slot it fills (prepare's part, scoring,
-the report's note), registered by the command layer (eval/benchmarks/plugins.py)."""
+"""LongBench v1 as the stages see it: its `Benchmark`, one hook per stage slot it fills (prepare's part and
+command line, scoring), registered by the command layer (eval/benchmarks/plugins.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from eval.benchmark_registry import Benchmark, Hook
 from eval.benchmarks.longbench import accuracy
 from eval.benchmarks.longbench.build import LongBenchPart
 from eval.benchmarks.longbench.spec import PROMPT_FILES, context_end, is_v1, load_specs
-from eval.prepare.benchmark_part import PREPARE_PART
+from eval.prepare.benchmark_part import PREPARE_ARGS, PREPARE_PART, PrepareArgs
 
 
 def datasets() -> list[str]:
@@ -24,6 +24,7 @@ BENCHMARK = Benchmark(
     context_end,
     hooks=(
         Hook(PREPARE_PART, LongBenchPart),
+        Hook(PREPARE_ARGS, PrepareArgs("LongBench v1 names (`<name>_e` for LongBench-E)")),
         Hook(SCORING, Scoring(accuracy.example_score, accuracy.dataset_accuracy)),
     ),
 )

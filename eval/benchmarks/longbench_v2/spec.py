@@ -13,9 +13,11 @@ Hub data has no retrieved chunks.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 
+from eval.benchmark_registry import CliOption
 from eval.benchmarks.longbench_v2.prompting import (
     MAX_NEW_TOKENS,
     MAX_NEW_TOKENS_COT,
@@ -23,6 +25,7 @@ from eval.benchmarks.longbench_v2.prompting import (
     TEMPLATE_FILES,
 )
 from eval.errors import ConfigError
+from eval.prepare.benchmark_part import PrepareArgs
 
 V2_DATASET = "longbench_v2"
 V2_METRIC = "v2_accuracy"  # the official answer extraction; accuracy over every input (scorers.longbench_v2)
@@ -69,6 +72,23 @@ class V2Options:
     (PrepareJob.options, under the benchmark's name); the mode is checked when the part is made."""
 
     mode: str = DEFAULT_V2_MODE
+
+
+MODE_OPTION = CliOption(
+    "v2-mode",
+    f"how {V2_DATASET} is asked: 0shot, cot (reasoning call, then answer call) or nocontext (default %(default)s)",
+    DEFAULT_V2_MODE,
+    tuple(V2_MODES),
+)
+
+
+def options_from(values: Mapping[str, str]) -> V2Options:
+    """The parsed `lbeval prepare` options (by dest) as LongBench v2's options object."""
+    return V2Options(mode=values[MODE_OPTION.dest])
+
+
+# what LongBench v2 adds to `lbeval prepare`'s command line (its entry in eval/prepare/benchmark_part.PREPARE_ARGS)
+PREPARE_ARGS = PrepareArgs(f"{V2_DATASET} (LongBench v2)", (MODE_OPTION,), options_from)
 
 
 PROMPT_FILES = tuple(f"{PROMPT_DIR}/{name}" for name in TEMPLATE_FILES.values())  # under prompts/, rag's too

@@ -15,4 +15,4 @@ def without_entry(monkeypatch: pytest.MonkeyPatch, name: str, slot: Slot[Any]) -
     """Until the test ends, the loaded benchmark `name` has no entry in `slot`."""
     loaded = next(b for b in benchmarks() if b.name == name)
     copy = replace(loaded, hooks=tuple(h for h in loaded.hooks if h.slot is not slot))
-    monkeypatch.setitem(registry._LOADED, name, copy)
+    monkeypatch.setitem(registry.REGISTRY._loaded, name, copy)

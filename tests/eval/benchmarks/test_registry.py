@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from eval import benchmark_registry as registry
 from eval.analyze.accuracy import SCORING
 from eval.benchmark_registry import (
     Benchmark,
+    BenchmarkRegistry,
     NoStageEntry,
     Slot,
     benchmark_of,
@@ -28,7 +30,7 @@ from eval.benchmarks.longbench.plugin import BENCHMARK as V1
 from eval.benchmarks.longbench.spec import load_specs
 from eval.benchmarks.plugins import load_benchmarks
 from eval.errors import ConfigError
-from eval.prepare.benchmark_part import PREPARE_PART
+from eval.prepare.benchmark_part import PREPARE_ARGS, PREPARE_PART
 from eval.prepare.inputs import ROW_CHECK
 from eval.report.benchmark_tables import REPORT_TABLES
 from tests.eval.benchmarks.swap import without_entry
@@ -120,7 +122,7 @@ def test_a_stage_entry_is_found_by_the_dataset_s_benchmark_and_a_missing_one_is_
 
 
 # the slots every benchmark fills (ROW_CHECK and REPORT_TABLES only a benchmark with fields or figures of its own)
-REQUIRED = {"PREPARE_PART": PREPARE_PART, "SCORING": SCORING}
+REQUIRED = {"PREPARE_PART": PREPARE_PART, "PREPARE_ARGS": PREPARE_ARGS, "SCORING": SCORING}
 
 
 def test_every_benchmark_fills_every_required_slot_and_a_missing_entry_is_named(
@@ -146,12 +148,26 @@ def test_loading_twice_changes_nothing_and_a_second_benchmark_of_one_name_is_ref
     assert benchmarks() == before
 
 
-def test_a_stage_asking_before_the_benchmarks_are_loaded_is_one_clear_error(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(registry, "_LOADED", {})
+def test_a_stage_asking_before_the_benchmarks_are_loaded_is_one_clear_error() -> None:
     with pytest.raises(NoStageEntry, match="no benchmark is loaded: .*load_benchmarks"):
-        benchmark_of("qasper")
+        BenchmarkRegistry().benchmark_of("qasper")
+
+
+def test_a_fresh_registry_is_apart_from_the_process_s() -> None:
+    """A test registers in a registry of its own: the process's REGISTRY (which the module's functions are
+    bound to) neither sees it nor changes, and loading the shipped benchmarks into it gives the same ones."""
+    before = benchmarks()
+    fresh = BenchmarkRegistry()
+    toy = Benchmark("toy", "Toy", (), lambda d: d == "toy_qa", lambda: ["toy_qa"], V1.context_end)
+    assert fresh.register(toy) is toy and fresh.benchmarks() == (toy,)
+    assert fresh.benchmark_of("toy_qa") is toy
+    with pytest.raises(ValueError, match=r"^two benchmarks are named 'toy'$"):
+        fresh.register(replace(toy, title="Toy again"))
+    assert benchmarks() == before and registry.REGISTRY.benchmarks() == before
+    with pytest.raises(ConfigError, match="unknown dataset 'toy_qa'"):
+        benchmark_of("toy_qa")
+    shipped = load_benchmarks(BenchmarkRegistry())
+    assert shipped is not registry.REGISTRY and shipped.benchmarks() == before
 
 
 def names_is_v2(source: str) -> list[int]:
