@@ -14,6 +14,8 @@ naming the request, the last failure and the attempts made.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -24,10 +26,10 @@ from eval.records.manifest_parts import ProbeFacts
 from eval.records.types import Usage
 from eval.run.client import Client
 from eval.run.metrics_text import CACHE_CONFIG_INFO, FINISHED_COUNTER, PROCESS_START, Snapshot, parse_metrics
-from eval.run.probe_counts import counted
-from eval.run.reply import RequestFailed
+from eval.run.probe_counts import Counted, counted, counted_together
+from eval.run.reply import Reply, RequestFailed
 from eval.run.request import RequestSettings, build_request, endpoint_for, endpoint_path
-from eval.run.retry import RetryPolicy, with_retries
+from eval.run.retry import Retried, RetryPolicy, with_retries
 from eval.run.server_kinds import (
     COLD_EVICT,
     COLD_RESET,
@@ -257,12 +259,41 @@ def _probe_usage(
 ) -> Usage | None:
     """`_send_probe`'s request (`ids`: token IDs sent as a raw row's prompt instead of its text); returns its
     usage (None when the request was refused for a capability)."""
-    client, settings = pr.client, pr.settings
-    endpoint = endpoint_for(row)
-    req = build_request(row, settings, model=res.model, cache_salt=salt, stream=False, max_tokens=1)
-    if ids is not None:
-        req["prompt"] = list(ids)
-    out = with_retries(lambda: client.send(endpoint, req), pr.policy)
+    return _noted(pr, res, _Sent(row, salt, ids), _probe_send(pr, res, _Sent(row, salt, ids)))
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """One probe request: its row, its cache_salt and (a raw row's) prompt as token IDs."""
+
+    row: InputRow
+    salt: str
+    ids: list[int] | None = None
+
+
+def _probe_send(pr: _Probing, res: ProbeResult, sent: _Sent) -> Retried[Reply]:
+    """The request on the wire, with the run's retries; nothing noted (`_noted` does that, in one thread)."""
+    req = build_request(
+        sent.row, pr.settings, model=res.model, cache_salt=sent.salt, stream=False, max_tokens=1
+    )
+    if sent.ids is not None:
+        req["prompt"] = list(sent.ids)
+    endpoint = endpoint_for(sent.row)
+    return with_retries(lambda: pr.client.send(endpoint, req), pr.policy)
+
+
+def _together(pr: _Probing, res: ProbeResult, sent: Sequence[_Sent]) -> list[Usage | None]:
+    """Requests sent at once, each in its own thread, then noted in the order given (the first one's
+    capabilities are the ones recorded, as when sent one after another)."""
+    with ThreadPoolExecutor(max_workers=len(sent)) as pool:
+        outs = list(pool.map(lambda one: _probe_send(pr, res, one), sent))
+    return [_noted(pr, res, one, out) for one, out in zip(sent, outs, strict=True)]
+
+
+def _noted(pr: _Probing, res: ProbeResult, sent: _Sent, out: Retried[Reply]) -> Usage | None:
+    """One probe request's outcome into the result: a refusal that names a capability (None), another failure
+    (stops the probe with one line), else the capabilities its response shows and its usage."""
+    client, settings, row = pr.client, pr.settings, sent.row
     if out.failure is not None:
         exc = out.failure
         if exc.status is not None and 400 <= exc.status < 500 and "logprob" in exc.message.lower():
@@ -276,7 +307,7 @@ def _probe_usage(
             res.capabilities["token_ids"] = Capability(False, True, exc.message, fix)
             return None
         raise LbevalError(
-            f"probe request {row.id} (POST {client.base_url}{endpoint_path(endpoint)}) failed after "
+            f"probe request {row.id} (POST {client.base_url}{endpoint_path(endpoint_for(row))}) failed after "
             f"{_attempts(out.attempts)} (--retries {pr.policy.retries}); last: {exc.message}"
         )
     resp = out.result()
@@ -286,19 +317,20 @@ def _probe_usage(
         "top_logprobs", Capability(True, True, f"top {settings.top_logprobs} logprobs")
     )
     res.capabilities.setdefault("token_ids", Capability(True, True, _token_ids_detail(pr)))
-    cached = resp.usage.cached_tokens
     if "cached_tokens" not in res.capabilities:
-        res.cached_tokens_reported = cached is not None
-        kind = pr.kind
-        if kind.cached_tokens:  # the kind can report them: required (the flag that turns them on is named)
-            detail = kind.cached_tokens + (" reported" if cached is not None else " missing")
-            res.capabilities["cached_tokens"] = Capability(cached is not None, True, detail, kind.cached_fix)
-        else:
-            detail = (
-                f"{kind.label} reports no cached-token count: the cache state of every request is unverified"
-            )
-            res.capabilities["cached_tokens"] = Capability(False, False, detail)
+        _note_cached_tokens(pr, res, resp.usage.cached_tokens)
     return resp.usage
+
+
+def _note_cached_tokens(pr: _Probing, res: ProbeResult, cached: int | None) -> None:
+    res.cached_tokens_reported = cached is not None
+    kind = pr.kind
+    if kind.cached_tokens:  # the kind can report them: required (the flag that turns them on is named)
+        detail = kind.cached_tokens + (" reported" if cached is not None else " missing")
+        res.capabilities["cached_tokens"] = Capability(cached is not None, True, detail, kind.cached_fix)
+    else:
+        detail = f"{kind.label} reports no cached-token count: the cache state of every request is unverified"
+        res.capabilities["cached_tokens"] = Capability(False, False, detail)
 
 
 def _token_ids_detail(pr: _Probing) -> str:
@@ -364,6 +396,11 @@ def _hits(
     got = counted(
         pr.client, pr.policy, lambda: _probe_usage(pr, res, row, salt, ids), expect=res.finished_requests
     )
+    return _counted_hits(res, got, counted_first)
+
+
+def _counted_hits(res: ProbeResult, got: Counted, counted_first: bool) -> int:
+    """`_hits` of a counted request: 0 with a finding where usage claims hits the server did not count."""
     if got.usage_overreports:
         finding = (
             f"{USAGE_FAULT} (a response claimed {got.usage_cached} cached tokens, the server counted 0 hits)"
@@ -380,15 +417,73 @@ def _hits(
 def _cache_checks(
     pr: _Probing, res: ProbeResult, row: InputRow, cold_mode: str, check_reset: bool, auto: bool = False
 ) -> None:
+    """The probe row under a fresh salt, again (a hit), then under another fresh salt (none: the salt isolates);
+    then the reset. The checks of a server whose cache model cannot be measured (`_folded_checks` otherwise)."""
     salt_a, salt_b = _probe_salt(), _probe_salt()  # fresh each time: earlier probes must not hit
     first = _send_probe(pr, res, row, salt_a)
     if first is None:
-        if not res.cached_tokens_reported and not pr.kind.cached_tokens:
-            _unverifiable(pr, res, cold_mode)
+        _first_refused(pr, res, cold_mode)
         return
     again = _send_probe(pr, res, row, salt_a) or 0
     other = _hits(pr, res, row, salt_b)
     res.cache_hit_seen = again > 0
+    cold_mode = _judge_salt(pr, res, again, other, cold_mode, auto)
+    _reset_or_not(pr, res, cold_mode, check_reset, lambda: _hits(pr, res, row, salt_a))
+
+
+def _folded_checks(
+    pr: _Probing,
+    res: ProbeResult,
+    row: InputRow,
+    ids: list[int],
+    cold_mode: str,
+    check_reset: bool,
+    auto: bool,
+) -> None:
+    """`_cache_checks` and the cache model's measurement (`_measure_model`) in four requests' time instead of
+    six: the first probe row (salt a) and the model row's prime (salt c) at once, both misses; the whole model
+    row under salt c (the hit: the repeated prompt hit, and how much); under salt b (the isolation); under salt
+    c again (the full blocks). A raw row's capabilities are the model row's (it is one)."""
+    block = res.block_size or 0
+    model_row, salt_a, salt_b, salt_c = _model_row(block), _probe_salt(), _probe_salt(), _probe_salt()
+    first, prime = _first_and_prime(pr, res, _Sent(row, salt_a), _Sent(model_row, salt_c, ids[: 2 * block]))
+    if first is None:
+        _first_refused(pr, res, cold_mode)
+        return
+    hit = _hits(pr, res, model_row, salt_c, ids, counted_first=True)
+    other = _hits(pr, res, model_row, salt_b, ids)
+    res.cache_hit_seen = hit > 0
+    cold_mode = _judge_salt(pr, res, hit, other, cold_mode, auto)
+    if hit > 0:
+        again = _hits(pr, res, model_row, salt_c, ids, counted_first=True)
+        res.cache_model = _model_from(res, (prime, hit, again), len(ids), block)
+    else:
+        why = "not measured: the probe's repeated prompt did not hit"
+        res.cache_model = CacheModel(BLOCKS, block, source="assumed", evidence=why)
+    _reset_or_not(pr, res, cold_mode, check_reset, lambda: _hits(pr, res, model_row, salt_c, ids))
+
+
+def _first_and_prime(pr: _Probing, res: ProbeResult, first: _Sent, prime: _Sent) -> tuple[int | None, int]:
+    """The first probe request's cached tokens (None: refused, or none reported) and the prime's hits, sent at
+    once in one window of the server's counts (eval/run/probe_counts.counted_together): on fresh salts neither
+    can hit, and a window of 0 hits says so of each."""
+    got = counted_together(
+        pr.client, pr.policy, lambda: _together(pr, res, [first, prime]), expect=res.finished_requests
+    )
+    if got[0].usage_cached is None:
+        return None, 0
+    _counted_hits(res, got[0], counted_first=False)  # a usage claim the server did not count is a finding
+    return got[0].usage_cached, _counted_hits(res, got[1], counted_first=True)
+
+
+def _first_refused(pr: _Probing, res: ProbeResult, cold_mode: str) -> None:
+    if not res.cached_tokens_reported and not pr.kind.cached_tokens:
+        _unverifiable(pr, res, cold_mode)
+
+
+def _judge_salt(pr: _Probing, res: ProbeResult, hit: int, other: int, cold_mode: str, auto: bool) -> str:
+    """What the repeated prompt's `hit` and another salt's `other` say of prefix caching and the salt; the cold
+    mode the run goes on with."""
     if res.prefix_caching is False:
         res.capabilities["prefix_caching"] = Capability(
             False, False, "prefix caching is off", "--enable-prefix-caching"
@@ -396,7 +491,7 @@ def _cache_checks(
         res.warnings.append(
             "prefix caching is off: warm/repeat cannot hit; they are recorded without hit checks"
         )
-    elif again == 0:
+    elif hit == 0:
         res.warnings.append("the probe's repeated prompt did not hit the prefix cache")
     elif other > 0 and pr.kind.name in (VLLM, UNKNOWN):
         res.salt_honored = False  # a server that takes cache_salt (vLLM) and ignores it: a fault, not a gap
@@ -413,8 +508,14 @@ def _cache_checks(
             if pr.kind.name in (VLLM, UNKNOWN)
             else "--cold reset (or --cold auto)",
         )
+    return cold_mode
+
+
+def _reset_or_not(
+    pr: _Probing, res: ProbeResult, cold_mode: str, check_reset: bool, resend: Callable[[], int]
+) -> None:
     if check_reset or cold_mode == "reset":
-        _reset_check(pr, res, cold_mode, lambda: _hits(pr, res, row, salt_a))
+        _reset_check(pr, res, cold_mode, resend)
         salt = res.capabilities.get("cache_salt")
         if salt is not None and salt.fault and not res.reset_prefix_cache:
             salt.required = True  # no reset to fall back on: the refusal names the fault first
@@ -423,7 +524,7 @@ def _cache_checks(
         res.capabilities["reset_prefix_cache"] = Capability(None, False, detail, pr.kind.reset_fix)
 
 
-def _reset_check(pr: _Probing, res: ProbeResult, cold_mode: str, resend: Any) -> None:
+def _reset_check(pr: _Probing, res: ProbeResult, cold_mode: str, resend: Callable[[], int]) -> None:
     what = pr.kind.reset or "a prefix-cache reset"
     try:
         res.reset_prefix_cache = with_retries(pr.client.reset_prefix_cache, pr.policy).result()
@@ -497,11 +598,15 @@ def probe_server(
             "--cold salt or --cold reset (or --cold auto)",
         )  # fmt: skip
     ordered = [m for m in ("chat", "raw") if m in modes] or ["chat"]
-    _cache_checks(pr, res, _probe_row(ordered[0]), cold_mode, check_reset, auto=asked == "auto")
-    for mode in ordered[1:]:
-        _send_probe(pr, res, _probe_row(mode), _probe_salt())
     _tokenize_check(pr, res)
-    _cache_model_check(pr, res)
+    measurable, row = _model_ids(pr, res), _probe_row(ordered[0])
+    if measurable.ids is not None and res.metrics:  # the raw mode is the model row's
+        _folded_checks(pr, res, row, measurable.ids, cold_mode, check_reset, asked == "auto")
+    else:
+        _cache_checks(pr, res, row, cold_mode, check_reset, auto=asked == "auto")
+        for mode in ordered[1:]:
+            _send_probe(pr, res, _probe_row(mode), _probe_salt())
+        _cache_model_check(pr, res, measurable)
     res.warnings += [n for n in kind.notes if n not in res.warnings]
     res.cache_verification = "verified" if res.cached_tokens_reported else "unverified"
     res.cold_method = cold_method(res, kind)
@@ -515,29 +620,49 @@ def _model_row(block: int) -> InputRow:
     return replace(_probe_row("raw"), id="probe-cache-model", prompt=f"lbeval cache model probe. {words}")
 
 
-def _cache_model_check(pr: _Probing, res: ProbeResult) -> None:
+@dataclass(frozen=True)
+class _ModelIds:
+    """The cache-model row as token IDs (`ids`), or why the cache model cannot be measured (`why`; neither:
+    nothing about hits is known: no block size, or prefix caching off)."""
+
+    ids: list[int] | None = None
+    why: str | None = None
+
+
+def _model_ids(pr: _Probing, res: ProbeResult) -> _ModelIds:
+    """The cache-model row's token IDs through POST /tokenize, asked before any generation request: with them
+    (and the server's counts on /metrics) the probe folds its cache checks into the model's requests."""
+    block = res.block_size
+    if block is None or res.prefix_caching is False:
+        return _ModelIds()
+    if not res.tokenize:
+        return _ModelIds(why="no /tokenize")
+    try:
+        ids = with_retries(lambda: pr.client.tokenize(res.model, prompt=_model_row(block).prompt), pr.policy)
+        token_ids = ids.result()
+    except (RequestFailed, KeyError, TypeError, ValueError) as exc:
+        return _ModelIds(why=f"POST /tokenize failed ({exc})")
+    if len(token_ids) < 2 * block + 2:
+        return _ModelIds(
+            why=f"the probe prompt is {len(token_ids)} tokens, not more than 2 blocks of {block}"
+        )
+    return _ModelIds(ids=token_ids)
+
+
+def _cache_model_check(pr: _Probing, res: ProbeResult, model: _ModelIds) -> None:
     """Which cache model the server's hits follow (eval/records/cache_model.py): prime the first 2B token IDs
     of a prompt of n > 2B + 1 under a fresh salt, then send all n, twice. Dense blocks hit 2B; recurrent-state
     checkpoints hit B (the prime's replay boundary, floor((2B-1)/B)*B); both hit the full blocks on the repeat.
-    Anything else is a finding; the run then expects dense blocks and says so."""
+    Anything else is a finding; the run then expects dense blocks and says so. (`_folded_checks` sends the
+    same requests where it can.)"""
     block = res.block_size
     if block is None or not res.cached_tokens_reported or res.prefix_caching is False:
         return  # nothing about hits is verified (the probe warned why)
-    why = _unmeasurable(pr, res)
-    if why is None:
-        try:
-            ids = with_retries(
-                lambda: pr.client.tokenize(res.model, prompt=_model_row(block).prompt), pr.policy
-            )
-            token_ids = ids.result()
-        except (RequestFailed, KeyError, TypeError, ValueError) as exc:
-            token_ids, why = [], f"POST /tokenize failed ({exc})"
-        if why is None and len(token_ids) < 2 * block + 2:
-            why = f"the probe prompt is {len(token_ids)} tokens, not more than 2 blocks of {block}"
-    if why is not None:
+    why = _unmeasurable(pr, res) or model.why
+    if why is not None or model.ids is None:
         res.cache_model = CacheModel(BLOCKS, block, source="assumed", evidence=f"not measured: {why}")
         return
-    res.cache_model = _measure_model(pr, res, token_ids, block)
+    res.cache_model = _measure_model(pr, res, model.ids, block)
 
 
 def _unmeasurable(pr: _Probing, res: ProbeResult) -> str | None:
@@ -549,15 +674,21 @@ def _unmeasurable(pr: _Probing, res: ProbeResult) -> str | None:
 
 
 def _measure_model(pr: _Probing, res: ProbeResult, ids: list[int], block: int) -> CacheModel:
-    """The prime of 2B, the whole prompt, then the whole prompt again: both kinds hit its full blocks on the
-    repeat (a prompt keeps a checkpoint at its own replay boundary), so a server that hits less there (hits
-    returned short) is no known model, whatever the partial hit looked like."""
+    """The prime of 2B, the whole prompt, then the whole prompt again (`_model_from`)."""
     row, salt, primed = _model_row(block), _probe_salt(), 2 * block
     first = _hits(pr, res, row, salt, ids[:primed], counted_first=True)
     hit = _hits(pr, res, row, salt, ids, counted_first=True)
     again = _hits(pr, res, row, salt, ids, counted_first=True)
-    whole = (len(ids) - 1) // block * block
-    evidence = f"a prime of {primed} of {len(ids)} token IDs, then all {len(ids)}: {hit} cached"
+    return _model_from(res, (first, hit, again), len(ids), block)
+
+
+def _model_from(res: ProbeResult, hits: tuple[int, int, int], n: int, block: int) -> CacheModel:
+    """The cache model of a prime's, the whole prompt's and its repeat's hits (`hits`) on a prompt of `n` token
+    IDs. Both kinds hit its full blocks on the repeat (a prompt keeps a checkpoint at its own replay boundary),
+    so a server that hits less there (hits returned short) is no known model, whatever the partial hit was."""
+    first, hit, again = hits
+    primed, whole = 2 * block, (n - 1) // block * block
+    evidence = f"a prime of {primed} of {n} token IDs, then all {n}: {hit} cached"
     if first == 0 and again == whole and hit in (primed, block):
         return CacheModel(BLOCKS if hit == primed else CHECKPOINTS, block, evidence=evidence)
     finding = (

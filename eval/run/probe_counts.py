@@ -61,11 +61,6 @@ def _scrape(client: Client, policy: RetryPolicy) -> Snapshot | None:
         return None
 
 
-def _one_more(before: Snapshot) -> float | None:
-    seen = before.counter(FINISHED_COUNTER)
-    return None if seen is None else seen + 1
-
-
 def _window(before: Snapshot, after: Snapshot) -> dict[str, float]:
     deltas = {key: counter_delta(before, after, name) for key, name in WINDOW_COUNTERS.items()}
     return {key: d for key, d in deltas.items() if d is not None}
@@ -83,17 +78,43 @@ def counted(
     finished-requests count once every request answered before this one is counted; the before-scrape waits
     for it (else a request before this one, counted late, lands in this window: with the same prompt its hits
     pass for this one's), and no server count is given when it never comes."""
+    return counted_together(client, policy, lambda: [send()], polls, sleep, expect)[0]
+
+
+def counted_together(
+    client: Client,
+    policy: RetryPolicy,
+    send_all: Callable[[], Sequence[Usage | None]],
+    polls: Sequence[float] = SETTLE_POLLS_S,
+    sleep: Callable[[float], None] = time.sleep,
+    expect: float | None = None,
+) -> list[Counted]:
+    """`counted` for requests sent at once (`send_all` returns each one's usage, None for one refused): the
+    window must be all of theirs (finished moved by the number answered, queries by their prompt tokens'
+    sum). One request's count is its own; of several, the server's count says only that none hit (a window of
+    0 hits: 0 for each), so a window with hits gives no server count to any of them."""
     first = settle(lambda: _scrape(client, policy), expect, polls, None, sleep)
     before = first.snap if expect is None or first.counted else None
-    usage = send()
-    cached = None if usage is None else usage.cached_tokens
-    if before is None or usage is None:
-        return Counted(cached, None)
-    after = settle(lambda: _scrape(client, policy), _one_more(before), polls, None, sleep)
-    if not after.counted or after.snap is None or usage.prompt_tokens is None:
-        return Counted(cached, None)
+    usages = list(send_all())
+    answered = [u for u in usages if u is not None]
+    unknown = [Counted(None if u is None else u.cached_tokens, None) for u in usages]
+    seen = None if before is None else before.counter(FINISHED_COUNTER)
+    if before is None or seen is None or not answered:
+        return unknown
+    after = settle(lambda: _scrape(client, policy), seen + len(answered), polls, None, sleep)
+    tokens = [u.prompt_tokens for u in answered]
+    if not after.counted or after.snap is None or None in tokens:
+        return unknown
     window = _window(before, after.snap)
-    if QUERIES_KEY not in window or window_reasons(window, usage.prompt_tokens):
-        return Counted(cached, None)
+    total = sum(t for t in tokens if t is not None)
+    if QUERIES_KEY not in window or window_reasons(window, total, requests=len(answered)):
+        return unknown
     hits = window.get(HITS_KEY)
-    return Counted(cached, None if hits is None else round(hits))
+    if hits is None or (len(answered) > 1 and round(hits) != 0):
+        return unknown
+    return [
+        Counted(u.cached_tokens, round(hits) if len(answered) == 1 else 0)
+        if u is not None
+        else Counted(None, None)
+        for u in usages
+    ]

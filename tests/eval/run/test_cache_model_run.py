@@ -97,11 +97,10 @@ def test_dense_expectations_on_a_hybrid_server_mark_a_correct_server_invalid(
     """What the cache model changes: the same run with the probe's model forced to dense blocks (what lbeval
     assumed before it had one) misjudges the same correct server."""
 
-    def dense(pr: object, res: ProbeResult) -> None:
-        assert res.block_size is not None
-        res.cache_model = CacheModel(BLOCKS, res.block_size)
+    def dense(res: ProbeResult, hits: tuple[int, int, int], n: int, block: int) -> CacheModel:
+        return CacheModel(BLOCKS, block)  # whatever the hits measured
 
-    monkeypatch.setattr(probe_module, "_cache_model_check", dense)
+    monkeypatch.setattr(probe_module, "_model_from", dense)
     rows = [make_row(i, words=90) for i in range(2)]
     inputs = write_rows(tmp_path / "inputs.jsonl", rows)
     plan = ScenarioSettings(scenarios=("cache", "hitlen"), hit_classes=("1B", "2B", "3B+1", "last block"))

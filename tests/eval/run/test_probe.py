@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 
 from eval.errors import ConfigError, LbevalError
+from eval.run import probe as probe_module
 from eval.run.client import Client
 from eval.run.probe import ProbeResult, probe_server
 from eval.run.request import RequestSettings
 from eval.run.retry import RetryPolicy
-from tests.support.fake_server import FakeServer, Fault
+from tests.support import fake_server
+from tests.support.fake_server import BatchEffect, FakeServer, Fault
 
 FAST = RetryPolicy(retries=2, backoff_s=0.01, max_backoff_s=0.02)
 
@@ -110,4 +112,35 @@ def test_a_probe_that_keeps_failing_names_the_request_the_last_status_and_the_at
             f"probe request probe-chat (POST {url}) failed after 3 attempts (--retries 2); "
             "last: HTTP 503: engine loading"
         )
-        assert len(server.requests) == 3
+        # 3 attempts of the chat row, and of the cache model's prime sent beside it; nothing after them
+        paths = [path for path, _ in server.requests]
+        assert paths.count("/v1/chat/completions") == 3 and paths.count("/v1/completions") == 3
+        assert len(paths) == 6
+
+
+def _numbered_salts(monkeypatch: pytest.MonkeyPatch) -> None:
+    count = iter(range(1_000_000))
+    monkeypatch.setattr(probe_module, "_probe_salt", lambda: f"lbeval-probe-{next(count)}")
+
+
+def test_the_first_request_and_the_cache_models_prime_go_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the cache model can be measured, the probe's cache checks ride on its requests: five generation
+    requests, the first two at once, so four requests' time instead of six. The fake holds each of the two
+    announced requests until the other has arrived; sent one after the other, the first would never return."""
+    _numbered_salts(monkeypatch)
+    with FakeServer(block_size=16) as server:
+        probe(server)
+        first_two = [body for _, body in server.requests[:2]]
+    # in either order (they are sent at once): the chat row and the raw prime
+    assert sorted(("messages" in b, "prompt" in b) for b in first_two) == [(False, True), (True, False)]
+    _numbered_salts(monkeypatch)  # the same salts again: the same bodies
+    monkeypatch.setattr(fake_server, "BATCH_GUARD_S", 10.0)
+    with FakeServer(block_size=16) as server:
+        server.batch_effect = BatchEffect(window_s=None)
+        server.expect_batch(first_two)
+        res = probe(server)
+        res.require()
+        assert server._announced == []  # the batch formed
+        assert len(server.requests) == 5
+        assert res.cache_model is not None and res.cache_model.source == "probe"
+        assert res.cache_hit_seen and res.salt_honored and res.reset_prefix_cache

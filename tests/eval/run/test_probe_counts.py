@@ -4,12 +4,15 @@ whose usage over-reports cached tokens is a finding, not a salt that leaks or a 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
+
+import pytest
 
 from eval.records.types import Usage
 from eval.run.client import Client
 from eval.run.ledger import SendLedger
 from eval.run.probe import USAGE_FAULT, ProbeResult, probe_server
-from eval.run.probe_counts import Counted, counted
+from eval.run.probe_counts import Counted, counted, counted_together
 from eval.run.request import RequestSettings
 from eval.run.retry import RetryPolicy
 from tests.support.fake_server import FakeServer, Fault
@@ -133,3 +136,31 @@ def test_a_before_count_that_never_comes_gives_no_server_count() -> None:
     texts = [_metrics(3, 100)] * 7 + [_metrics(4, 100)]
     got = counted(Scripted(texts), FAST, lambda: usage, polls=(0.1, 0.2), sleep=slept.append, expect=5)  # type: ignore[arg-type]
     assert got == Counted(256, None) and not got.usage_overreports and slept == [0.1, 0.2]
+
+
+def _usage(cached: int | None) -> Usage:
+    return Usage(prompt_tokens=300, completion_tokens=1, cached_tokens=cached)
+
+
+@pytest.mark.parametrize(
+    ("after", "sent", "expected"),
+    [
+        # two answered, the window moved by both (finished +2, queries +600) with 0 hits: 0 for each
+        (_metrics(5, 100), (0, 0), [Counted(0, 0), Counted(0, 0)]),
+        # usage claims hits on one, the server counted none in the whole window: that one over-reports
+        (_metrics(5, 100), (0, 288), [Counted(0, 0), Counted(288, 0)]),
+        # hits in a window of two: whose they are is not known, so neither gets a count
+        (_metrics(5, 132), (0, 32), [Counted(0, None), Counted(32, None)]),
+        # the window moved by one request only (the other not counted, or a stranger's): no count
+        (_metrics(4, 100), (0, 0), [Counted(0, None), Counted(0, None)]),
+        # one refused (no usage): the window is the other one's alone, its hits its own
+        (_metrics(4, 132), (None, 32), [Counted(None, None), Counted(32, 32)]),
+    ],
+)
+def test_requests_sent_together_share_one_window(
+    after: str, sent: tuple[int | None, int | None], expected: list[Counted]
+) -> None:
+    usages = [None if c is None else _usage(c) for c in sent]
+    scripted: Any = Scripted([_metrics(3, 100), after])
+    got = counted_together(scripted, FAST, lambda: usages, polls=(0.1,), sleep=lambda s: None)
+    assert got == expected
