@@ -51,8 +51,8 @@ def exit_codes_epilog() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Every command's parser; the benchmarks are loaded first, since a benchmark brings its own options
-    (`lbeval prepare --v2-mode`) and the stages find each dataset's benchmark in the registry."""
+    """Every command's parser; the benchmarks are loaded first, since a benchmark brings its own `lbeval prepare`
+    options and the stages find each dataset's benchmark in the registry."""
     from eval.benchmarks.plugins import load_benchmarks  # deferred: the benchmarks import the stages
 
     load_benchmarks()
