@@ -26,7 +26,15 @@ from pathlib import Path
 
 from bench import smoke
 from bench.bench_gap import counting_scrapes
-from eval.prepare.inputs import InputRow, InputsHeader, sha256_text, write_inputs
+from eval.prepare.inputs import (
+    InputRow,
+    InputsHeader,
+    InputsSource,
+    InputsTemplates,
+    InputsTokenizer,
+    sha256_text,
+    write_inputs,
+)
 from eval.records.final import select_final, unit_of
 from eval.records.run_folder import load_run
 from eval.records.scenarios import DEFAULT_PLAN
@@ -80,9 +88,9 @@ def _rows(inputs: int) -> list[InputRow]:
 
 def _header() -> InputsHeader:
     return InputsHeader(
-        source={"kind": "bench"}, seed=1, n=None, datasets=["qasper"], selected_ids={}, templates={},
-        tokenizer={"kind": "none"}, max_input_tokens=None, max_tokens={"qasper": 6}, lbeval_version="bench",
-        git_commit=None, git_dirty=None,
+        source=InputsSource(kind="bench"), seed=1, n=None, datasets=["qasper"], selected_ids={},
+        templates=InputsTemplates(), tokenizer=InputsTokenizer(kind="none"), max_input_tokens=None,
+        max_tokens={"qasper": 6}, lbeval_version="bench", git_commit=None, git_dirty=None,
     )  # fmt: skip
 
 

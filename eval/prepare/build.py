@@ -15,7 +15,14 @@ from eval.benchmark_registry import benchmark_of, benchmarks, entries, stage_ent
 from eval.errors import ConfigError
 from eval.prepare.benchmark_part import PREPARE_PART, BenchmarkPart, DatasetPart, HeaderPart, PrepareJob
 from eval.prepare.data_source import DataSource, Downloader
-from eval.prepare.inputs import InputRow, InputsHeader, write_inputs
+from eval.prepare.inputs import (
+    InputRow,
+    InputsHeader,
+    InputsSource,
+    InputsTemplates,
+    InputsTokenizer,
+    write_inputs,
+)
 from eval.prepare.tokenizers import Tokenizer, chat_overhead, input_budget
 from eval.provenance import git_state, lbeval_version
 from eval.terminal import echo_err
@@ -141,13 +148,13 @@ def inputs_header(
     budgets = {ds: d.max_input_tokens for ds, d in done.items() if d.max_input_tokens is not None}
     commit, dirty = git_state()
     return InputsHeader(
-        source={**provenance, "files": {ds: d.file for ds, d in done.items()}},
+        source=InputsSource.from_dict({**provenance, "files": {ds: d.file for ds, d in done.items()}}),
         seed=cfg.seed,
         n=cfg.n,
         datasets=list(cfg.datasets),
         selected_ids={ds: d.ids for ds, d in done.items()},
-        templates={k: v for p in parts for k, v in p.templates.items()},
-        tokenizer=cfg.tokenizer.describe() if cfg.tokenizer else {"kind": "none"},
+        templates=InputsTemplates.from_dict({k: v for p in parts for k, v in p.templates.items()}),
+        tokenizer=InputsTokenizer.from_dict(cfg.tokenizer.describe() if cfg.tokenizer else {"kind": "none"}),
         max_input_tokens=budgets or None,
         max_tokens={ds: d.max_tokens for ds, d in done.items()},
         lbeval_version=lbeval_version(),

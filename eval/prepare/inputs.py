@@ -12,6 +12,10 @@ Reading validates the whole file against the two dataclasses below (one schema, 
 type from its annotation (bool is not int, lists of strings hold strings, `X | None` allows null) and the
 constraints in its metadata (`min`, `choices`, `nonempty`, `check`); then each row's prompt must match its
 `prompt_sha256` and no (dataset, id) may repeat. Any problem is one DataError naming file:line:field.
+The header's nested `source`, `templates` and `tokenizer` are typed parts (InputsSource with each dataset's
+SourceFile, InputsTemplates, InputsTokenizer): `from_dict` checks every key and type (PartError naming the field,
+`source.files.qasper.rows`), `to_dict` writes the keys a part was read with (a part made in code: those set), so
+a header reads and is written back byte for byte; the run manifest's `inputs_header` holds the same parts.
 Schema 2 added `n_taken` and `n_available` to the header; schema 1 files are still read (both empty).
 Schema 3 added the LongBench v2 rows: a benchmark's own fields (v2's `v2_mode`, `difficulty`, `length_class`,
 `original_tokens`) and a two-call input's answer call (`answer_template`, `answer_max_tokens`). Each is written
@@ -28,7 +32,7 @@ import json
 import math
 import types
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol, Union, get_args, get_origin, get_type_hints
@@ -100,18 +104,167 @@ class InputRow:
         return (self.dataset, self.id)
 
 
+# --- the header's nested parts: where the data came from, the templates, the tokenizer ----------------------
+
+
+class PartError(ValueError):
+    """A field of a header part that is unknown, missing, or of the wrong type: its dotted name and why (the
+    inputs manifest's reader makes it a DataError, exit 65; the run manifest's a ManifestError, exit 2)."""
+
+    def __init__(self, field: str, why: str) -> None:
+        super().__init__(f"{field}: {why}")
+        self.field, self.why = field, why
+
+
+NULLABLE = "nullable"  # metadata key: a part's field whose value may be written as null (else absent or set)
+_PART_KEYS = "present"  # a part's field that is no key: the keys it was read with (None: built, not read)
+
+
+def _part_fields(cls: type, obj: Any, where: str, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The JSON object `obj` (the header's field `where`) as `cls`'s keyword arguments: every key a field of
+    `cls`, each of its type (null only where NULLABLE; the `skip` ones are read by their own types)."""
+    if not isinstance(obj, Mapping):
+        raise PartError(where, f"must be an object, got {_show(obj)}")
+    unknown = sorted(set(obj) - ({f.name for f in fields(cls)} - {_PART_KEYS}))
+    if unknown:
+        raise PartError(f"{where}.{unknown[0]}", "unknown field")
+    hints = _hints(cls)
+    for f in fields(cls):
+        if f.name not in obj or f.name in skip or f.name == _PART_KEYS:
+            continue
+        tp = hints[f.name] if f.metadata.get(NULLABLE) else _not_null(hints[f.name])
+        problem = field_problem(obj[f.name], tp, f.metadata)
+        if problem is not None:
+            raise PartError(f"{where}.{f.name}", problem)
+    return dict(obj)
+
+
+def _not_null(tp: Any) -> Any:
+    """`X | None` -> X: a field that is absent when unset, never written as null."""
+    arms = [a for a in get_args(tp) if a is not type(None)]
+    return arms[0] if get_origin(tp) in (Union, types.UnionType) and len(arms) == 1 else tp
+
+
+def _part_dict(part: Any, nested: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A part as written: the keys it was read with (`present`), else every field that is set (not None, not
+    empty); `nested`: the JSON of the fields that are parts of their own."""
+    out: dict[str, Any] = {}
+    for f in fields(part):
+        if f.name == _PART_KEYS:
+            continue
+        value = (nested or {}).get(f.name, getattr(part, f.name))
+        keep = f.name in part.present if part.present is not None else value not in (None, {}, "")
+        if keep:
+            out[f.name] = value
+    return out
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One dataset's file in the header's `source.files`: which file, its SHA-256 and rows (v2: its pin)."""
+
+    file: str | None = None
+    sha256: str | None = None
+    rows: int | None = field(default=None, metadata=AT_LEAST_0)
+    pinned_sha256: str | None = field(default=None, metadata={NULLABLE: True})  # v2's pin (null: none pinned)
+    present: frozenset[str] | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def from_dict(cls, obj: Any, where: str = "source.files") -> SourceFile:
+        raw = _part_fields(cls, obj, where)
+        return cls(**raw, present=frozenset(raw))
+
+    def to_dict(self) -> dict[str, Any]:
+        return _part_dict(self)
+
+
+@dataclass(frozen=True)
+class InputsSource:
+    """The header's `source`: where the data came from ("hub": repo, revision, file, sha256 (v2: pinned_sha256);
+    "data_dir": path, sha256; "mini": name, note) and every dataset's file."""
+
+    kind: str = ""
+    repo: str | None = None
+    revision: str | None = None
+    file: str | None = None
+    path: str | None = None
+    name: str | None = None
+    note: str | None = None
+    sha256: str | None = None
+    pinned_sha256: str | None = field(default=None, metadata={NULLABLE: True})  # v2's pin (null: none pinned)
+    files: dict[str, SourceFile] = field(default_factory=dict)
+    present: frozenset[str] | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def from_dict(cls, obj: Any, where: str = "source") -> InputsSource:
+        raw = _part_fields(cls, obj, where, skip=("files",))
+        files = raw.get("files", {})
+        if not isinstance(files, Mapping):
+            raise PartError(f"{where}.files", f"must be an object, got {_show(files)}")
+        raw["files"] = {str(k): SourceFile.from_dict(v, f"{where}.files.{k}") for k, v in files.items()}
+        return cls(**raw, present=frozenset(obj))
+
+    def to_dict(self) -> dict[str, Any]:
+        return _part_dict(self, {"files": {k: v.to_dict() for k, v in self.files.items()}})
+
+
+@dataclass(frozen=True)
+class InputsTemplates:
+    """The header's `templates`: where the prompt templates came from, the SHA-256 of each prompt file and of
+    each dataset's template (LongBench v1's; empty without its prompt files)."""
+
+    origin: str | None = None
+    files: dict[str, str] = field(default_factory=dict)
+    template_sha256: dict[str, str] = field(default_factory=dict)
+    present: frozenset[str] | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def from_dict(cls, obj: Any, where: str = "templates") -> InputsTemplates:
+        raw = _part_fields(cls, obj, where)
+        return cls(**raw, present=frozenset(raw))
+
+    def to_dict(self) -> dict[str, Any]:
+        return _part_dict(self)
+
+
+@dataclass(frozen=True)
+class InputsTokenizer:
+    """The header's `tokenizer`: what counted the prompt tokens ("server": base_url, model, max_model_len and,
+    for llama-cpp-python, its endpoints; "local": path, max_model_len; "none")."""
+
+    kind: str = ""
+    base_url: str | None = None
+    model: str | None = None
+    path: str | None = None
+    max_model_len: int | None = field(default=None, metadata={"min": 1, NULLABLE: True})
+    endpoints: str | None = None
+    present: frozenset[str] | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def from_dict(cls, obj: Any, where: str = "tokenizer") -> InputsTokenizer:
+        raw = _part_fields(cls, obj, where)
+        return cls(**raw, present=frozenset(raw))
+
+    def to_dict(self) -> dict[str, Any]:
+        return _part_dict(self)
+
+
+HEADER_PARTS: dict[str, Any] = {
+    "source": InputsSource,
+    "templates": InputsTemplates,
+    "tokenizer": InputsTokenizer,
+}
+
+
 @dataclass(frozen=True)
 class InputsHeader:
-    # {"kind": "hub"|"data_dir"|"mini", "repo", "revision", "files": {name: sha256}, "path"}
-    source: dict[str, Any]
+    source: InputsSource  # where the data came from, every dataset's file
     seed: int
     n: int | None = field(metadata=AT_LEAST_1)  # rows asked per dataset (--n), None = all
     datasets: list[str] = field(metadata=DATASET)
     selected_ids: dict[str, list[str]]
-    # provenance of prompts/ (file -> sha256) and per-dataset template sha256
-    templates: dict[str, Any]
-    # {"kind": "server"|"local"|"none", "base_url"|"path", "model", "max_model_len"}
-    tokenizer: dict[str, Any]
+    templates: InputsTemplates  # provenance of prompts/ (file -> sha256) and per-dataset template sha256
+    tokenizer: InputsTokenizer  # what counted the prompt tokens
     # per dataset input budget, None with --no-truncate
     max_input_tokens: dict[str, int] | None = field(metadata=AT_LEAST_1)
     max_tokens: dict[str, int] = field(metadata=AT_LEAST_1)  # per dataset output limit used
@@ -124,6 +277,14 @@ class InputsHeader:
     n_taken: dict[str, int] = field(default_factory=dict, metadata=AT_LEAST_0)
     # rows the data source had per dataset (empty in schema 1 files)
     n_available: dict[str, int] = field(default_factory=dict, metadata=AT_LEAST_0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The header as written (after its "record" key): its parts as their `to_dict`."""
+        return {f.name: _json_of(getattr(self, f.name)) for f in fields(self)}
+
+
+def _json_of(value: Any) -> Any:
+    return value.to_dict() if isinstance(value, (InputsSource, InputsTemplates, InputsTokenizer)) else value
 
 
 def unicode_problem(value: Any) -> str | None:
@@ -174,7 +335,7 @@ def row_dict(row: InputRow) -> dict[str, Any]:
 
 
 def write_inputs(path: Path, header: InputsHeader, rows: list[InputRow]) -> None:
-    lines = [dumps_line({"record": "inputs_header", **asdict(header)})]
+    lines = [dumps_line({"record": "inputs_header", **header.to_dict()})]
     lines += [dumps_line({"record": "input", **row_dict(row)}) for row in rows]
     atomic_write_lines(path, lines)
 
@@ -320,6 +481,13 @@ def _build(cls: Any, obj: dict[str, Any], path: Path, lineno: int) -> Any:
         if f.name not in obj:
             if f.default is MISSING and f.default_factory is MISSING:
                 raise DataError(path, lineno, f.name, "missing field")
+            continue
+        part = HEADER_PARTS.get(f.name) if cls is InputsHeader else None
+        if part is not None:
+            try:
+                obj[f.name] = part.from_dict(obj[f.name], f.name)
+            except PartError as exc:
+                raise DataError(path, lineno, exc.field, exc.why) from None
             continue
         problem = field_problem(obj[f.name], hints[f.name], f.metadata)
         if problem is not None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.errors import DataError
+from eval.prepare.inputs import InputsSource, InputsTemplates, InputsTokenizer, PartError
 from eval.records.cache_model import CacheModel, cache_model_from_dict
 from eval.records.codec import FieldError, check_fields
 from eval.records.scenario_kinds.registry import registered
@@ -375,13 +376,15 @@ class InputsHeaderFacts:
     InputsHeader, as written: provenance, not what is asked, which `inputs_sha256` names). The defaults read a
     sparse or older one; it is written back with the keys it was read with."""
 
-    source: dict[str, Any] = field(default_factory=dict)  # where the data came from (hub, data_dir, mini)
+    source: InputsSource = field(
+        default_factory=InputsSource
+    )  # where the data came from (hub, data_dir, mini)
     seed: int | None = None
     n: int | None = None  # rows asked per dataset (None: all)
     datasets: list[str] = field(default_factory=list)
     selected_ids: dict[str, list[str]] = field(default_factory=dict)
-    templates: dict[str, Any] = field(default_factory=dict)
-    tokenizer: dict[str, Any] = field(default_factory=dict)
+    templates: InputsTemplates = field(default_factory=InputsTemplates)
+    tokenizer: InputsTokenizer = field(default_factory=InputsTokenizer)
     max_input_tokens: dict[str, int] | None = None
     max_tokens: dict[str, int] = field(default_factory=dict)
     lbeval_version: str | None = None  # the lbeval that prepared the inputs
@@ -396,11 +399,24 @@ class InputsHeaderFacts:
 
     @classmethod
     def from_dict(cls, obj: Any, path: Path | str = "manifest.json") -> InputsHeaderFacts:
-        raw = _check(obj, cls, path, "inputs_header")
-        return cls(**raw, present=frozenset(raw))
+        """The header as the run manifest holds it; its parts are the inputs manifest's own (eval/prepare/inputs.py),
+        a damaged field of one is a ManifestError naming it (`inputs_header.source.files.qasper.rows`)."""
+        parts = (("source", InputsSource), ("templates", InputsTemplates), ("tokenizer", InputsTokenizer))
+        raw = _check(obj, cls, path, "inputs_header", skip=tuple(name for name, _ in parts))
+        try:
+            typed = {name: part.from_dict(raw[name], name) for name, part in parts if name in raw}
+        except PartError as exc:
+            raise ManifestError(path, None, f"inputs_header.{exc.field}", exc.why) from None
+        return cls(**{**raw, **typed}, present=frozenset(raw))
 
     def to_dict(self) -> dict[str, Any]:
-        return _as_read(self, _written(self, always=True))
+        parts: dict[str, InputsSource | InputsTemplates | InputsTokenizer] = {
+            "source": self.source,
+            "templates": self.templates,
+            "tokenizer": self.tokenizer,
+        }
+        written = {**_written(self, always=True), **{name: part.to_dict() for name, part in parts.items()}}
+        return _as_read(self, written)
 
     @property
     def inputs_taken(self) -> int | None:

@@ -305,7 +305,7 @@ def _new_manifest(
         variant=config.variant,
         inputs_path=str(config.inputs),
         inputs_sha256=sha,
-        inputs_header=InputsHeaderFacts.from_dict(asdict(header)),  # as the inputs manifest wrote it
+        inputs_header=InputsHeaderFacts.from_dict(header.to_dict()),  # as the inputs manifest wrote it
         model=probe.model,
         probe=probe.facts(),
         settings=run_settings(config),

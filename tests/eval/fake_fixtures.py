@@ -12,7 +12,15 @@ from typing import Any
 
 import pytest
 
-from eval.prepare.inputs import InputRow, InputsHeader, sha256_text, write_inputs
+from eval.prepare.inputs import (
+    InputRow,
+    InputsHeader,
+    InputsSource,
+    InputsTemplates,
+    InputsTokenizer,
+    sha256_text,
+    write_inputs,
+)
 from eval.run.config import endpoints
 from eval.run.request import RequestSettings
 from eval.run.retry import RetryPolicy
@@ -44,13 +52,13 @@ def make_row(i: int, *, dataset: str = "qasper", mode: str = "chat", words: int 
 
 def make_header(**kw: Any) -> InputsHeader:
     header = InputsHeader(
-        source={"kind": "test"},
+        source=InputsSource(kind="test"),
         seed=1,
         n=None,
         datasets=["qasper"],
         selected_ids={},
-        templates={},
-        tokenizer={"kind": "none"},
+        templates=InputsTemplates(),
+        tokenizer=InputsTokenizer(kind="none"),
         max_input_tokens=None,
         max_tokens={"qasper": 6},
         lbeval_version="test",

@@ -16,7 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.prepare.inputs import InputRow, InputsHeader, inputs_digest, sha256_text, write_inputs
+from eval.prepare.inputs import (
+    InputRow,
+    InputsHeader,
+    InputsSource,
+    InputsTemplates,
+    InputsTokenizer,
+    inputs_digest,
+    sha256_text,
+    write_inputs,
+)
 from eval.records.manifest_parts import ClientVersions, HostFacts, InputsHeaderFacts, ProbeFacts, RunSettings
 from eval.records.run_folder import RECORDS_NAME, RecordWriter, RunManifest, write_manifest
 from eval.records.types import ClientTimings, RequestRecord, TopK, Usage
@@ -76,13 +85,13 @@ def make_rows(n_qasper: int = 4, n_gov: int = 2) -> list[InputRow]:
 
 def write_inputs_file(path: Path, rows: list[InputRow]) -> str:
     header = InputsHeader(
-        source={"kind": "test"},
+        source=InputsSource(kind="test"),
         seed=1,
         n=None,
         datasets=sorted({r.dataset for r in rows}),
         selected_ids={},
-        templates={},
-        tokenizer={"kind": "none"},
+        templates=InputsTemplates(),
+        tokenizer=InputsTokenizer(kind="none"),
         max_input_tokens=None,
         max_tokens={},
         lbeval_version="0.1.0",

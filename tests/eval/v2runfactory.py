@@ -14,7 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval.benchmarks.longbench_v2.inputs import V2InputFields
-from eval.prepare.inputs import InputRow, InputsHeader, inputs_digest, sha256_text, write_inputs
+from eval.prepare.inputs import (
+    InputRow,
+    InputsHeader,
+    InputsSource,
+    InputsTemplates,
+    InputsTokenizer,
+    inputs_digest,
+    sha256_text,
+    write_inputs,
+)
 from eval.records.manifest_parts import ClientVersions, HostFacts, InputsHeaderFacts, ProbeFacts, RunSettings
 from eval.records.run_folder import RECORDS_NAME, RecordWriter, RunManifest, write_manifest
 from eval.records.types import RequestRecord, TopK, Usage
@@ -39,9 +48,9 @@ def v2_row(item_id: str, difficulty: str, length: str, answer: str, *, cot: bool
 
 def write_v2_inputs(path: Path, rows: Sequence[InputRow]) -> Path:
     header = InputsHeader(
-        source={"kind": "test"}, seed=1, n=None, datasets=["longbench_v2"], selected_ids={}, templates={},
-        tokenizer={"kind": "none"}, max_input_tokens=None, max_tokens={"longbench_v2": rows[0].max_tokens},
-        lbeval_version="0.1.0", git_commit=None, git_dirty=None,
+        source=InputsSource(kind="test"), seed=1, n=None, datasets=["longbench_v2"], selected_ids={},
+        templates=InputsTemplates(), tokenizer=InputsTokenizer(kind="none"), max_input_tokens=None,
+        max_tokens={"longbench_v2": rows[0].max_tokens}, lbeval_version="0.1.0", git_commit=None, git_dirty=None,
     )  # fmt: skip
     write_inputs(path, header, list(rows))
     return path

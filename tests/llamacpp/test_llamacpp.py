@@ -82,7 +82,7 @@ def run_b(llamacpp_server: ManagedServer, inputs: Path, work: Path, run_a: Loade
 
 def test_prepare_truncates_with_the_servers_extras_tokenizer(inputs: Path) -> None:
     header, rows = read_inputs(inputs)
-    assert header.tokenizer["kind"] == "server" and "llama-cpp-python" in header.tokenizer["endpoints"]
+    assert header.tokenizer.kind == "server" and "llama-cpp-python" in (header.tokenizer.endpoints or "")
     assert sorted(r.dataset for r in rows) == ["gov_report", "qasper"]
     assert all(r.truncated and r.prompt_tokens is not None and r.prompt_tokens <= BUDGET for r in rows)
 

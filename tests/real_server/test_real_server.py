@@ -115,7 +115,7 @@ def by_slot(run: LoadedRun) -> dict[tuple[str, str, str, int], RequestRecord]:
 
 def test_inputs_use_the_servers_tokenizer(inputs: Path) -> None:
     header, rows = read_inputs(inputs)
-    assert header.tokenizer["kind"] == "server"
+    assert header.tokenizer.kind == "server"
     assert sorted(r.dataset for r in rows) == ["gov_report", "gov_report", "qasper", "qasper"]
     assert all(r.prompt_tokens is not None and 500 < r.prompt_tokens < 2000 for r in rows)
     assert not any(r.truncated for r in rows)

@@ -58,8 +58,8 @@ def test_prompts_equal_official_format_byte_for_byte(fixture_data_dir: Path, tmp
         assert (row.mode, row.truncated, row.prompt_tokens) == ("chat", False, None)
     assert {r.max_tokens for r in rows if r.dataset == "qasper"} == {128}
     assert {r.max_tokens for r in rows if r.dataset == "gov_report"} == {512}
-    assert header.source["files"]["qasper"]["rows"] == 7
-    assert header.tokenizer == {"kind": "none"}
+    assert header.source.files["qasper"].rows == 7
+    assert header.tokenizer.to_dict() == {"kind": "none"}
 
 
 def test_same_call_twice_is_byte_identical_other_seed_other_ids(
@@ -147,7 +147,7 @@ def test_mini_source_and_max_tokens_override(tmp_path: Path) -> None:
     )
     assert code == 0
     header, rows = read_inputs(out)
-    assert header.source["kind"] == "mini"
+    assert header.source.kind == "mini"
     assert {(r.dataset, r.max_tokens) for r in rows} == {("qasper", 32), ("gov_report", 64)}
 
 

@@ -102,8 +102,8 @@ def test_untruncated_prompts_are_the_official_ones(tmp_path: Path, mode: str) ->
     assert set(extra["template_sha256"]) == (
         {"0shot_cot.txt", "0shot_cot_ans.txt"} if mode == "cot" else {TEMPLATE_OF[mode]}
     )
-    assert header.source["kind"] == "mini" and header.source["note"] == "not LongBench data"
-    assert header.source["files"]["longbench_v2"]["rows"] == 6
+    assert header.source.kind == "mini" and header.source.note == "not LongBench data"
+    assert header.source.files["longbench_v2"].rows == 6
 
 
 def test_every_mode_selects_the_same_seeded_subset(tmp_path: Path) -> None:
@@ -177,7 +177,7 @@ def test_v1_and_v2_in_one_manifest(fixture_data_dir: Path, tmp_path: Path) -> No
     assert code == 0
     header, rows = read_inputs(out)
     assert [r.dataset for r in rows] == ["qasper", "qasper", "longbench_v2", "longbench_v2"]
-    assert header.source["kind"] == "mini" and set(header.source["files"]) == {"qasper", "longbench_v2"}
+    assert header.source.kind == "mini" and set(header.source.files) == {"qasper", "longbench_v2"}
     v1_line = out.read_text(encoding="utf-8").splitlines()[1]
     assert "v2_mode" not in v1_line and "answer_template" not in v1_line  # v1 lines as schema 2 wrote them
 
@@ -200,8 +200,8 @@ def test_data_dir_file_or_folder_and_the_cli_line(tmp_path: Path, capsys: pytest
         ]
         assert main([*args, "--out", str(out)]) == 0
         header, rows = read_inputs(out)
-        assert header.source["kind"] == "data_dir" and len(rows) == 6
-        assert header.source["files"]["longbench_v2"]["sha256"] == header.source["sha256"]
+        assert header.source.kind == "data_dir" and len(rows) == 6
+        assert header.source.files["longbench_v2"].sha256 == header.source.sha256
     assert "wrote 6 inputs (longbench_v2: 6; 0 truncated)" in capsys.readouterr().out
 
 
@@ -358,14 +358,14 @@ def test_v2_before_v1_keeps_the_datasets_order_and_v1_s_source(tmp_path: Path) -
     for per_dataset in (header.selected_ids, header.max_tokens, header.n_taken, header.n_available):
         assert list(per_dataset) == ["longbench_v2", "qasper"]
     assert header.max_tokens == {"longbench_v2": 1024, "qasper": 128}  # cot's reasoning call; qasper's spec
-    assert header.source["name"] == "longbench-mini" and list(header.source["files"]) == [
+    assert header.source.name == "longbench-mini" and list(header.source.files) == [
         "longbench_v2",
         "qasper",
     ]
     assert list(header.extra) == ["longbench_v2"] and header.extra["longbench_v2"]["mode"] == "cot"
     alone, _ = prepare(replace(cfg, datasets=["longbench_v2"], out=tmp_path / "v2.jsonl"))
-    assert alone.source["name"] == "longbench-v2-mini" and list(alone.source["files"]) == ["longbench_v2"]
+    assert alone.source.name == "longbench-v2-mini" and list(alone.source.files) == ["longbench_v2"]
     # v1's prompt files are recorded in every header, also without a v1 dataset (as before the dispatch)
-    assert alone.templates["files"].keys() == header.templates["files"].keys() == {
+    assert alone.templates.files.keys() == header.templates.files.keys() == {
         "dataset2prompt.json", "dataset2maxlen.json", "datasets.toml"
     }  # fmt: skip

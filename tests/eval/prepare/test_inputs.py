@@ -20,6 +20,9 @@ from eval.errors import DataError
 from eval.prepare.inputs import (
     InputRow,
     InputsHeader,
+    InputsSource,
+    InputsTemplates,
+    InputsTokenizer,
     inputs_digest,
     read_inputs,
     row_dict,
@@ -41,13 +44,13 @@ ROW = InputRow(
     length=1,
 )
 HEADER = InputsHeader(
-    source={"kind": "mini"},
+    source=InputsSource(kind="mini"),
     seed=1,
     n=1,
     datasets=["qasper"],
     selected_ids={"qasper": ["a"]},
-    templates={},
-    tokenizer={"kind": "server", "base_url": "http://127.0.0.1:8000/v1"},
+    templates=InputsTemplates(),
+    tokenizer=InputsTokenizer(kind="server", base_url="http://127.0.0.1:8000/v1"),
     max_input_tokens=None,
     max_tokens={"qasper": 8},
     lbeval_version="0",
@@ -67,7 +70,9 @@ def test_digest_covers_rows_not_header(tmp_path: Path) -> None:
     a, b, c = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"
     write_inputs(a, HEADER, [ROW])
     write_inputs(
-        b, replace(HEADER, tokenizer={"kind": "server", "base_url": "http://127.0.0.1:9999/v1"}), [ROW]
+        b,
+        replace(HEADER, tokenizer=InputsTokenizer(kind="server", base_url="http://127.0.0.1:9999/v1")),
+        [ROW],
     )
     write_inputs(c, HEADER, [replace(ROW, max_tokens=9)])
     lines = a.read_bytes().splitlines(keepends=True)

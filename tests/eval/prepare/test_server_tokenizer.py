@@ -58,7 +58,7 @@ def test_prepare_truncates_with_server_tokenizer(fixture_data_dir: Path, tmp_pat
     header, rows = read_inputs(out)
     budget = 100 - 16 - (len(CHAT_PREFIX) + len(CHAT_SUFFIX))
     assert header.max_input_tokens == {"qasper": budget}
-    assert header.tokenizer["kind"] == "server"
+    assert header.tokenizer.kind == "server"
     src = {
         r["_id"]: r
         for r in map(json.loads, (fixture_data_dir / "data" / "qasper.jsonl").read_text().splitlines())
@@ -116,10 +116,11 @@ def test_prepare_with_managed_spec_starts_and_stops_the_server(
         == 0
     )
     header, rows = read_inputs(out)
-    assert header.tokenizer["kind"] == "server" and header.tokenizer["model"] == "fake-model"
+    assert header.tokenizer.kind == "server" and header.tokenizer.model == "fake-model"
     assert header.max_input_tokens == {"qasper": 100 - 16 - (len(CHAT_PREFIX) + len(CHAT_SUFFIX))}
     assert all(r.truncated for r in rows)
-    url = header.tokenizer["base_url"]
+    url = header.tokenizer.base_url
+    assert url is not None
     with pytest.raises(OSError):
         urllib.request.urlopen(url.removesuffix("/v1") + "/health", timeout=2)
 

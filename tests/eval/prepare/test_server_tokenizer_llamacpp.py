@@ -34,5 +34,5 @@ def test_prepare_needs_the_context_length_and_then_truncates(
         assert "--max-model-len" in capsys.readouterr().err
         assert main([*argv, "--max-model-len", "100"]) == 0
     header, rows = read_inputs(out)
-    assert header.tokenizer["kind"] == "server" and all(r.prompt_tokens is not None for r in rows)
+    assert header.tokenizer.kind == "server" and all(r.prompt_tokens is not None for r in rows)
     assert header.max_input_tokens == {"qasper": 100 - 16 - (len(CHAT_PREFIX) + len(CHAT_SUFFIX))}

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from eval.analyze.score import score_run
-from eval.prepare.inputs import read_inputs
+from eval.prepare.inputs import InputsSource, InputsTokenizer, read_inputs
 from eval.records.manifest_parts import ClientVersions, HostFacts, InputsHeaderFacts, ManifestError
 from eval.records.run_folder import read_manifest, write_manifest
 from eval.report.json_out import scores_json
@@ -21,12 +20,23 @@ from tests.eval.runfactory import RunSpec, make_rows, write_inputs_file, write_r
 
 # a header as `lbeval prepare` writes it (every field, schema 3), as the manifest copies it
 FULL_HEADER: dict[str, Any] = {
-    "source": {"kind": "hub", "repo": "THUDM/LongBench", "revision": "abc", "files": {"qasper.jsonl": "00"}},
+    "source": {
+        "kind": "hub",
+        "repo": "THUDM/LongBench",
+        "revision": "abc",
+        "file": "data.zip",
+        "sha256": "00",
+        "files": {"qasper": {"file": "data.zip:data/qasper.jsonl", "sha256": "01", "rows": 200}},
+    },
     "seed": 1234,
     "n": 2,
     "datasets": ["qasper", "gov_report"],
     "selected_ids": {"qasper": ["q1", "q2"], "gov_report": ["g1"]},
-    "templates": {"qasper": "11"},
+    "templates": {
+        "origin": "LongBench config",
+        "files": {"datasets.toml": "11"},
+        "template_sha256": {"qasper": "12"},
+    },
     "tokenizer": {"kind": "server", "base_url": "http://h/v1", "model": "m", "max_model_len": 4096},
     "max_input_tokens": {"qasper": 3000, "gov_report": 3000},
     "max_tokens": {"qasper": 128, "gov_report": 512},
@@ -57,11 +67,16 @@ def _manifest_with(tmp_path: Path, **parts: Any) -> dict[str, Any]:
 READ_CASES = [
     ("inputs_header", FULL_HEADER, {"seed": 1234, "n": 2, "datasets": ["qasper", "gov_report"], "inputs_taken": 3}),
     ("inputs_header", {"seed": 1}, {"seed": 1, "n": None, "datasets": [], "n_taken": {}, "inputs_taken": None}),
-    ("inputs_header", {}, {"seed": None, "schema_version": None, "tokenizer": {}, "inputs_taken": None}),
+    ("inputs_header", {}, {"seed": None, "schema_version": None, "tokenizer": InputsTokenizer(), "inputs_taken": None}),
     (  # schema 1 inputs (before n_taken and n_available)
         "inputs_header",
         {k: v for k, v in FULL_HEADER.items() if k not in ("n_taken", "n_available")} | {"schema_version": 1},
         {"schema_version": 1, "n_taken": {}, "n_available": {}, "inputs_taken": None},
+    ),
+    (  # a server tokenizer that did not say its context length (written as null, kept as null)
+        "inputs_header",
+        {"tokenizer": {"kind": "server", "base_url": "u", "max_model_len": None}, "source": {"kind": "mini"}},
+        {"tokenizer": InputsTokenizer("server", base_url="u"), "source": InputsSource(kind="mini")},
     ),
     ("host", FULL_HOST, {"hostname": "box", "platform": "Linux-6.1-x86_64", "python": "3.11.9"}),
     ("host", {"hostname": "h"}, {"hostname": "h", "platform": "", "python": ""}),
@@ -97,7 +112,19 @@ DAMAGE_CASES = [
     ("inputs_header", {"n": 1.5}, "inputs_header.n", "must be int | None, got float 1.5"),
     ("inputs_header", {"datasets": "qasper"}, "inputs_header.datasets", "must be list[str], got str"),
     ("inputs_header", {"selected_ids": {"q": [1]}}, "inputs_header.selected_ids", "must be dict[str, list[str]]"),
-    ("inputs_header", {"source": []}, "inputs_header.source", "must be dict[str, Any], got list"),
+    ("inputs_header", {"source": []}, "inputs_header.source", "must be an object, got []"),
+    ("inputs_header", {"source": {"kind": 1}}, "inputs_header.source.kind", "must be a string, got 1"),
+    ("inputs_header", {"source": {"repo": None}}, "inputs_header.source.repo", "must be a string, got null"),
+    ("inputs_header", {"source": {"url": "x"}}, "inputs_header.source.url", "unknown field"),
+    ("inputs_header", {"source": {"files": []}}, "inputs_header.source.files", "must be an object, got []"),
+    ("inputs_header", {"source": {"files": {"q": "00"}}}, "inputs_header.source.files.q", 'must be an object, got "00"'),
+    ("inputs_header", {"source": {"files": {"q": {"rows": -1}}}}, "inputs_header.source.files.q.rows", "must be at least 0, got -1"),
+    ("inputs_header", {"templates": {"q": "11"}}, "inputs_header.templates.q", "unknown field"),
+    ("inputs_header", {"templates": {"files": {"a": 1}}}, "inputs_header.templates.files", "must be an object of strings, got {"),
+    ("inputs_header", {"tokenizer": "none"}, "inputs_header.tokenizer", 'must be an object, got "none"'),
+    ("inputs_header", {"tokenizer": {"max_model_len": "4096"}}, "inputs_header.tokenizer.max_model_len", "must be an integer or null"),
+    ("inputs_header", {"tokenizer": {"max_model_len": 0}}, "inputs_header.tokenizer.max_model_len", "must be at least 1, got 0"),
+    ("inputs_header", {"tokenizer": {"present": []}}, "inputs_header.tokenizer.present", "unknown field"),
     ("inputs_header", {"max_input_tokens": {"q": "9"}}, "inputs_header.max_input_tokens", "must be dict[str, int]"),
     ("inputs_header", {"git_dirty": "no"}, "inputs_header.git_dirty", "must be bool | None, got str"),
     ("inputs_header", {"n_taken": {"q": True}}, "inputs_header.n_taken", "must be dict[str, int], got dict"),
@@ -140,7 +167,7 @@ def test_the_manifest_copies_the_inputs_header_as_the_inputs_file_holds_it(tmp_p
     line = json.loads((tmp_path / "in.jsonl").read_text(encoding="utf-8").splitlines()[0])
     del line["record"]
     header, _ = read_inputs(tmp_path / "in.jsonl")
-    facts = InputsHeaderFacts.from_dict(asdict(header))
+    facts = InputsHeaderFacts.from_dict(header.to_dict())
     assert facts.to_dict() == line and facts.seed == 1 and facts.n is None and facts.git_commit is None
 
 
