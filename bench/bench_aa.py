@@ -37,6 +37,7 @@ from eval.analyze.compare import Change, Comparison, compare
 from eval.analyze.score import score_run
 from eval.errors import ConfigError
 from eval.records.ab_pairs import read_pairs
+from eval.records.run_folder import PAIRS_NAME
 from eval.serve.launch_specs import get_launch_spec
 from eval.serve.process import check_requirements, start
 from scorers.paired_timing import TimingChange, UnpairedTimingChange
@@ -131,7 +132,7 @@ def sequential(url: str, inputs: Path, out: Path, reps: int, load: Load) -> Comp
 def interleaved(url: str, inputs: Path, out: Path, reps: int, load: Load, n_pairs: int) -> Comparison:
     say(f"(b) interleaved: lbeval ab aa aa, one server as both sides (load average {_loadavg()})")
     argv = ["ab", "aa", "aa", "--base-url-a", url, "--base-url-b", url, "--run-id", "interleaved"]
-    pairs_file = out / "aa" / "interleaved-a" / "ab_pairs.jsonl"
+    pairs_file = out / "aa" / "interleaved-a" / PAIRS_NAME
     on_at, off_at = round(LOAD_FROM * n_pairs), round(LOAD_TO * n_pairs)
     proc = subprocess.Popen([*_lbeval(), *argv, *_common(inputs, out, reps)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip

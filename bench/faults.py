@@ -33,6 +33,7 @@ from eval.records.run_folder import MANIFEST_NAME, read_manifest
 from eval.records.stop import read_stop
 from eval.report.summary_verdict import SummaryVerdict, read_summary_verdict
 from eval.report.svg import grouped_bars
+from eval.report.write import SUMMARY_JSON
 from eval.serve.launch_specs import default_cache_dir
 
 BASE_SPEC = "cpu-smollm2"
@@ -395,7 +396,7 @@ def gate_pair(case: Case, base: Path, variant: Path, out: Path) -> Outcome:
     compared = lbeval("compare", str(base), str(variant), "--out", str(cmp_dir))
     gated = lbeval("gate", str(base), str(variant))
     verdict = {0: "PASS", 1: "FAIL", 2: "NO VERDICT"}.get(gated.returncode, "ERROR")
-    summary_path = cmp_dir / "summary.json"
+    summary_path = cmp_dir / SUMMARY_JSON
     found = caught_by(read_summary_verdict(summary_path) if summary_path.exists() else None)
     judged = judge(case, verdict, found)
     note = "" if compared.returncode == 0 else last_line(compared.stderr, compared.returncode)

@@ -39,6 +39,7 @@ __all__, __getattr__ = public_face(
         "svg": ("grouped_bars",),
         "tables": ("build_tables",),
         "write": (
+            "SUMMARY_JSON",
             "write_reports",
             "write_scores",
         ),
