@@ -100,13 +100,13 @@ def test_full_run_records_salts_and_verification(fake: FakeServer, tmp_path: Pat
     assert len(cold_salts) == 6  # every cold request had its own salt
     bodies = [body for _, body in fake.requests]
     assert all(b.get("return_tokens_as_token_ids") and "prompt_logprobs" not in b for b in bodies)
-    # the chat inputs' requests; the only raw ones are the probe's cache-model check (3 token-ID requests, its own salt)
+    # the chat inputs' requests; the only raw ones are the probe's cache-model check (4 token-ID requests, its own salts)
     chat = [b for b in bodies if "messages" in b]
     assert all(
         b["chat_template_kwargs"] == {"enable_thinking": False} and b["top_logprobs"] == 20 for b in chat
     )
     raw = [b for b in bodies if "messages" not in b]
-    assert len(raw) == 3 and all(b["cache_salt"].startswith("lbeval-probe-") for b in raw)
+    assert len(raw) == 4 and all(b["cache_salt"].startswith("lbeval-probe-") for b in raw)
 
 
 def test_warm_miss_is_invalid_then_recovers(fake: FakeServer, tmp_path: Path) -> None:
