@@ -52,7 +52,6 @@ from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from eval.atomic import WriteFailed
 from eval.errors import ConfigError, LbevalError
@@ -84,23 +83,20 @@ from eval.run.adaptive import (
     reps_recorded,
     write_adaptive,
 )
-from eval.run.client import Client
 from eval.run.config import RunConfig, RunIncomplete, default_run_id
 from eval.run.ledger import SendLedger
+from eval.run.lifecycle import Prepared, prepare_session, probe_lanes, start_session
 from eval.run.passes import Context, GroupState, resume_point
 from eval.run.probe import ProbeResult
 from eval.run.progress import Progress
 from eval.run.replicas import (
-    ReplicaContext,
-    merged_context,
     refuse_ranks_in_ab,
     replica_clients,
     serving_replicas,
-    start_replicas,
 )
 from eval.run.reply import RequestFailed
 from eval.run.scenarios.replicas import spans_replicas
-from eval.run.scheduler import run_at_once, run_one
+from eval.run.scheduler import Lanes, run_at_once, run_one
 from eval.run.session import (
     Inputs,
     RunSession,
@@ -259,21 +255,32 @@ def execute_ab(
             cfg_b = replace(cfg_b, topology=cfg_b.topology.started((url_b,)))
             ca = stack.enter_context(open_client(cfg_a, shared))
             cb = stack.enter_context(open_client(cfg_b, shared))
-            sa = RunSession.prepare(cfg_a, ca, in_a)
-            sb = RunSession.prepare(cfg_b, cb, in_b)
-            _same_plans(sa.units, sb.units, sa.rows)
-            refuse_other_session(config.seed, (sa, sb))
-            say_last_stop((sa, sb))
-            sa.start(server_a)
-            sb.start(server_b)
-            note_session(config.seed, (sa, sb))
-            _interleave(config, sa, ca, sb, cb, stack, between)
+            pa = prepare_session(cfg_a, [ca], in_a, [] if server_a is None else [server_a], replicated=False)
+            pb = prepare_session(cfg_b, [cb], in_b, [] if server_b is None else [server_b], replicated=False)
+            la, lb = _start_sides(config, (pa, pb))
+            _interleave(config, pa.session, la, pb.session, lb, stack, between)
     except WriteFailed as exc:
         raise RunIncomplete(f"{exc}; the runs are incomplete: re-run the same command to resume") from None
     return in_a.run_dir, in_b.run_dir
 
 
-def _side(name: str, session: RunSession, client: Client, stack: ExitStack) -> _Side:
+def _start_sides(config: AbConfig, prepared: tuple[Prepared, Prepared]) -> tuple[Lanes, Lanes]:
+    """Both sides' sessions, prepared, started through the lifecycle's steps (eval/run/lifecycle.py), each step
+    for both sides before the next: the two plans compared, the same session resumed, the last stop said; then
+    both sides' other replicas probed and compared; then both started, each unit on its placed replica on both
+    sides (`pinned`), and each session line noted as its side's. So any refusal comes before either side's
+    session line is written."""
+    sa, sb = prepared[0].session, prepared[1].session
+    _same_plans(sa.units, sb.units, sa.rows)
+    refuse_other_session(config.seed, (sa, sb))
+    say_last_stop((sa, sb))
+    probed = [probe_lanes(p) for p in prepared]
+    lanes = (start_session(probed[0], pinned=True), start_session(probed[1], pinned=True))
+    note_session(config.seed, (sa, sb))
+    return lanes
+
+
+def _side(name: str, session: RunSession, lanes: Lanes, stack: ExitStack) -> _Side:
     writer = stack.enter_context(RecordWriter(session.run_dir / RECORDS_NAME))
     progress = Progress(session.units, session.done_by_pass(), True)
     seqs: list[int] = []
@@ -283,7 +290,7 @@ def _side(name: str, session: RunSession, client: Client, stack: ExitStack) -> _
         emit(rec, final)
         seqs.append(rec.seq)
 
-    ctx = session.context(client, emit_seq)
+    ctx = lanes.contexts(emit_seq)[0]  # one endpoint: one lane
     todo = {(u.row_index, u.kind, u.repetition): (u, gs, i) for u, gs, i in session.todo}
     return _Side(name, session, session.probe, ctx, progress, todo, {0: seqs})
 
@@ -408,17 +415,17 @@ def _ab_id(run_dir: Path) -> str:
 def _interleave(
     config: AbConfig,
     sa: RunSession,
-    ca: Client,
+    la: Lanes,
     sb: RunSession,
-    cb: Client,
+    lb: Lanes,
     stack: ExitStack,
     between: Callable[[str, UnitId], None] | None,
 ) -> None:
     sides: list[_Side] = []
 
     def run() -> list[str]:
-        sides.append(_side("a", sa, ca, stack))
-        sides.append(_side("b", sb, cb, stack))
+        sides.append(_side("a", sa, la, stack))
+        sides.append(_side("b", sb, lb, stack))
         stopped: list[StopRecord] = []
         ok = _pairs(config, sides[0], sides[1], between, stopped)  # side name -> all its units complete
         if stopped:  # the manifest's session says so: stopped early, by a settled decision, after k of N
@@ -659,7 +666,7 @@ class _ReplicaSides:
 
     per: list[_Side]
     across: _Side
-    ctxs: list[ReplicaContext]
+    ctxs: list[Context]
     lanes: dict[UnitId, int]  # unit -> its replica pair (eval/run/replicas.place_units)
 
 
@@ -672,7 +679,8 @@ def _execute_replicas(
     between: Callable[[str, UnitId], None] | None,
 ) -> None:
     """Both sides' N servers (started or given), one Client per replica, both sessions prepared (the plan with
-    the replicas scenario for N), then the pairs on every replica pair at once."""
+    the replicas scenario for N), probed and started (`_start_sides`), then the pairs on every replica pair at
+    once."""
     served = [stack.enter_context(serving_replicas(cfg)) for cfg in cfgs]
     cfgs_now = [
         replace(c, topology=c.topology.started(urls)) for c, (urls, _) in zip(cfgs, served, strict=True)
@@ -681,49 +689,48 @@ def _execute_replicas(
         [stack.enter_context(c) for c in replica_clients(cfg, cfg.topology.lane_urls, shared)]
         for cfg in cfgs_now
     ]
-    sessions = [RunSession.prepare(c, cl[0], i) for c, cl, i in zip(cfgs_now, clients, ins, strict=True)]
-    _same_plans(sessions[0].units, sessions[1].units, sessions[0].rows)
-    refuse_other_session(config.seed, (sessions[0], sessions[1]))
-    say_last_stop((sessions[0], sessions[1]))
+    prepared = [
+        prepare_session(c, cl, i, started, replicated=True)
+        for c, cl, i, (_, started) in zip(cfgs_now, clients, ins, served, strict=True)
+    ]
+    lanes = _start_sides(config, (prepared[0], prepared[1]))
+    sessions = [p.session for p in prepared]
     lock = threading.Lock()
     sides: list[_ReplicaSides] = []
 
     def run() -> list[str]:
-        for name, session, cl, inputs, (_, started) in zip(
-            SIDES, sessions, clients, ins, served, strict=True
-        ):
-            sides.append(_replica_sides(name, session, cl, inputs, started, stack, lock))
-        note_session(config.seed, (sessions[0], sessions[1]))
+        for name, session, side_lanes in zip(SIDES, sessions, lanes, strict=True):
+            sides.append(_replica_sides(name, session, side_lanes, stack, lock))
         if sides[0].lanes != sides[1].lanes:
             raise ConfigError("the two sides place the units on replicas differently; cannot pair them")
         ok = _replica_pairs(config, sides[0], sides[1], between)
         return [outcome_of(ok[name]) for name in SIDES]
 
     def contexts() -> list[Context | None]:
-        return [merged_context(s, sides[k].ctxs) if k < len(sides) else None for k, s in enumerate(sessions)]
+        return [lanes[k].merged(sides[k].ctxs) if k < len(sides) else None for k in range(len(sessions))]
 
     run_to_end(sessions, run, contexts, lambda: mark_pairing((sessions[0], sessions[1])))
 
 
 def _replica_sides(
-    name: str,
-    session: RunSession,
-    clients: list[Client],
-    inputs: Inputs,
-    started: list[dict[str, Any]],
-    stack: ExitStack,
-    lock: threading.Lock,
+    name: str, session: RunSession, lanes: Lanes, stack: ExitStack, lock: threading.Lock
 ) -> _ReplicaSides:
     writer = stack.enter_context(RecordWriter(session.run_dir / RECORDS_NAME))
     progress = Progress(session.units, session.done_by_pass(), True)
     emit = session.emitter(writer, progress)
-    seqs: dict[int, list[int]] = {i: [] for i in range(len(clients))}
+    seqs: dict[int, list[int]] = {}
 
     def emit_seq(rec: RequestRecord, final: bool) -> None:  # rec.replica: its context's (stamped there)
         emit(rec, final)
         seqs[rec.replica].append(rec.seq)
 
-    ctxs, lanes = start_replicas(session, clients, inputs, started, emit_seq)
+    ctxs = lanes.contexts(emit_seq)
+    seqs.update({i: [] for i in range(len(ctxs))})
+    placed: dict[UnitId, int] = {}  # pinned: every unit but a spanning one on its placed replica
+    for u in session.units:
+        lane = None if spans_replicas(u) else lanes.lane_of(u)
+        if lane is not None:
+            placed[(u.row_index, u.kind, u.repetition)] = lane
     todo = {(u.row_index, u.kind, u.repetition): (u, gs, i) for u, gs, i in session.todo}
     per = [
         _Side(name, session, session.probe, ctx, progress, todo, seqs, (i,), (), lock)
@@ -732,7 +739,7 @@ def _replica_sides(
     across = _Side(
         name, session, session.probe, ctxs[0], progress, todo, seqs, tuple(seqs), tuple(ctxs), lock
     )
-    return _ReplicaSides(per, across, ctxs, lanes)
+    return _ReplicaSides(per, across, ctxs, placed)
 
 
 def _replica_pairs(

@@ -418,15 +418,16 @@ def probing_others(
         yield [pool.submit(_probe, config, c, inputs) for c in clients[1:]]
 
 
-def _replicas(
+def probe_replicas(
     session: RunSession,
-    config: RunConfig,
     clients: list[Client],
     inputs: Inputs,
     early: Sequence[Future[ProbeResult]] = (),
 ) -> list[Replica]:
     """Replica 0 is the session's (already probed); the others are probed (in parallel, or `early`: started
-    beside replica 0's) and compared with it."""
+    beside replica 0's) and compared with it, one that differs refused with the difference named (the lifecycle's
+    probe step, eval/run/lifecycle.probe_lanes)."""
+    config = session.config
     urls = config.topology.lane_urls
     out = [Replica(0, urls[0], clients[0], session.probe)]
     if early:
@@ -456,28 +457,28 @@ def _same_servers(session: RunSession, replicas: list[Replica]) -> list[bool]:
 
 
 def replica_lanes(
-    session: RunSession,
-    clients: list[Client],
-    inputs: Inputs,
-    started: list[dict[str, Any]],
-    early: Sequence[Future[ProbeResult]] = (),
+    session: RunSession, replicas: list[Replica], started: list[dict[str, Any]], pinned: bool = False
 ) -> Lanes:
-    """`lbeval run`'s lanes on replicas (eval/run/runner.py, the session prepared on replica 0): the others
-    probed and compared, the units placed and left, the session started with its replicas noted; each lane's
-    context stamps its records with its replica (and on a routing endpoint checks the pin), and the session
-    ends with every replica's counters (`merged_context`)."""
-    refuse_reset_on_ranks(session.config)  # --cold auto may have chosen it
-    require_engines(session.config, clients[0], session.probe.metrics)
-    replicas, lanes = _begin(session, clients, inputs, started, early, where_begun=True)
-    begun = {unit_of(r) for r in session.slim}
+    """A prepared session's lanes on its probed replicas (the lifecycle's start step,
+    eval/run/lifecycle.start_session): its units placed (`place_units`) and what is left of them chosen, its
+    session line started with every replica noted. Each lane's context stamps its records with its replica (and
+    on a routing endpoint checks the pin); the session ends with every replica's counters (`merged_context`).
+    `pinned` (`lbeval ab`, whose pairs run on replica i of both sides): every unit on its placed lane; else
+    (`lbeval run`) a unit begun in an earlier session on the replica it began on (`where_units_began`) and a
+    fresh timing repetition or scenario unit on any lane (nothing it needs is on a server)."""
     rows = session.rows
+    lanes = place_units(session.units, rows, len(replicas))
+    if not pinned:
+        lanes.update(where_units_began(session.units, rows, session.slim, len(replicas)))
+    session.resume_on(lambda u: lanes.get(unit_id(u), 0), _same_servers(session, replicas))
+    session.start(started[0] if started else None)
+    _note_replicas(session, replicas, started[1:])
+    begun = {unit_of(r) for r in session.slim}
 
     def lane_of(unit: Unit) -> int | None:
-        """Its placed lane for an input's main unit and a unit begun in an earlier session (`where_begun`); any
-        lane for a fresh timing repetition or scenario unit (nothing it needs is on a server)."""
         row = rows[unit.row_index]
         fresh = UnitKey(row.dataset, row.id, unit.kind, unit.repetition) not in begun
-        return None if fresh and movable(unit) else lanes[unit_id(unit)]
+        return None if fresh and movable(unit) and not pinned else lanes[unit_id(unit)]
 
     return Lanes(
         lambda emit: list(_contexts(session, replicas, emit)),
@@ -485,41 +486,6 @@ def replica_lanes(
         lambda ctxs: merged_context(session, ctxs),
         lambda unit: unit_cost(unit, rows),
     )
-
-
-def start_replicas(
-    session: RunSession,
-    clients: list[Client],
-    inputs: Inputs,
-    started: list[dict[str, Any]],
-    emit: Callable[[RequestRecord, bool], None],
-) -> tuple[list[ReplicaContext], dict[UnitId, int]]:
-    """`lbeval ab`'s hook (eval/run/ab.py): a prepared session's replicas probed and compared, its units
-    placed and left, its session line started, and every replica's context with the placement."""
-    replicas, lanes = _begin(session, clients, inputs, started)
-    return _contexts(session, replicas, emit), lanes
-
-
-def _begin(
-    session: RunSession,
-    clients: list[Client],
-    inputs: Inputs,
-    started: list[dict[str, Any]],
-    early: Sequence[Future[ProbeResult]] = (),
-    where_begun: bool = False,
-) -> tuple[list[Replica], dict[UnitId, int]]:
-    """A prepared session's replicas probed and compared, its units placed (`place_units`; `where_begun`: a
-    movable unit begun in an earlier session on the replica it began on) and what is left of them chosen, its
-    session line started with every replica noted: what `lbeval run` and `lbeval ab` both do first."""
-    replicas = _replicas(session, session.config, clients, inputs, early)
-    lanes = place_units(session.units, session.rows, len(replicas))
-    if where_begun:
-        lanes.update(where_units_began(session.units, session.rows, session.slim, len(replicas)))
-    same = _same_servers(session, replicas)
-    session.resume_on(lambda u: lanes.get(unit_id(u), 0), same)
-    session.start(started[0] if started else None)
-    _note_replicas(session, replicas, started[1:])
-    return replicas, lanes
 
 
 def _note_replicas(session: RunSession, replicas: list[Replica], more: list[dict[str, Any]]) -> None:

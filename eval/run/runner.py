@@ -15,7 +15,6 @@ import errno
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,16 +35,16 @@ from eval.run.config import (
     validate_name,
 )
 from eval.run.ledger import SendLedger
+from eval.run.lifecycle import prepare_session, probe_lanes, start_session
 from eval.run.replicas import (
     probing_others,
     refuse_reset_on_ranks,
     replica_clients,
-    replica_lanes,
     replicated,
     serving_replicas,
 )
-from eval.run.scheduler import one_lane, send
-from eval.run.session import Inputs, RunSession, read_inputs_of, serving
+from eval.run.scheduler import send
+from eval.run.session import Inputs, read_inputs_of, serving
 from eval.serve.process import sigterm_as_interrupt
 
 __all__ = [  # the run's public faces, for `lbeval run` and the tests (defined in config.py and here)
@@ -102,8 +101,9 @@ def _run_session(
 ) -> None:
     """One lifecycle for one server and for replicas (the run folder's lock held): the servers (a launch spec's,
     started now), a Client per lane, the session prepared on lane 0 (probe, plan, manifest; the other
-    replicas probed meanwhile), its lanes begun (`session.start`), then the units run and the session ended
-    by the one scheduler (eval/run/scheduler.send)."""
+    replicas probed meanwhile), the other lanes' probes compared, the session started over its lanes
+    (eval/run/lifecycle.py), then the units run and the session ended by the one scheduler
+    (eval/run/scheduler.send)."""
     on_replicas = replicated(config.topology, inputs)  # N lanes, or a run folder that ran on replicas
     refuse_reset_on_ranks(config)
     with ExitStack() as stack:
@@ -111,14 +111,10 @@ def _run_session(
         lane_urls = config.topology.lane_urls
         clients = [stack.enter_context(c) for c in replica_clients(config, lane_urls, ledger, own=True)]
         early = stack.enter_context(probing_others(config, clients, inputs))
-        session = RunSession.prepare(config, clients[0], inputs)
-        session.on_record = on_record
-        if on_replicas:
-            lanes = replica_lanes(session, clients, inputs, started, early)
-        else:
-            session.start(started[0] if started else None)
-            lanes = one_lane(session, partial(session.context, clients[0]))
-        send(session, lanes)
+        prepared = prepare_session(config, clients, inputs, started, on_replicas)
+        prepared.session.on_record = on_record
+        lanes = start_session(probe_lanes(prepared, early))
+        send(prepared.session, lanes)
 
 
 @contextmanager
