@@ -57,7 +57,9 @@ balancing: each engine has its own prefix cache and counters, /metrics labels ev
 `engine="e"`, and a generation request goes to the engine its `X-data-parallel-rank` header names (DP_RANK_HEADER;
 a rank out of range is a 400), else round-robin. `dp_honor_header=False` ignores the header (round-robin for
 every request: a router that does not pin; with `dp_ignore_to` E, every request goes to engine E, so a request
-pinned elsewhere is misrouted on every attempt whatever the timing of concurrent ranks). /reset_prefix_cache empties every engine's cache; `routed` lists the
+pinned elsewhere is misrouted on every attempt whatever the timing of concurrent ranks; with `dp_by_salt`, a
+request goes to the engine its cache_salt hashes to, so requests of one salt meet one cache whatever else is in
+flight, as behind a cache-aware router). /reset_prefix_cache empties every engine's cache; `routed` lists the
 (engine, prompt text, cache_salt) of every generation request.
 """
 
@@ -273,6 +275,7 @@ class FakeServer:
         dp_engines: int = 1,
         dp_honor_header: bool = True,
         dp_ignore_to: int | None = None,
+        dp_by_salt: bool = False,
         cache_checkpoints: bool = False,
     ) -> None:
         if dialect not in DIALECTS:
@@ -338,6 +341,8 @@ class FakeServer:
         self.dp_honor_header = dp_honor_header
         # with the header ignored: every request goes to this engine (None: round-robin)
         self.dp_ignore_to = dp_ignore_to
+        # with the header ignored: a request goes to the engine its cache_salt hashes to (a cache-aware router)
+        self.dp_by_salt = dp_by_salt
         # (engine, prompt text, cache_salt) of every generation request, in order
         self.routed: list[tuple[int, str, str | None]] = []
         self._next_engine = 0
@@ -358,7 +363,7 @@ class FakeServer:
 
     def route(self, header: str | None, prompt: str = "", salt: str | None = None) -> int:
         """The engine a generation request goes to (routing mode): the pinned rank when the header is honoured
-        and given, else `dp_ignore_to` when set, else round-robin. Raises ValueError for a rank that is not an
+        and given, else `dp_ignore_to` when set, else the salt's engine with `dp_by_salt`, else round-robin. Raises ValueError for a rank that is not an
         engine's."""
         n = len(self.engine_states)
         with self.lock:
@@ -368,6 +373,8 @@ class FakeServer:
                     raise ValueError(f"data_parallel_rank {header!r} is out of range [0, {n})")
             elif self.dp_ignore_to is not None:
                 rank = self.dp_ignore_to
+            elif self.dp_by_salt and salt is not None:
+                rank = int(hashlib.sha256(salt.encode()).hexdigest(), 16) % n
             else:
                 rank, self._next_engine = self._next_engine % n, self._next_engine + 1
             self.routed.append((rank, prompt, salt))

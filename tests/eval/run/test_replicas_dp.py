@@ -4,6 +4,7 @@ header honoured (every record verified on its own engine) and ignored (misrouted
 
 from __future__ import annotations
 
+import hashlib
 import json
 import urllib.error
 import urllib.request
@@ -120,10 +121,12 @@ def test_a_rank_ledger_shares_the_marks_and_counts_its_answers_apart() -> None:
 # --- the fake server's routing mode ------------------------------------------------------------------------------
 
 
-def chat(url: str, text: str, rank: int | None) -> tuple[int, dict[str, Any]]:
-    """(status, body) of one chat request to the fake, pinned to `rank` when given."""
+def chat(url: str, text: str, rank: int | None, salt: str | None = None) -> tuple[int, dict[str, Any]]:
+    """(status, body) of one chat request to the fake, pinned to `rank` when given, under `salt` when given."""
     headers = {"Content-Type": "application/json"} | ({} if rank is None else {DP_RANK_HEADER: str(rank)})
     body = {"model": "fake-model", "messages": [{"role": "user", "content": text}], "max_tokens": 2}
+    if salt is not None:
+        body["cache_salt"] = salt
     req = urllib.request.Request(url + "/chat/completions", json.dumps(body).encode(), headers)
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
@@ -161,6 +164,16 @@ def test_the_fake_can_ignore_the_header() -> None:
         for _ in range(4):
             assert chat(fake.base_url, "a b c", 0)[0] == 200
         assert [e for e, *_ in fake.routed] == [0, 1, 0, 1]  # round-robin, whatever the pin
+
+
+def test_the_fake_can_route_by_salt() -> None:
+    salts = [f"s{i}" for i in range(8)]
+    engine = {s: int(hashlib.sha256(s.encode()).hexdigest(), 16) % 2 for s in salts}  # worked out here
+    assert set(engine.values()) == {0, 1}  # both engines are tried
+    with FakeServer(dp_engines=2, dp_honor_header=False, dp_by_salt=True) as fake:
+        for salt in salts + salts[::-1]:
+            assert chat(fake.base_url, "a b c", 0, salt)[0] == 200
+        assert [e for e, *_ in fake.routed] == [engine[s] for s in salts + salts[::-1]]  # not the pin's
 
 
 def test_the_client_sends_its_extra_headers() -> None:
@@ -220,7 +233,10 @@ def test_every_record_is_pinned_and_verified_on_its_own_engine(tmp_path: Path) -
 
 
 def test_a_router_that_ignores_the_pin_makes_records_invalid_and_counted(tmp_path: Path) -> None:
-    with FakeServer(dp_engines=2, dp_honor_header=False) as fake:
+    # routed by salt, not round-robin: the two ranks are probed at once, and round-robin would send each probe's
+    # repeated prompt to either engine by the other probe's timing, so the probes could differ and the run be
+    # refused (rightly, but not what this test is about); by salt each probe's salts meet one engine's cache
+    with FakeServer(dp_engines=2, dp_honor_header=False, dp_by_salt=True) as fake:
         run_dir = execute_run(routed(fake, six_rows(tmp_path), tmp_path / "runs"))
     loaded = load_run(run_dir)
     flagged = [r for r in loaded.records if r.error is not None and "ignored the pin" in r.error]
