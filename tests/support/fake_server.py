@@ -264,6 +264,7 @@ class FakeServer:
         tokenize_enabled: bool = True,
         metrics_enabled: bool = True,
         metrics_lag_s: float = 0.0,
+        metrics_lag_scrapes: int = 0,
         metrics_first: bool = False,
         metrics_filter: bool = False,
         api_key: str | None = None,
@@ -299,6 +300,12 @@ class FakeServer:
         self.tokenize_enabled = tokenize_enabled
         self.metrics_enabled = metrics_enabled
         self.metrics_lag_s = metrics_lag_s
+        # count a request only once this many /metrics scrapes after its answer have shown it uncounted (a lag in
+        # scrapes, not seconds: whatever the machine's load, the first after-scrape misses it and a later one sees it)
+        self.metrics_lag_scrapes = metrics_lag_scrapes
+        self._lagging: list[
+            list[Any]
+        ] = []  # [scrapes left, the count to apply] of each request not yet counted
         self.metrics_first = metrics_first  # count a request in /metrics before answering it (not after)
         self.metrics_filter = metrics_filter  # serve /metrics/?name[]=... (prometheus_client's filter)
         self.api_key = api_key
@@ -654,10 +661,27 @@ class FakeServer:
                     st.hist.setdefault(name, Histogram()).observe(value)
                 self.observed.append((prompt_tokens, cached, prefill))
 
-        if self.metrics_lag_s > 0:
+        if self.metrics_lag_scrapes > 0:
+            with self.lock:
+                self._lagging.append([self.metrics_lag_scrapes, record])
+        elif self.metrics_lag_s > 0:
             threading.Timer(self.metrics_lag_s, record).start()
         else:
             record()
+
+    def scraped(self) -> None:
+        """A /metrics scrape is being answered: the requests it is the lag for are counted first; the others
+        have one scrape less to wait (metrics_lag_scrapes)."""
+        with self.lock:
+            self.metrics_gets += 1
+            waiting = []
+            for entry in self._lagging:
+                if entry[0] == 0:
+                    entry[1]()
+                else:
+                    entry[0] -= 1
+                    waiting.append(entry)
+            self._lagging = waiting
 
     def _spec_lines(self, labs: list[tuple[str, FakeState]]) -> list[str]:
         if not self.spec_tokens:
@@ -874,13 +898,12 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path == "/health":
             self._send(200, b"")
         elif self.path == "/metrics" and fake.metrics_enabled:
-            with fake.lock:
-                fake.metrics_gets += 1
+            fake.scraped()
             self._send(200, fake.metrics().encode(), "text/plain; version=0.0.4")
         elif self.path.startswith("/metrics/?") and fake.metrics_enabled and fake.metrics_filter:
             names = set(parse_qs(urlsplit(self.path).query).get("name[]", []))
+            fake.scraped()
             with fake.lock:
-                fake.metrics_gets += 1
                 fake.metrics_filtered_gets += 1
             kept = [
                 line

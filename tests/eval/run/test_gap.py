@@ -6,6 +6,7 @@ its metrics (FakeServer.observed: prompt tokens, cached tokens, prefill time), n
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -60,9 +61,23 @@ def _timing_run(fake: FakeServer, tmp_path: Path, n: int = 3, **kw: object) -> P
     return execute_run(config)
 
 
+def test_the_fake_counts_a_request_one_scrape_late() -> None:
+    with FakeServer(metrics_lag_scrapes=1) as fake, Client(fake.base_url) as client:
+        req = build_request(make_row(1), RequestSettings(), model="fake-model", cache_salt=None, stream=False)
+        client.send("chat", req)
+        for _ in range(500):  # the handler notes the request just after answering it
+            if fake._lagging:
+                break
+            time.sleep(0.01)
+        assert len(fake._lagging) == 1
+        seen = [parse_metrics(client.metrics_text()).counter(FINISHED_COUNTER) for _ in range(3)]
+    assert [s or 0.0 for s in seen] == [0.0, 1.0, 1.0]
+
+
 def test_deltas_with_reuse_equal_the_fakes_own_counters_when_metrics_lag(tmp_path: Path) -> None:
-    # metrics recorded 30 ms after each answer: every after-scrape has to settle before it can be kept
-    with FakeServer(metrics_lag_s=0.03) as fake:
+    # each request counted one scrape late (the first after-scrape misses it, whatever the machine's load):
+    # every after-scrape has to settle before it can be kept
+    with FakeServer(metrics_lag_scrapes=1) as fake:
         run_dir = _timing_run(fake, tmp_path)
         expected = _expected(fake, 12)
     records = _records(run_dir)
@@ -85,10 +100,10 @@ def test_one_scrape_per_request_instead_of_two(tmp_path: Path) -> None:
 def test_no_reuse_across_a_request_sent_through_another_client(tmp_path: Path) -> None:
     """After every record, another Client on the session's send ledger (the other side of an A/A) sends a
     request to the same server: each next request's deltas must still be its own (a reused before would add the
-    stranger's). The fake counts each request 30 ms after answering it: the next before must also wait for the
+    stranger's). The fake counts each request one scrape late: the next before must also wait for the
     stranger."""
     ledger = SendLedger()
-    with FakeServer(metrics_lag_s=0.03) as fake, Client(fake.base_url, ledger=ledger) as other:
+    with FakeServer(metrics_lag_scrapes=1) as fake, Client(fake.base_url, ledger=ledger) as other:
         stranger = make_row(99, words=25)
         req = build_request(stranger, RequestSettings(), model="fake-model", cache_salt=None, stream=False)
         strangers: list[int] = []
