@@ -59,6 +59,13 @@ class BootstrapResult:
         return f"{100 * self.confidence:g}% CI"
 
 
+def signed_pct(value: float) -> str:
+    """A percent with its sign, to one decimal, as every change is shown: a value that rounds to zero is
+    +0.0%, whatever the sign of the float it came from (a ratio of 1 less a rounding error is -1e-14, not a
+    fall: "-0.0%" would say one)."""
+    return f"{round(value, 1) + 0.0:+.1f}%"
+
+
 def _check(n_resamples: int, confidence: float) -> None:
     if n_resamples < 1:
         raise ValueError("n_resamples must be >= 1")

@@ -8,6 +8,7 @@ from eval.analyze.aa_floor import AaFloor, AaMeasure, position
 from eval.analyze.compare import Change, Comparison
 from eval.report.ab_timing_table import PAIRED_ROWS  # the same measures, named the same way
 from eval.report.cells import Cell, Interval, Num, Row, Table, Text
+from scorers.stats import signed_pct
 
 
 def _where(ch: Change | None, m: AaMeasure | None) -> str:
@@ -44,7 +45,7 @@ def _reading(c: Comparison, aa: AaFloor) -> str:
         return f"{head}: no warm prefill change or floor to set side by side."
     where = position(ch.low, ch.high, m.floor_pct)
     return (
-        f"{head}: warm prefill change {ch.estimate:+.1f}% [{ch.ci_label} {ch.low:+.1f}%, {ch.high:+.1f}%] against "
+        f"{head}: warm prefill change {signed_pct(ch.estimate)} [{ch.ci_label} {signed_pct(ch.low)}, {signed_pct(ch.high)}] against "
         f"an A/A floor of +-{m.floor_pct:.1f}%: {where}."
     )
 

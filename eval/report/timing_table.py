@@ -6,6 +6,7 @@ from __future__ import annotations
 from eval.analyze.compare import BOOTSTRAP_RESAMPLES, Change, Comparison
 from eval.report.cells import Flag, Num, Row, Table, Text
 from eval.report.columns import change_cell, side_columns
+from scorers.stats import signed_pct
 
 TIMING_ROWS = [
     ("warm_prefill_ms", "warm prefill, server (ms)"),
@@ -76,9 +77,7 @@ def timing_reading(c: Comparison) -> str:
         ch, what = c.timing_changes.get("warm_ttft_ms"), "warm TTFT (client)"
     if ch is None:
         return "No paired timing data: the timing change cannot be estimated."
-    measured = (
-        f"{ch.estimate:+.1f}%, {ch.ci_label} {ch.low:+.1f}% to {ch.high:+.1f}%, over {ch.n_inputs} inputs"
-    )
+    measured = f"{signed_pct(ch.estimate)}, {ch.ci_label} {signed_pct(ch.low)} to {signed_pct(ch.high)}, over {ch.n_inputs} inputs"
     if c.execution == "interleaved":
         drift = " Drift was flagged: see the warnings." if c.paired and c.paired.drifting else ""
         return (
@@ -115,8 +114,8 @@ def _attributed_reading(c: Comparison, ch: Change, what: str) -> str:
         verdict = f"Variant {what} is {ch.estimate:.1f}% higher than base ({ch.ci_label} {ch.low:.1f}% to {ch.high:.1f}% higher)"
     else:
         verdict = (
-            f"No detectable change in {what}: {ch.estimate:+.1f}%, "
-            f"{ch.ci_label} {ch.low:+.1f}% to {ch.high:+.1f}% includes 0"
+            f"No detectable change in {what}: {signed_pct(ch.estimate)}, "
+            f"{ch.ci_label} {signed_pct(ch.low)} to {signed_pct(ch.high)} includes 0"
         )
     valid = c.base.scores.timing.valid and c.variant.scores.timing.valid
     return (

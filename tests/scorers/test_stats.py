@@ -7,7 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from scorers.stats import BootstrapResult, paired_bootstrap_difference, paired_bootstrap_relative_change
+from scorers.stats import (
+    BootstrapResult,
+    paired_bootstrap_difference,
+    paired_bootstrap_relative_change,
+    signed_pct,
+)
 
 
 def test_relative_change_estimate_over_all_cells() -> None:
@@ -98,3 +103,21 @@ def test_argument_errors() -> None:
         paired_bootstrap_difference([math.nan], [1.0], seed=0)
     with pytest.raises(ValueError, match="undefined"):  # a resample of only the zero input
         paired_bootstrap_relative_change([[0.0], [1.0]], [[1.0], [1.0]], seed=0, n_resamples=200)
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (50.0, "+50.0%"),
+        (-12.34, "-12.3%"),
+        (0.0, "+0.0%"),
+        (-0.0, "+0.0%"),
+        (-1e-14, "+0.0%"),  # a ratio of 1 less a rounding error: no sign of a fall
+        (-0.04, "+0.0%"),
+        (-0.06, "-0.1%"),
+        (0.06, "+0.1%"),
+        (10.0, "+10.0%"),
+    ],
+)
+def test_a_change_is_shown_with_its_sign_and_zero_is_never_negative(value: float, shown: str) -> None:
+    assert signed_pct(value) == shown

@@ -37,6 +37,7 @@ from eval.gate.rule import (
 )
 from eval.records.stop import OPEN, SETTLED_FAIL, SETTLED_PASS, RuleSettlement
 from scorers.sequential import asymptotic_cs, asymptotic_rho2
+from scorers.stats import signed_pct
 
 __all__ = [
     "CS_ALPHA", "CS_MIN_N", "TIMING_RULES", "WarmPrefillLimit", "input_log_ratios", "prefill_limit",
@@ -93,10 +94,12 @@ def prefill_limit(c: Comparison, p: Mapping[str, Any], measure: str) -> WarmPref
                 None, threshold, f"the A/A floor drifted during its session ({m.reading})"
             )
         limits.append(multiple * m.floor_pct)
-        parts[-1] = f"{multiple:g} x A/A floor {m.floor_pct:.1f}% = {multiple * m.floor_pct:+.1f}%"
+        parts[-1] = f"{multiple:g} x A/A floor {m.floor_pct:.1f}% = {signed_pct(multiple * m.floor_pct)}"
     limit = min(limits)
     threshold = f"upper end of the {ci} <= " + " and <= ".join(parts)
-    return WarmPrefillLimit(limit, threshold + (f" (the smaller: {limit:+.1f}%)" if len(limits) > 1 else ""))
+    return WarmPrefillLimit(
+        limit, threshold + (f" (the smaller: {signed_pct(limit)})" if len(limits) > 1 else "")
+    )
 
 
 def sequential_skip(c: Comparison) -> str:
@@ -184,10 +187,8 @@ def rule_prefill_change(c: Comparison, p: Mapping[str, Any], name: str, measure:
     ch = c.timing_changes.get(measure)
     if why or ch is None:
         return RuleResult(name, NO_DATA, why, threshold)
-    measured = (
-        f"{ch.estimate:+.1f}% [{ch.ci_label} {ch.low:+.1f}%, {ch.high:+.1f}%] over {ch.n_inputs} inputs"
-    )
-    threshold += f"; FAIL when its lower end > {limit:+.1f}%"
+    measured = f"{signed_pct(ch.estimate)} [{ch.ci_label} {signed_pct(ch.low)}, {signed_pct(ch.high)}] over {ch.n_inputs} inputs"
+    threshold += f"; FAIL when its lower end > {signed_pct(limit)}"
     if ch.high <= limit:
         return RuleResult(name, PASS, measured, threshold, rows=(RowRef(TIMING, measure, False),))
     if ch.low > limit:
@@ -239,7 +240,7 @@ def settle_timing(look: Look, p: Mapping[str, Any], name: str) -> RuleSettlement
     cs = asymptotic_cs(ratios, rho2=asymptotic_rho2(look.n, alpha=CS_ALPHA), alpha=CS_ALPHA, min_n=CS_MIN_N)
     low, high = 100.0 * math.expm1(cs.lows[-1]), 100.0 * math.expm1(cs.highs[-1])
     mean = 100.0 * math.expm1(cs.means[-1])
-    detail = f"{mean:+.1f}% [95% CS {low:+.1f}%, {high:+.1f}%] over {len(ratios)} inputs"
+    detail = f"{signed_pct(mean)} [95% CS {signed_pct(low)}, {signed_pct(high)}] over {len(ratios)} inputs"
     state = SETTLED_PASS if high <= limit else SETTLED_FAIL if low > limit else OPEN
     return RuleSettlement(name, state, "cs", detail, low, high)
 
@@ -260,7 +261,7 @@ def _adaptive_timing(look: Look, name: str, measure: str, limit: float) -> RuleS
     cs = asymptotic_cs(ratios, rho2=rho2, alpha=CS_ALPHA, min_n=CS_MIN_N)
     low, high = 100.0 * math.expm1(cs.lows[-1]), 100.0 * math.expm1(cs.highs[-1])
     by_cs = SETTLED_PASS if high <= limit else SETTLED_FAIL if low > limit else OPEN
-    detail = (f"{100.0 * math.expm1(cs.means[-1]):+.1f}% [95% CS {low:+.1f}%, {high:+.1f}%] over "
+    detail = (f"{signed_pct(100.0 * math.expm1(cs.means[-1]))} [95% CS {signed_pct(low)}, {signed_pct(high)}] over "
               f"{len(ratios)} pairs, limit {limit:+g}%; the gate's interval: {gate}")  # fmt: skip
     return RuleSettlement(name, by_cs if by_cs == gate else OPEN, "adaptive cs", detail, low, high)
 

@@ -233,9 +233,10 @@ def test_every_record_is_pinned_and_verified_on_its_own_engine(tmp_path: Path) -
 
 
 def test_a_router_that_ignores_the_pin_makes_records_invalid_and_counted(tmp_path: Path) -> None:
-    # routed by salt, not round-robin: the two ranks are probed at once, and round-robin would send each probe's
-    # repeated prompt to either engine by the other probe's timing, so the probes could differ and the run be
-    # refused (rightly, but not what this test is about); by salt each probe's salts meet one engine's cache
+    # routed by salt, not round-robin: a probe sends its first row and its cache model's prime at once, so under
+    # round-robin which engine holds the prime (and whether the whole row after it hits) turns on which of the
+    # two arrived first; the ranks' probes could then differ and the run be refused (rightly, but not what this
+    # test is about). By salt each probe's salts meet one engine's cache
     with FakeServer(dp_engines=2, dp_honor_header=False, dp_by_salt=True) as fake:
         run_dir = execute_run(routed(fake, six_rows(tmp_path), tmp_path / "runs"))
     loaded = load_run(run_dir)
