@@ -151,6 +151,7 @@ __all__, __getattr__ = public_face(
             "STOP_SCHEMA_VERSION",
             "Settlement",
             "StopRecord",
+            "read_json_object",
             "read_stop",
             "remove_stop",
             "write_stop",

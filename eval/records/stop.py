@@ -150,23 +150,30 @@ def _from_dict(obj: dict[str, Any]) -> StopRecord:
     )
 
 
-def read_stop(run_dir: Path) -> StopRecord | None:
-    """The run's stop record, None without one; a damaged one is a DataError naming the file and field."""
-    path = stop_path(run_dir)
+def read_json_object(path: Path, what: str) -> dict[str, Any]:
+    """The JSON object in the file at `path` (`what`: how the one-line DataError names it when the file cannot
+    be read, is not JSON, is nested too deeply or is not an object): the stop record's and summary.json's."""
     try:
         text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(path, None, None, f"the stop record cannot be read ({exc})") from None
+        raise DataError(path, None, None, f"{what} cannot be read ({exc})") from None
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DataError(path, exc.lineno, None, f"the stop record is not valid JSON ({exc.msg})") from None
+        raise DataError(path, exc.lineno, None, f"{what} is not valid JSON ({exc.msg})") from None
     except RecursionError:
-        raise DataError(path, None, None, "the stop record is nested too deeply to read") from None
+        raise DataError(path, None, None, f"{what} is nested too deeply to read") from None
     if not isinstance(obj, dict):
-        raise DataError(path, None, None, "the stop record must be a JSON object")
+        raise DataError(path, None, None, f"{what} must be a JSON object")
+    return obj
+
+
+def read_stop(run_dir: Path) -> StopRecord | None:
+    """The run's stop record, None without one; a damaged one is a DataError naming the file and field."""
+    path = stop_path(run_dir)
+    if not path.exists():
+        return None
+    obj = read_json_object(path, "the stop record")
     digest = obj.pop("sha256", None)
     if digest != hashlib.sha256(_canonical(obj).encode()).hexdigest():
         raise DataError(path, None, "sha256", "the stop record is damaged (its SHA-256 does not match)")

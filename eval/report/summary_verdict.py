@@ -12,7 +12,6 @@ the field (`verdict.results.0.rows.1.failed`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from eval.gate.verdict import (
     RuleResult,
 )
 from eval.prepare.inputs import field_problem
+from eval.records.stop import read_json_object
 from eval.report.json_out import SUMMARY_SCHEMA_VERSION
 
 # each object's fields as written: name -> (type, required)
@@ -113,18 +113,7 @@ def _checked(
 
 def read_summary_verdict(path: Path) -> SummaryVerdict | None:
     """The verdict of the summary.json at `path` (None: written without a policy); damage is a DataError."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(path, None, None, f"the summary cannot be read ({exc})") from None
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(path, exc.lineno, None, f"the summary is not valid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise DataError(path, None, None, "the summary is nested too deeply to read") from None
-    if not isinstance(obj, dict):
-        raise DataError(path, None, None, "the summary must be a JSON object")
+    obj = read_json_object(path, "the summary")
     if obj.get("schema_version") != SUMMARY_SCHEMA_VERSION:
         got = obj.get("schema_version")
         raise DataError(path, None, "schema_version", f"must be {SUMMARY_SCHEMA_VERSION}, got {got!r:.40}")
