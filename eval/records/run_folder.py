@@ -33,7 +33,6 @@ import json
 import os
 import socket
 import threading
-import typing
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields
@@ -43,7 +42,7 @@ from typing import Any
 
 from eval.atomic import WriteFailed, atomic_write, write_failed
 from eval.errors import ConfigError, DataError, LbevalError, UsageError
-from eval.records.codec import dumps_record, record_from_dict
+from eval.records.codec import dumps_record, field_hints, record_from_dict
 from eval.records.codec import type_name as _type_name
 from eval.records.codec import type_ok as _type_ok
 from eval.records.consistency import record_damage
@@ -369,7 +368,7 @@ def _check_manifest_fields(path: Path, obj: dict[str, Any]) -> None:
         readable = ", ".join(str(v) for v in READABLE_SCHEMA_VERSIONS)
         raise ManifestError(path, None, "schema_version", f"this lbeval reads version {readable}")
     known = {f.name: f for f in fields(RunManifest)}
-    hints = typing.get_type_hints(RunManifest)
+    hints = field_hints(RunManifest)
     for name in obj:
         if name not in known:
             raise ManifestError(path, None, name, "unknown field")
