@@ -13,9 +13,10 @@ type from its annotation (bool is not int, lists of strings hold strings, `X | N
 constraints in its metadata (`min`, `choices`, `nonempty`, `check`); then each row's prompt must match its
 `prompt_sha256` and no (dataset, id) may repeat. Any problem is one DataError naming file:line:field.
 The header's nested `source`, `templates` and `tokenizer` are typed parts (InputsSource with each dataset's
-SourceFile, InputsTemplates, InputsTokenizer): `from_dict` checks every key and type (PartError naming the field,
-`source.files.qasper.rows`), `to_dict` writes the keys a part was read with (a part made in code: those set), so
-a header reads and is written back byte for byte; the run manifest's `inputs_header` holds the same parts.
+SourceFile, InputsTemplates, InputsTokenizer; one base, _HeaderPart): `from_dict` checks every key and type
+(PartError naming the field, `source.files.qasper.rows`), `to_dict` writes the keys a part was read with (a part
+made in code: those set), so a header reads and is written back byte for byte; the run manifest's
+`inputs_header` holds the same parts.
 Schema 2 added `n_taken` and `n_available` to the header; schema 1 files are still read (both empty).
 Schema 3 added the LongBench v2 rows: a benchmark's own fields (v2's `v2_mode`, `difficulty`, `length_class`,
 `original_tokens`) and a two-call input's answer call (`answer_template`, `answer_max_tokens`). Each is written
@@ -35,7 +36,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Protocol, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from eval.atomic import atomic_write_lines
 from eval.benchmark_registry import Slot, benchmark_of, benchmarks, entries
@@ -145,7 +146,7 @@ def _not_null(tp: Any) -> Any:
     return arms[0] if get_origin(tp) in (Union, types.UnionType) and len(arms) == 1 else tp
 
 
-def _part_dict(part: Any, nested: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def _part_dict(part: _HeaderPart, nested: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A part as written: the keys it was read with (`present`), else every field that is set (not None, not
     empty); `nested`: the JSON of the fields that are parts of their own."""
     out: dict[str, Any] = {}
@@ -159,19 +160,21 @@ def _part_dict(part: Any, nested: Mapping[str, Any] | None = None) -> dict[str, 
     return out
 
 
-@dataclass(frozen=True)
-class SourceFile:
-    """One dataset's file in the header's `source.files`: which file, its SHA-256 and rows (v2: its pin)."""
+_Part = TypeVar("_Part", bound="_HeaderPart")
 
-    file: str | None = None
-    sha256: str | None = None
-    rows: int | None = field(default=None, metadata=AT_LEAST_0)
-    pinned_sha256: str | None = field(default=None, metadata={NULLABLE: True})  # v2's pin (null: none pinned)
-    present: frozenset[str] | None = field(default=None, compare=False, repr=False)
+
+@dataclass(frozen=True)
+class _HeaderPart:
+    """What every header part shares: `present`, the keys it was read with (keyword only, so a part's own
+    fields keep their positions), `from_dict` (every key a field, each of its type; PartError naming the field)
+    and `to_dict` (the keys it was read with, else those set). `where` defaults to the part's own key."""
+
+    KEY: ClassVar[str]  # the part's field name: where its PartErrors point when `from_dict` is given none
+    present: frozenset[str] | None = field(default=None, compare=False, repr=False, kw_only=True)
 
     @classmethod
-    def from_dict(cls, obj: Any, where: str = "source.files") -> SourceFile:
-        raw = _part_fields(cls, obj, where)
+    def from_dict(cls: type[_Part], obj: Any, where: str | None = None) -> _Part:
+        raw = _part_fields(cls, obj, cls.KEY if where is None else where)
         return cls(**raw, present=frozenset(raw))
 
     def to_dict(self) -> dict[str, Any]:
@@ -179,9 +182,24 @@ class SourceFile:
 
 
 @dataclass(frozen=True)
-class InputsSource:
+class SourceFile(_HeaderPart):
+    """One dataset's file in the header's `source.files`: which file, its SHA-256 and rows (v2: its pin)."""
+
+    KEY = "source.files"
+
+    file: str | None = None
+    sha256: str | None = None
+    rows: int | None = field(default=None, metadata=AT_LEAST_0)
+    pinned_sha256: str | None = field(default=None, metadata={NULLABLE: True})  # v2's pin (null: none pinned)
+
+
+@dataclass(frozen=True)
+class InputsSource(_HeaderPart):
     """The header's `source`: where the data came from ("hub": repo, revision, file, sha256 (v2: pinned_sha256);
-    "data_dir": path, sha256; "mini": name, note) and every dataset's file."""
+    "data_dir": path, sha256; "mini": name, note) and every dataset's file (its own `from_dict`/`to_dict`: the
+    nested `files`)."""
+
+    KEY = "source"
 
     kind: str = ""
     repo: str | None = None
@@ -193,10 +211,10 @@ class InputsSource:
     sha256: str | None = None
     pinned_sha256: str | None = field(default=None, metadata={NULLABLE: True})  # v2's pin (null: none pinned)
     files: dict[str, SourceFile] = field(default_factory=dict)
-    present: frozenset[str] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def from_dict(cls, obj: Any, where: str = "source") -> InputsSource:
+    def from_dict(cls, obj: Any, where: str | None = None) -> InputsSource:
+        where = cls.KEY if where is None else where
         raw = _part_fields(cls, obj, where, skip=("files",))
         files = raw.get("files", {})
         if not isinstance(files, Mapping):
@@ -209,28 +227,23 @@ class InputsSource:
 
 
 @dataclass(frozen=True)
-class InputsTemplates:
+class InputsTemplates(_HeaderPart):
     """The header's `templates`: where the prompt templates came from, the SHA-256 of each prompt file and of
     each dataset's template (LongBench v1's; empty without its prompt files)."""
+
+    KEY = "templates"
 
     origin: str | None = None
     files: dict[str, str] = field(default_factory=dict)
     template_sha256: dict[str, str] = field(default_factory=dict)
-    present: frozenset[str] | None = field(default=None, compare=False, repr=False)
-
-    @classmethod
-    def from_dict(cls, obj: Any, where: str = "templates") -> InputsTemplates:
-        raw = _part_fields(cls, obj, where)
-        return cls(**raw, present=frozenset(raw))
-
-    def to_dict(self) -> dict[str, Any]:
-        return _part_dict(self)
 
 
 @dataclass(frozen=True)
-class InputsTokenizer:
+class InputsTokenizer(_HeaderPart):
     """The header's `tokenizer`: what counted the prompt tokens ("server": base_url, model, max_model_len and,
     for llama-cpp-python, its endpoints; "local": path, max_model_len; "none")."""
+
+    KEY = "tokenizer"
 
     kind: str = ""
     base_url: str | None = None
@@ -238,18 +251,9 @@ class InputsTokenizer:
     path: str | None = None
     max_model_len: int | None = field(default=None, metadata={"min": 1, NULLABLE: True})
     endpoints: str | None = None
-    present: frozenset[str] | None = field(default=None, compare=False, repr=False)
-
-    @classmethod
-    def from_dict(cls, obj: Any, where: str = "tokenizer") -> InputsTokenizer:
-        raw = _part_fields(cls, obj, where)
-        return cls(**raw, present=frozenset(raw))
-
-    def to_dict(self) -> dict[str, Any]:
-        return _part_dict(self)
 
 
-HEADER_PARTS: dict[str, Any] = {
+HEADER_PARTS: dict[str, type[_HeaderPart]] = {
     "source": InputsSource,
     "templates": InputsTemplates,
     "tokenizer": InputsTokenizer,
@@ -284,7 +288,7 @@ class InputsHeader:
 
 
 def _json_of(value: Any) -> Any:
-    return value.to_dict() if isinstance(value, (InputsSource, InputsTemplates, InputsTokenizer)) else value
+    return value.to_dict() if isinstance(value, _HeaderPart) else value
 
 
 def unicode_problem(value: Any) -> str | None:
