@@ -12,19 +12,12 @@ from typing import Any
 
 import pytest
 
-from eval.prepare.inputs import (
-    InputRow,
-    InputsHeader,
-    InputsSource,
-    InputsTemplates,
-    InputsTokenizer,
-    sha256_text,
-    write_inputs,
-)
+from eval.prepare.inputs import InputRow, InputsHeader, sha256_text, write_inputs
 from eval.run.config import endpoints
 from eval.run.request import RequestSettings
 from eval.run.retry import RetryPolicy
 from eval.run.runner import RunConfig
+from tests.eval.headers import inputs_header
 from tests.support.fake_server import FakeServer
 
 FAST_RETRY = RetryPolicy(retries=2, backoff_s=0.01, max_backoff_s=0.02)
@@ -51,21 +44,7 @@ def make_row(i: int, *, dataset: str = "qasper", mode: str = "chat", words: int 
 
 
 def make_header(**kw: Any) -> InputsHeader:
-    header = InputsHeader(
-        source=InputsSource(kind="test"),
-        seed=1,
-        n=None,
-        datasets=["qasper"],
-        selected_ids={},
-        templates=InputsTemplates(),
-        tokenizer=InputsTokenizer(kind="none"),
-        max_input_tokens=None,
-        max_tokens={"qasper": 6},
-        lbeval_version="test",
-        git_commit=None,
-        git_dirty=None,
-    )
-    return replace(header, **kw)
+    return inputs_header(**{"max_tokens": {"qasper": 6}, "lbeval_version": "test", **kw})
 
 
 def write_rows(path: Path, rows: list[InputRow]) -> Path:

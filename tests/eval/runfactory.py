@@ -16,19 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.prepare.inputs import (
-    InputRow,
-    InputsHeader,
-    InputsSource,
-    InputsTemplates,
-    InputsTokenizer,
-    inputs_digest,
-    sha256_text,
-    write_inputs,
-)
+from eval.prepare.inputs import InputRow, inputs_digest, sha256_text, write_inputs
 from eval.records.manifest_parts import ClientVersions, HostFacts, InputsHeaderFacts, ProbeFacts, RunSettings
 from eval.records.run_folder import RECORDS_NAME, RecordWriter, RunManifest, write_manifest
 from eval.records.types import ClientTimings, RequestRecord, TopK, Usage
+from tests.eval.headers import inputs_header
 
 BLOCK = 16
 SETTINGS: dict[str, Any] = {
@@ -84,21 +76,7 @@ def make_rows(n_qasper: int = 4, n_gov: int = 2) -> list[InputRow]:
 
 
 def write_inputs_file(path: Path, rows: list[InputRow]) -> str:
-    header = InputsHeader(
-        source=InputsSource(kind="test"),
-        seed=1,
-        n=None,
-        datasets=sorted({r.dataset for r in rows}),
-        selected_ids={},
-        templates=InputsTemplates(),
-        tokenizer=InputsTokenizer(kind="none"),
-        max_input_tokens=None,
-        max_tokens={},
-        lbeval_version="0.1.0",
-        git_commit=None,
-        git_dirty=None,
-    )
-    write_inputs(path, header, rows)
+    write_inputs(path, inputs_header(datasets=sorted({r.dataset for r in rows})), rows)
     return inputs_digest(path)
 
 

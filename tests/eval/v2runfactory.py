@@ -14,20 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval.benchmarks.longbench_v2.inputs import V2InputFields
-from eval.prepare.inputs import (
-    InputRow,
-    InputsHeader,
-    InputsSource,
-    InputsTemplates,
-    InputsTokenizer,
-    inputs_digest,
-    sha256_text,
-    write_inputs,
-)
+from eval.prepare.inputs import InputRow, inputs_digest, sha256_text, write_inputs
 from eval.records.manifest_parts import ClientVersions, HostFacts, InputsHeaderFacts, ProbeFacts, RunSettings
 from eval.records.run_folder import RECORDS_NAME, RecordWriter, RunManifest, write_manifest
 from eval.records.types import RequestRecord, TopK, Usage
 from eval.records.vocabulary import ANSWER_PASSES
+from tests.eval.headers import inputs_header
 
 ERROR, INVALID, MISSING = "<error>", "<invalid>", "<missing>"
 BLOCK = 16
@@ -47,11 +39,7 @@ def v2_row(item_id: str, difficulty: str, length: str, answer: str, *, cot: bool
 
 
 def write_v2_inputs(path: Path, rows: Sequence[InputRow]) -> Path:
-    header = InputsHeader(
-        source=InputsSource(kind="test"), seed=1, n=None, datasets=["longbench_v2"], selected_ids={},
-        templates=InputsTemplates(), tokenizer=InputsTokenizer(kind="none"), max_input_tokens=None,
-        max_tokens={"longbench_v2": rows[0].max_tokens}, lbeval_version="0.1.0", git_commit=None, git_dirty=None,
-    )  # fmt: skip
+    header = inputs_header(datasets=["longbench_v2"], max_tokens={"longbench_v2": rows[0].max_tokens})
     write_inputs(path, header, list(rows))
     return path
 

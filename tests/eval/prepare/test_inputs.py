@@ -19,9 +19,7 @@ from eval.cli import main
 from eval.errors import DataError
 from eval.prepare.inputs import (
     InputRow,
-    InputsHeader,
     InputsSource,
-    InputsTemplates,
     InputsTokenizer,
     inputs_digest,
     read_inputs,
@@ -29,6 +27,7 @@ from eval.prepare.inputs import (
     sha256_text,
     write_inputs,
 )
+from tests.eval.headers import inputs_header
 
 ROW = InputRow(
     dataset="qasper",
@@ -43,19 +42,13 @@ ROW = InputRow(
     all_classes=None,
     length=1,
 )
-HEADER = InputsHeader(
+HEADER = inputs_header(
     source=InputsSource(kind="mini"),
-    seed=1,
     n=1,
-    datasets=["qasper"],
     selected_ids={"qasper": ["a"]},
-    templates=InputsTemplates(),
     tokenizer=InputsTokenizer(kind="server", base_url="http://127.0.0.1:8000/v1"),
-    max_input_tokens=None,
     max_tokens={"qasper": 8},
     lbeval_version="0",
-    git_commit=None,
-    git_dirty=None,
 )
 
 
