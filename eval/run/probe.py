@@ -440,10 +440,11 @@ def _folded_checks(
     check_reset: bool,
     auto: bool,
 ) -> None:
-    """`_cache_checks` and the cache model's measurement (`_measure_model`) in four requests' time instead of
+    """`_cache_checks` and the cache model's measurement (`_measure_model`) in three requests' time instead of
     six: the first probe row (salt a) and the model row's prime (salt c) at once, both misses; the whole model
-    row under salt c (the hit: the repeated prompt hit, and how much); under salt b (the isolation); under salt
-    c again (the full blocks). A raw row's capabilities are the model row's (it is one)."""
+    row under salt c (the hit: the repeated prompt hit, and how much); then at once under salt b (the
+    isolation) and under salt c again (the full blocks). A raw row's capabilities are the model row's (it is
+    one)."""
     block = res.block_size or 0
     model_row, salt_a, salt_b, salt_c = _model_row(block), _probe_salt(), _probe_salt(), _probe_salt()
     first, prime = _first_and_prime(pr, res, _Sent(row, salt_a), _Sent(model_row, salt_c, ids[: 2 * block]))
@@ -451,11 +452,15 @@ def _folded_checks(
         _first_refused(pr, res, cold_mode)
         return
     hit = _hits(pr, res, model_row, salt_c, ids, counted_first=True)
-    other = _hits(pr, res, model_row, salt_b, ids)
+    if hit > 0:
+        other, again = _isolation_and_repeat(
+            pr, res, _Sent(model_row, salt_b, ids), _Sent(model_row, salt_c, ids)
+        )
+    else:
+        other, again = _hits(pr, res, model_row, salt_b, ids), 0
     res.cache_hit_seen = hit > 0
     cold_mode = _judge_salt(pr, res, hit, other, cold_mode, auto)
     if hit > 0:
-        again = _hits(pr, res, model_row, salt_c, ids, counted_first=True)
         res.cache_model = _model_from(res, (prime, hit, again), len(ids), block)
     else:
         why = "not measured: the probe's repeated prompt did not hit"
@@ -474,6 +479,24 @@ def _first_and_prime(pr: _Probing, res: ProbeResult, first: _Sent, prime: _Sent)
         return None, 0
     _counted_hits(res, got[0], counted_first=False)  # a usage claim the server did not count is a finding
     return got[0].usage_cached, _counted_hits(res, got[1], counted_first=True)
+
+
+def _isolation_and_repeat(pr: _Probing, res: ProbeResult, other: _Sent, again: _Sent) -> tuple[int, int]:
+    """The isolation request (`other`: a fresh salt, must miss) and the repeat (`again`: its full blocks) sent
+    at once; their hits as `_hits` gives them. One window of the server's counts names each one's hits only
+    where usage agrees with the server on the sum (eval/run/probe_counts.counted_together); where it does not
+    (a usage that over- or under-reports), each is sent again alone, the isolation under another fresh salt
+    (its first salt is cached now), so the two are judged as when sent one after the other."""
+    got = counted_together(
+        pr.client, pr.policy, lambda: _together(pr, res, [other, again]), expect=res.finished_requests
+    )
+    if all(g.server_hits is not None for g in got):
+        return _counted_hits(res, got[0], counted_first=False), _counted_hits(res, got[1], counted_first=True)
+    row, ids = other.row, other.ids
+    return (
+        _hits(pr, res, row, _probe_salt(), ids),
+        _hits(pr, res, again.row, again.salt, again.ids, counted_first=True),
+    )
 
 
 def _first_refused(pr: _Probing, res: ProbeResult, cold_mode: str) -> None:

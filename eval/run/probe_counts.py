@@ -8,7 +8,9 @@ counts a request a moment after answering it: ServerWatch's `settle`, eval/run/s
 hit count only from a clean window: exactly one request finished in it and the prefix-cache queries moved by
 this request's prompt tokens (another client's request in the window would make the count not this one's; the
 rule is eval/records/server_figures.window_reasons, by which the passes' records are checked too). The
-before-scrape, too, waits until the server counts every request answered before this one.
+before-scrape, too, waits until the server counts every request answered before this one. `counted_together`
+is the same window around requests sent at once: the server's sum must be theirs, and it names each one's count
+only where it needs no guess (0 hits in all, or the hits usage claims in all).
 """
 
 from __future__ import annotations
@@ -91,8 +93,10 @@ def counted_together(
 ) -> list[Counted]:
     """`counted` for requests sent at once (`send_all` returns each one's usage, None for one refused): the
     window must be all of theirs (finished moved by the number answered, queries by their prompt tokens'
-    sum). One request's count is its own; of several, the server's count says only that none hit (a window of
-    0 hits: 0 for each), so a window with hits gives no server count to any of them."""
+    sum). One request's count is its own. Of several, the server counts only their sum: a window of 0 hits
+    gives each 0; a window with hits gives each its usage's cached tokens when their sum is the window's hits
+    (the server agrees with usage on the whole), and no server count to any of them otherwise (a usage that
+    over- or under-reports: the caller asks each alone)."""
     first = settle(lambda: _scrape(client, policy), expect, polls, None, sleep)
     before = first.snap if expect is None or first.counted else None
     usages = list(send_all())
@@ -110,11 +114,13 @@ def counted_together(
     if QUERIES_KEY not in window or window_reasons(window, total, requests=len(answered)):
         return unknown
     hits = window.get(HITS_KEY)
-    if hits is None or (len(answered) > 1 and round(hits) != 0):
+    if hits is None:
         return unknown
-    return [
-        Counted(u.cached_tokens, round(hits) if len(answered) == 1 else 0)
-        if u is not None
-        else Counted(None, None)
-        for u in usages
-    ]
+    if len(answered) == 1:
+        return [Counted(None, None) if u is None else Counted(u.cached_tokens, round(hits)) for u in usages]
+    claimed = [u.cached_tokens for u in answered]
+    if round(hits) == 0:
+        return [Counted(None, None) if u is None else Counted(u.cached_tokens, 0) for u in usages]
+    if None in claimed or sum(c or 0 for c in claimed) != round(hits):
+        return unknown
+    return [Counted(None, None) if u is None else Counted(u.cached_tokens, u.cached_tokens) for u in usages]

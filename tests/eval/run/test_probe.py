@@ -123,24 +123,33 @@ def _numbered_salts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(probe_module, "_probe_salt", lambda: f"lbeval-probe-{next(count)}")
 
 
-def test_the_first_request_and_the_cache_models_prime_go_together(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_probes_cache_checks_go_in_two_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the cache model can be measured, the probe's cache checks ride on its requests: five generation
-    requests, the first two at once, so four requests' time instead of six. The fake holds each of the two
-    announced requests until the other has arrived; sent one after the other, the first would never return."""
+    requests in three requests' time instead of six: the first probe row and the cache model's prime at once,
+    the whole row alone, then the isolation request and the repeat at once. The fake holds each announced
+    request until the rest of its batch has arrived; sent one after the other, the first would never return."""
     _numbered_salts(monkeypatch)
     with FakeServer(block_size=16) as server:
         probe(server)
-        first_two = [body for _, body in server.requests[:2]]
+        bodies = [body for _, body in server.requests]
+    assert len(bodies) == 5
     # in either order (they are sent at once): the chat row and the raw prime
-    assert sorted(("messages" in b, "prompt" in b) for b in first_two) == [(False, True), (True, False)]
+    assert sorted(("messages" in b, "prompt" in b) for b in bodies[:2]) == [(False, True), (True, False)]
+    # the isolation and the repeat: the whole row under another salt, and under the hit's salt again
+    hit, pair = bodies[2], bodies[3:]
+    assert all(b["prompt"] == hit["prompt"] for b in pair)
+    assert sorted(b["cache_salt"] == hit["cache_salt"] for b in pair) == [False, True]
     _numbered_salts(monkeypatch)  # the same salts again: the same bodies
     monkeypatch.setattr(fake_server, "BATCH_GUARD_S", 10.0)
     with FakeServer(block_size=16) as server:
         server.batch_effect = BatchEffect(window_s=None)
-        server.expect_batch(first_two)
+        server.expect_batch(bodies[:2])
+        # the repeat's body is the hit's: the pair is announced once the hit has been answered (its 4th request)
+        arrived = iter(range(1, 100))
+        server.on_request = lambda body: server.expect_batch(bodies[3:]) if next(arrived) == 4 else None
         res = probe(server)
         res.require()
-        assert server._announced == []  # the batch formed
+        assert server._announced == []  # both batches formed
         assert len(server.requests) == 5
         assert res.cache_model is not None and res.cache_model.source == "probe"
         assert res.cache_hit_seen and res.salt_honored and res.reset_prefix_cache

@@ -108,6 +108,23 @@ def test_usage_that_claims_every_hit_is_a_finding_and_the_salt_and_reset_still_c
             assert finding.startswith(USAGE_FAULT) and "the server counted 0 hits" in finding
 
 
+def test_a_pair_whose_usage_disagrees_with_the_servers_count_is_sent_again_alone() -> None:
+    """The isolation request and the repeat go at once; usage over-reports (the isolation's miss claims a hit),
+    so the pair's window cannot say whose the hits are: each is sent again alone, the isolation under another
+    fresh salt (its first is cached now), and judged as when sent one after the other."""
+    with FakeServer(block_size=16) as server:
+        server.add_fault(Fault("overreport", times=-1))
+        res = _probe(server, "salt")
+        salts = [body["cache_salt"] for _, body in server.requests]
+    hit_salt, pair = salts[2], salts[3:5]
+    assert len(salts) == 7 and hit_salt in pair
+    (isolation,) = set(pair) - {hit_salt}
+    assert salts[5] not in (isolation, hit_salt, *salts[:2]) and salts[6] == hit_salt
+    assert res.salt_honored is True and res.cache_model is not None and res.cache_model.source == "probe"
+    (finding,) = res.findings
+    assert finding.startswith(USAGE_FAULT)
+
+
 def test_a_salt_that_really_leaks_is_still_the_isolation_fault() -> None:
     with FakeServer(block_size=16, honor_salt=False) as server:
         res = _probe(server, "auto")
@@ -149,8 +166,17 @@ def _usage(cached: int | None) -> Usage:
         (_metrics(5, 100), (0, 0), [Counted(0, 0), Counted(0, 0)]),
         # usage claims hits on one, the server counted none in the whole window: that one over-reports
         (_metrics(5, 100), (0, 288), [Counted(0, 0), Counted(288, 0)]),
-        # hits in a window of two: whose they are is not known, so neither gets a count
-        (_metrics(5, 132), (0, 32), [Counted(0, None), Counted(32, None)]),
+        # hits in a window of two, all of them the ones usage claims: each gets its usage's count
+        (_metrics(5, 132), (0, 32), [Counted(0, 0), Counted(32, 32)]),
+        (_metrics(5, 164), (32, 32), [Counted(32, 32), Counted(32, 32)]),
+        # usage claims more than the window's hits (an over-report on a miss): whose they are is not known
+        (_metrics(5, 132), (288, 32), [Counted(288, None), Counted(32, None)]),
+        # usage claims fewer (an under-report of a hit): not known either
+        (_metrics(5, 132), (0, 0), [Counted(0, None), Counted(0, None)]),
+        # the same sum split otherwise is not told apart from the truth (the server counts only the sum)
+        (_metrics(5, 132), (32, 0), [Counted(32, 32), Counted(0, 0)]),
+        # one answered without a cached-token count: the sum is not known
+        (_metrics(5, 132), ("unreported", 32), [Counted(None, None), Counted(32, None)]),
         # the window moved by one request only (the other not counted, or a stranger's): no count
         (_metrics(4, 100), (0, 0), [Counted(0, None), Counted(0, None)]),
         # one refused (no usage): the window is the other one's alone, its hits its own
@@ -158,9 +184,9 @@ def _usage(cached: int | None) -> Usage:
     ],
 )
 def test_requests_sent_together_share_one_window(
-    after: str, sent: tuple[int | None, int | None], expected: list[Counted]
+    after: str, sent: tuple[int | str | None, int | None], expected: list[Counted]
 ) -> None:
-    usages = [None if c is None else _usage(c) for c in sent]
+    usages = [None if c is None else _usage(None if c == "unreported" else int(c)) for c in sent]
     scripted: Any = Scripted([_metrics(3, 100), after])
     got = counted_together(scripted, FAST, lambda: usages, polls=(0.1,), sleep=lambda s: None)
     assert got == expected
