@@ -6,15 +6,17 @@ options. No stage imports a benchmark package. Each stage declares what it asks 
 (prepare's part: `prepare/benchmark_part.PREPARE_PART`; its command-line options, each a `CliOption`:
 `prepare/benchmark_part.PREPARE_ARGS`; an input row's extra fields: `prepare/inputs.INPUT_EXTRAS`; scoring:
 `analyze/accuracy.SCORING`; report tables: `report/benchmark_tables.REPORT_TABLES`) and finds a dataset's entry
-with `stage_entry`. A package's `plugin.py` makes its `Benchmark`, one `Hook` per slot it fills; the command layer
-registers them in the one `REGISTRY` (`eval/benchmarks/plugins.load_benchmarks`) before it builds its parser, in
-a fixed order (the order prepare makes their parts in). This module imports no stage and no benchmark package.
+with `stage_entry`; what `lbeval datasets` lists of a benchmark is its entry in `LISTING` (declared here: the
+command layer sits above the packages). A package's `plugin.py` makes its `Benchmark`, one `Hook` per slot it
+fills; the command layer registers them in the one `REGISTRY` (`eval/benchmarks/plugins.load_benchmarks`) before
+it builds its parser, in a fixed order (the order prepare makes their parts in, and `lbeval datasets` lists them
+in). This module imports no stage and no benchmark package.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
 from eval.errors import ConfigError
@@ -83,6 +85,34 @@ class CliOption:
     @property
     def dest(self) -> str:
         return self.name.replace("-", "_")
+
+
+@dataclass(frozen=True)
+class ListedDataset:
+    """One dataset as `lbeval datasets` lists it: a row of its table and an entry of its `--json`."""
+
+    dataset: str
+    metric: str
+    max_tokens: int  # the official output limit (of the default mode's first call)
+    mode: str  # the request mode, "chat" | "raw"
+    language: str
+    first_line_only: bool
+    label: str = ""  # shown after the table row, e.g. "(LongBench v2)"
+    # the benchmark's own keys of the dataset's `--json` entry, after the ones above
+    json_extra: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What `lbeval datasets` lists of one benchmark: its datasets, in order, and the table's lines under their
+    rows (a note, its modes)."""
+
+    datasets: tuple[ListedDataset, ...]
+    notes: tuple[str, ...] = ()
+
+
+# a benchmark's listing in `lbeval datasets` (every benchmark), made when the command runs
+LISTING: Slot[Callable[[], Listing]] = Slot("eval/benchmark_registry.LISTING")
 
 
 class BenchmarkRegistry:

@@ -1,18 +1,18 @@
-"""`lbeval datasets`: the 21 LongBench v1 datasets with metric, output limit and chat/raw mode; LongBench v2
-(`longbench_v2`) with its modes (0shot, cot, nocontext) and their output limits."""
+"""`lbeval datasets`: every loaded benchmark's datasets with metric, output limit and chat/raw mode, in registry
+order; what each lists (its rows, the lines under them, its `--json` entries' own keys) is its entry in
+eval/benchmark_registry.LISTING, so this command names no benchmark."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from eval.benchmarks.longbench.spec import load_specs
-from eval.benchmarks.longbench_v2.spec import DEFAULT_V2_MODE, V2_CHAT_MODE, V2_DATASET, V2_METRIC, V2_MODES
+from eval.benchmark_registry import LISTING, REGISTRY, BenchmarkRegistry, ListedDataset, Listing
 from eval.terminal import echo
 
 HELP = (
-    "List the LongBench v1 datasets with their metric, official output limit and chat/raw mode, and LongBench v2 "
-    "with its modes."
+    "List every benchmark's datasets with their metric, official output limit and chat/raw mode, and a "
+    "benchmark's modes."
 )
 
 
@@ -21,47 +21,43 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    specs = load_specs()
-    if args.json:
-        rows = [
-            {
-                "dataset": s.name,
-                "metric": s.metric,
-                "max_tokens": s.max_tokens,
-                "mode": s.mode,
-                "language": s.language,
-                "first_line_only": s.first_line_only,
-            }
-            for s in specs.values()
-        ]
-        rows.append(v2_entry())
-        echo(json.dumps(rows, indent=2))
-        return 0
-    echo(f"{'dataset':<22} {'metric':<15} {'max_tokens':>10}  {'mode':<5} lang")
-    for s in specs.values():
-        echo(f"{s.name:<22} {s.metric:<15} {s.max_tokens:>10}  {s.mode:<5} {s.language}")
-    echo(f"{len(specs)} datasets; LongBench-E variants are selected as <name>_e (e.g. qasper_e).")
-    echo("")
-    default = V2_MODES[DEFAULT_V2_MODE]
-    echo(f"{V2_DATASET:<22} {V2_METRIC:<15} {default.max_tokens:>10}  {V2_CHAT_MODE:<5} en  (LongBench v2)")
-    for mode in V2_MODES.values():
-        limits = f"{mode.max_tokens}" + (f" then {mode.answer_max_tokens}" if mode.answer_max_tokens else "")
-        echo(f"  --v2-mode {mode.name:<10} max_tokens {limits:<14} {mode.description}")
+    echo(listing_json() if args.json else "\n".join(listing_lines()))
     return 0
 
 
-def v2_entry() -> dict[str, object]:
-    """The `--json` entry of LongBench v2: its modes, each with its template files and output limits."""
-    default = V2_MODES[DEFAULT_V2_MODE]
-    modes = {
-        m.name: {
-            "templates": m.template_files(),
-            "max_tokens": m.max_tokens,
-            "answer_max_tokens": m.answer_max_tokens,
-        }
-        for m in V2_MODES.values()
-    }
-    return {
-        "dataset": V2_DATASET, "metric": V2_METRIC, "max_tokens": default.max_tokens, "mode": V2_CHAT_MODE,
-        "language": "en", "first_line_only": False, "v2_modes": modes, "default_v2_mode": DEFAULT_V2_MODE,
+def listings(registry: BenchmarkRegistry = REGISTRY) -> list[Listing]:
+    """Each loaded benchmark's listing, in registry order (a benchmark without one left out)."""
+    return [make() for make in registry.entries(LISTING).values()]
+
+
+def listing_lines(registry: BenchmarkRegistry = REGISTRY) -> list[str]:
+    """The table: one header, then each benchmark's rows and the lines under them, a blank line between two."""
+    lines = [f"{'dataset':<22} {'metric':<15} {'max_tokens':>10}  {'mode':<5} lang"]
+    for i, listing in enumerate(listings(registry)):
+        lines += [""] if i else []
+        lines += [table_row(d) for d in listing.datasets]
+        lines += listing.notes
+    return lines
+
+
+def table_row(d: ListedDataset) -> str:
+    row = f"{d.dataset:<22} {d.metric:<15} {d.max_tokens:>10}  {d.mode:<5} {d.language}"
+    return f"{row}  {d.label}" if d.label else row
+
+
+def listing_json(registry: BenchmarkRegistry = REGISTRY) -> str:
+    """`--json`: one entry per dataset of every benchmark, in table order, each with its benchmark's own keys."""
+    return json.dumps([json_entry(d) for listing in listings(registry) for d in listing.datasets], indent=2)
+
+
+def json_entry(d: ListedDataset) -> dict[str, object]:
+    """A dataset's `--json` entry: the table's fields, then its benchmark's own keys (one of the table's taken
+    again is refused, ValueError in one line: an lbeval bug)."""
+    entry: dict[str, object] = {
+        "dataset": d.dataset, "metric": d.metric, "max_tokens": d.max_tokens, "mode": d.mode,
+        "language": d.language, "first_line_only": d.first_line_only,
     }  # fmt: skip
+    taken = sorted(entry.keys() & d.json_extra.keys())
+    if taken:
+        raise ValueError(f"dataset {d.dataset!r}: its own --json keys {', '.join(taken)} are every dataset's")
+    return {**entry, **d.json_extra}

@@ -1,7 +1,8 @@
 """LongBench v1 (THUDM/LongBench): 21 datasets (and LongBench-E's `_e` names), each with its official template,
 metric, output limit and chat/raw mode.
 
-- `spec`: the dataset specs (`load_specs`, `get_spec`, `base_name`, `is_v1`) from prompts/ (`PROMPT_FILES`).
+- `spec`: the dataset specs (`load_specs`, `get_spec`, `base_name`, `is_v1`) from prompts/ (`PROMPT_FILES`); its
+  `lbeval datasets` listing (`listing`).
 - `prompting`: pred.py's middle truncation of the formatted prompt (`middle_truncate`).
 - `sources` (prepare): rows validated (file:line:field) from the Hub pin, a data dir or zip, or the mini sample.
 - `build` (prepare): a row -> an input row (`build_row`), the output limit, the templates' provenance;

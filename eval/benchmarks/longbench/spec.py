@@ -18,6 +18,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from eval.benchmark_registry import ListedDataset, Listing
 from eval.errors import ConfigError
 
 PROMPT_FILE = "dataset2prompt.json"
@@ -99,3 +100,16 @@ def context_end(dataset: str) -> str:
 def unknown_dataset(dataset: str) -> ConfigError:
     known = ", ".join(sorted(load_specs()))
     return ConfigError(f"unknown dataset {dataset!r}; known LongBench v1 datasets: {known}")
+
+
+def listing() -> Listing:
+    """What `lbeval datasets` lists of LongBench v1 (its entry in eval/benchmark_registry.LISTING): the datasets in
+    prompts/datasets.toml order, and how LongBench-E's are named."""
+    specs = load_specs()
+    rows = tuple(
+        ListedDataset(s.name, s.metric, s.max_tokens, s.mode, s.language, s.first_line_only)
+        for s in specs.values()
+    )
+    return Listing(
+        rows, (f"{len(specs)} datasets; LongBench-E variants are selected as <name>_e (e.g. qasper_e).",)
+    )

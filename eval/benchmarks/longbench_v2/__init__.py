@@ -1,6 +1,7 @@
 """LongBench v2 (THUDM/LongBench-v2): one dataset, `longbench_v2`, multiple choice A-D, asked in three modes.
 
-- `spec`: the modes (`V2_MODES`, `get_v2_mode`), the dataset name and metric, the prompt files it names.
+- `spec`: the modes (`V2_MODES`, `get_v2_mode`), the dataset name and metric, the prompt files it names, its
+  `lbeval prepare` option (`PREPARE_ARGS`) and its `lbeval datasets` listing (`listing`).
 - `prompting`: the official templates filled as pred.py does, pred.py's middle truncation of token ids.
 - `sources` (prepare): `data.json` rows validated (file:line:field), the Hub pin, hub | data dir | mini.
 - `build` (prepare): rows -> input rows (`prepare_v2`): template, truncation, the CoT answer call's template;

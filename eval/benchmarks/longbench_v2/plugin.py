@@ -1,11 +1,11 @@
 """LongBench v2 as the stages see it: its `Benchmark`, one hook per stage slot it fills (prepare's part and its
-command line, an input row's extra fields, scoring, its report tables), registered by the command layer
-(eval/benchmarks/plugins.py)."""
+command line, its `lbeval datasets` listing, an input row's extra fields, scoring, its report tables), registered
+by the command layer (eval/benchmarks/plugins.py)."""
 
 from __future__ import annotations
 
 from eval.analyze.accuracy import SCORING, Scoring
-from eval.benchmark_registry import Benchmark, Hook
+from eval.benchmark_registry import LISTING, Benchmark, Hook
 from eval.benchmarks.longbench_v2 import accuracy, report, spec
 from eval.benchmarks.longbench_v2.build import LongBenchV2Part
 from eval.benchmarks.longbench_v2.figures import JSON_KEY
@@ -32,6 +32,7 @@ BENCHMARK = Benchmark(
     hooks=(
         Hook(PREPARE_PART, LongBenchV2Part),
         Hook(PREPARE_ARGS, spec.PREPARE_ARGS),
+        Hook(LISTING, spec.listing),
         Hook(INPUT_EXTRAS, CODEC),
         Hook(ROW_CHECK, check_row),
         Hook(SCORING, Scoring(accuracy.example_score, accuracy.dataset_accuracy, {JSON_KEY: {}})),

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 
-from eval.benchmark_registry import CliOption
+from eval.benchmark_registry import CliOption, ListedDataset, Listing
 from eval.benchmarks.longbench_v2.prompting import (
     MAX_NEW_TOKENS,
     MAX_NEW_TOKENS_COT,
@@ -89,6 +89,37 @@ def options_from(values: Mapping[str, str]) -> V2Options:
 
 # what LongBench v2 adds to `lbeval prepare`'s command line (its entry in eval/prepare/benchmark_part.PREPARE_ARGS)
 PREPARE_ARGS = PrepareArgs(f"{V2_DATASET} (LongBench v2)", (MODE_OPTION,), options_from)
+
+
+def listing() -> Listing:
+    """What `lbeval datasets` lists of LongBench v2 (its entry in eval/benchmark_registry.LISTING): its dataset at
+    the default mode's output limit, and each mode's limits and what it asks (`--json`: its template files)."""
+    default = V2_MODES[DEFAULT_V2_MODE]
+    modes = {
+        m.name: {
+            "templates": m.template_files(),
+            "max_tokens": m.max_tokens,
+            "answer_max_tokens": m.answer_max_tokens,
+        }
+        for m in V2_MODES.values()
+    }
+    row = ListedDataset(
+        V2_DATASET,
+        V2_METRIC,
+        default.max_tokens,
+        V2_CHAT_MODE,
+        language="en",
+        first_line_only=False,
+        label="(LongBench v2)",
+        json_extra={"v2_modes": modes, "default_v2_mode": DEFAULT_V2_MODE},
+    )
+    return Listing((row,), tuple(mode_line(mode) for mode in V2_MODES.values()))
+
+
+def mode_line(mode: V2Mode) -> str:
+    """A mode's line under the v2 row of `lbeval datasets`: its flag, output limit(s) and what it asks."""
+    limits = f"{mode.max_tokens}" + (f" then {mode.answer_max_tokens}" if mode.answer_max_tokens else "")
+    return f"  --{MODE_OPTION.name} {mode.name:<10} max_tokens {limits:<14} {mode.description}"
 
 
 PROMPT_FILES = tuple(f"{PROMPT_DIR}/{name}" for name in TEMPLATE_FILES.values())  # under prompts/, rag's too

@@ -15,6 +15,7 @@ import pytest
 from eval import benchmark_registry as registry
 from eval.analyze.accuracy import SCORING
 from eval.benchmark_registry import (
+    LISTING,
     Benchmark,
     BenchmarkRegistry,
     NoStageEntry,
@@ -121,8 +122,14 @@ def test_a_stage_entry_is_found_by_the_dataset_s_benchmark_and_a_missing_one_is_
     assert list(entries(SCORING)) == ["longbench"]
 
 
-# the slots every benchmark fills (ROW_CHECK and REPORT_TABLES only a benchmark with fields or figures of its own)
-REQUIRED = {"PREPARE_PART": PREPARE_PART, "PREPARE_ARGS": PREPARE_ARGS, "SCORING": SCORING}
+# the slots every benchmark fills, its `lbeval datasets` listing among them (ROW_CHECK and REPORT_TABLES only a
+# benchmark with fields or figures of its own)
+REQUIRED = {
+    "PREPARE_PART": PREPARE_PART,
+    "PREPARE_ARGS": PREPARE_ARGS,
+    "SCORING": SCORING,
+    "LISTING": LISTING,
+}
 
 
 def test_every_benchmark_fills_every_required_slot_and_a_missing_entry_is_named(
