@@ -126,9 +126,9 @@ def template_kwargs(text: str) -> dict[str, Any] | None:
     return value
 
 
-def add_specs_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+def add_specs_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> argparse.Action:
     """`--specs FILE` (repeatable): TOML files of `[variants.NAME]` launch specs, on top of the shipped ones."""
-    p.add_argument(
+    return p.add_argument(
         "--specs",
         type=Path,
         action="append",

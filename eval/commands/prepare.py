@@ -30,60 +30,87 @@ def configure(p: argparse.ArgumentParser, registry: BenchmarkRegistry = REGISTRY
     _add_options(p, registry, prepare_dests())
 
 
+HELP_DEST = "help"  # argparse's -h/--help, which every parser has
+
+
 def prepare_dests() -> set[str]:
-    """The dests of prepare's own options (a scratch parser, no benchmark's), which no benchmark may take."""
-    scratch = argparse.ArgumentParser()
-    _add_options(scratch, None, set())
-    return {action.dest for action in scratch._actions}
+    """The dests of prepare's own options, which no benchmark may take: -h/--help's and each option's prepare
+    declares (the Action its add_argument returns, on a scratch parser without any benchmark's)."""
+    scratch = argparse.ArgumentParser(add_help=False)
+    return {HELP_DEST, *(action.dest for action in _add_options(scratch, None, set()))}
 
 
-def _add_options(p: argparse.ArgumentParser, registry: BenchmarkRegistry | None, own: set[str]) -> None:
-    """prepare's options; each benchmark's of `registry` after --datasets (None: prepare's own only)."""
-    src = p.add_argument_group("data source (default: the Hugging Face Hub at a pinned revision)")
-    src.add_argument(
-        "--source",
-        choices=["hub", "mini"],
-        default="hub",
-        help="hub, or the shipped longbench-mini sample (not LongBench data)",
-    )
-    src.add_argument(
-        "--data-dir", type=Path, help="a local LongBench data/ folder or data.zip (air-gapped use)"
-    )
-    src.add_argument("--repo", default=HUB_REPO, help=f"Hub dataset repository (default {HUB_REPO})")
-    src.add_argument("--revision", default=HUB_REVISION, help="pinned Hub revision (default: %(default)s)")
+def _add_options(
+    p: argparse.ArgumentParser, registry: BenchmarkRegistry | None, own: set[str]
+) -> list[argparse.Action]:
+    """prepare's options, each benchmark's of `registry` after --datasets (None: prepare's own only); returns
+    prepare's own, as declared."""
+    declared = _source_options(p)
     sel = p.add_argument_group("selection")
-    sel.add_argument(
-        "--datasets",
-        default="qasper,gov_report",
-        help=f"comma-separated {datasets_help(registry) if registry is not None else ''}",
+    declared.append(
+        sel.add_argument(
+            "--datasets",
+            default="qasper,gov_report",
+            help=f"comma-separated {datasets_help(registry) if registry is not None else ''}",
+        )
     )
     if registry is not None:
         add_benchmark_options(sel, registry, own)
-    sel.add_argument("--n", default="16", help="rows per dataset, or 'all' (default 16)")
-    sel.add_argument("--seed", type=int, default=20260909, help="selection seed (default 20260909)")
+    declared += [
+        sel.add_argument("--n", default="16", help="rows per dataset, or 'all' (default 16)"),
+        sel.add_argument("--seed", type=int, default=20260909, help="selection seed (default 20260909)"),
+    ]
+    return [
+        *declared,
+        *_truncation_options(p),
+        p.add_argument("--max-model-len", type=int, help="override the model's context length"),
+        p.add_argument("--max-input-tokens", type=int, help="override the input budget (tokens)"),
+        p.add_argument("--max-tokens", help="per-dataset output limits, e.g. qasper=512,gov_report=2048"),
+        p.add_argument("--out", type=Path, required=True, help="inputs manifest to write (JSON Lines)"),
+    ]
+
+
+def _source_options(p: argparse.ArgumentParser) -> list[argparse.Action]:
+    src = p.add_argument_group("data source (default: the Hugging Face Hub at a pinned revision)")
+    return [
+        src.add_argument(
+            "--source",
+            choices=["hub", "mini"],
+            default="hub",
+            help="hub, or the shipped longbench-mini sample (not LongBench data)",
+        ),
+        src.add_argument(
+            "--data-dir", type=Path, help="a local LongBench data/ folder or data.zip (air-gapped use)"
+        ),
+        src.add_argument("--repo", default=HUB_REPO, help=f"Hub dataset repository (default {HUB_REPO})"),
+        src.add_argument(
+            "--revision", default=HUB_REVISION, help="pinned Hub revision (default: %(default)s)"
+        ),
+    ]
+
+
+def _truncation_options(p: argparse.ArgumentParser) -> list[argparse.Action]:
     tok = p.add_argument_group("truncation (one of)")
-    tok.add_argument("--base-url", help="a running vLLM server (.../v1): its /tokenize is the tokenizer")
-    tok.add_argument(
-        "--spec",
-        metavar="NAME",
-        help="a variant launch spec: its server (started for the call if lbeval manages it) tokenizes",
-    )
-    add_specs_option(tok)
-    tok.add_argument("--model", help="model id at --base-url (default: the first one listed)")
-    tok.add_argument(
-        "--api-key-env",
-        metavar="VAR",
-        help="environment variable holding the server's API key (never stored or printed; default: the launch "
-        "spec's api_key_env)",
-    )
-    tok.add_argument("--tokenizer", help="a local Hugging Face tokenizer folder (needs transformers)")
-    tok.add_argument(
-        "--no-truncate", action="store_true", help="no tokenizer, no truncation (for inspection)"
-    )
-    p.add_argument("--max-model-len", type=int, help="override the model's context length")
-    p.add_argument("--max-input-tokens", type=int, help="override the input budget (tokens)")
-    p.add_argument("--max-tokens", help="per-dataset output limits, e.g. qasper=512,gov_report=2048")
-    p.add_argument("--out", type=Path, required=True, help="inputs manifest to write (JSON Lines)")
+    return [
+        tok.add_argument("--base-url", help="a running vLLM server (.../v1): its /tokenize is the tokenizer"),
+        tok.add_argument(
+            "--spec",
+            metavar="NAME",
+            help="a variant launch spec: its server (started for the call if lbeval manages it) tokenizes",
+        ),
+        add_specs_option(tok),
+        tok.add_argument("--model", help="model id at --base-url (default: the first one listed)"),
+        tok.add_argument(
+            "--api-key-env",
+            metavar="VAR",
+            help="environment variable holding the server's API key (never stored or printed; default: the "
+            "launch spec's api_key_env)",
+        ),
+        tok.add_argument("--tokenizer", help="a local Hugging Face tokenizer folder (needs transformers)"),
+        tok.add_argument(
+            "--no-truncate", action="store_true", help="no tokenizer, no truncation (for inspection)"
+        ),
+    ]
 
 
 def datasets_help(registry: BenchmarkRegistry = REGISTRY) -> str:

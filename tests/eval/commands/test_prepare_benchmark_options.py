@@ -14,7 +14,7 @@ import pytest
 from eval.benchmark_registry import REGISTRY, Benchmark, BenchmarkRegistry, CliOption, Hook
 from eval.benchmarks.longbench_v2.spec import V2Options
 from eval.cli import main
-from eval.commands.prepare import benchmark_options, configure
+from eval.commands.prepare import benchmark_options, configure, prepare_dests
 from eval.prepare.benchmark_part import PREPARE_ARGS, PrepareArgs
 
 
@@ -139,3 +139,11 @@ def test_an_unknown_v2_mode_exits_64_with_one_line(capsys: pytest.CaptureFixture
         "lbeval prepare: error: argument --v2-mode: invalid choice: 'bogus' (choose from '0shot', 'cot', 'nocontext')"
     )
     assert [line for line in err if "error" in line] == [err[-1]]
+
+
+def test_prepare_s_own_dests_are_every_option_its_parser_has() -> None:
+    """The dests no benchmark may take (prepare_dests, from prepare's declarations) are every option of prepare's
+    parser with a benchmark that adds none, -h/--help's among them."""
+    dests = {action.dest for action in parser_of(registry_of(toy("none")))._actions}
+    assert prepare_dests() == dests
+    assert {"help", "data_dir", "datasets", "specs", "out"} <= dests
