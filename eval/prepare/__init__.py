@@ -30,6 +30,7 @@ __all__, __getattr__ = public_face(
             "hub_file",
         ),
         "inputs": (
+            "HEADER_PARTS",
             "INPUT_EXTRAS",
             "ROW_CHECK",
             "ExtrasCodec",

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.errors import DataError
-from eval.prepare.inputs import InputsSource, InputsTemplates, InputsTokenizer, PartError
+from eval.prepare.inputs import HEADER_PARTS, InputsSource, InputsTemplates, InputsTokenizer, PartError
 from eval.records.cache_model import CacheModel, cache_model_from_dict
 from eval.records.codec import FieldError, check_fields
 from eval.records.scenario_kinds.registry import registered
@@ -401,21 +401,18 @@ class InputsHeaderFacts:
     def from_dict(cls, obj: Any, path: Path | str = "manifest.json") -> InputsHeaderFacts:
         """The header as the run manifest holds it; its parts are the inputs manifest's own (eval/prepare/inputs.py),
         a damaged field of one is a ManifestError naming it (`inputs_header.source.files.qasper.rows`)."""
-        parts = (("source", InputsSource), ("templates", InputsTemplates), ("tokenizer", InputsTokenizer))
-        raw = _check(obj, cls, path, "inputs_header", skip=tuple(name for name, _ in parts))
+        raw = _check(obj, cls, path, "inputs_header", skip=tuple(HEADER_PARTS))
         try:
-            typed = {name: part.from_dict(raw[name], name) for name, part in parts if name in raw}
+            typed = {
+                name: part.from_dict(raw[name], name) for name, part in HEADER_PARTS.items() if name in raw
+            }
         except PartError as exc:
             raise ManifestError(path, None, f"inputs_header.{exc.field}", exc.why) from None
         return cls(**{**raw, **typed}, present=frozenset(raw))
 
     def to_dict(self) -> dict[str, Any]:
-        parts: dict[str, InputsSource | InputsTemplates | InputsTokenizer] = {
-            "source": self.source,
-            "templates": self.templates,
-            "tokenizer": self.tokenizer,
-        }
-        written = {**_written(self, always=True), **{name: part.to_dict() for name, part in parts.items()}}
+        parts = {name: getattr(self, name).to_dict() for name in HEADER_PARTS}
+        written = {**_written(self, always=True), **parts}
         return _as_read(self, written)
 
     @property
