@@ -182,7 +182,8 @@ def type_name(tp: Any) -> str:
 @cache
 def field_hints(cls: type) -> dict[str, Any]:
     """A dataclass's field annotations, resolved once per class (resolving them costs about half a millisecond,
-    and every record written or read is checked against three classes). Callers only read the dict."""
+    and every record read is checked against three classes, every manifest part against its own). Callers only
+    read the dict."""
     return typing.get_type_hints(cls)
 
 

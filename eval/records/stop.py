@@ -171,9 +171,12 @@ def read_json_object(path: Path, what: str) -> dict[str, Any]:
 def read_stop(run_dir: Path) -> StopRecord | None:
     """The run's stop record, None without one; a damaged one is a DataError naming the file and field."""
     path = stop_path(run_dir)
-    if not path.exists():
-        return None
-    obj = read_json_object(path, "the stop record")
+    try:
+        obj = read_json_object(path, "the stop record")
+    except DataError:
+        if not path.exists():  # none written, or removed while being read
+            return None
+        raise
     digest = obj.pop("sha256", None)
     if digest != hashlib.sha256(_canonical(obj).encode()).hexdigest():
         raise DataError(path, None, "sha256", "the stop record is damaged (its SHA-256 does not match)")

@@ -114,13 +114,19 @@ def counted_together(
     if QUERIES_KEY not in window or window_reasons(window, total, requests=len(answered)):
         return unknown
     hits = window.get(HITS_KEY)
-    if hits is None:
-        return unknown
-    if len(answered) == 1:
-        return [Counted(None, None) if u is None else Counted(u.cached_tokens, round(hits)) for u in usages]
-    claimed = [u.cached_tokens for u in answered]
-    if round(hits) == 0:
-        return [Counted(None, None) if u is None else Counted(u.cached_tokens, 0) for u in usages]
-    if None in claimed or sum(c or 0 for c in claimed) != round(hits):
-        return unknown
-    return [Counted(None, None) if u is None else Counted(u.cached_tokens, u.cached_tokens) for u in usages]
+    return unknown if hits is None else _attributed(usages, round(hits))
+
+
+def _attributed(usages: Sequence[Usage | None], hits: int) -> list[Counted]:
+    """Each answered request's server count from a clean window of `hits`: the window's own for one request;
+    of several, 0 for each when none hit, else each one's usage claim where the claims sum to `hits` (no
+    server count for any otherwise)."""
+    claimed = [u.cached_tokens for u in usages if u is not None]
+
+    def server(u: Usage) -> int | None:
+        if len(claimed) == 1 or hits == 0:
+            return hits
+        sums = None not in claimed and sum(c or 0 for c in claimed) == hits
+        return u.cached_tokens if sums else None
+
+    return [Counted(None, None) if u is None else Counted(u.cached_tokens, server(u)) for u in usages]
