@@ -130,9 +130,9 @@ class Client:
     def send(self, endpoint: str, request: dict[str, Any]) -> Reply:
         """Send one request built by build_request; streams when request["stream"] is true.
 
-        Streamed requests go through the typed `create(..., extra_body=...)` with a streaming raw response.
-        Whole ones go through the openai client's generic `post` with the wire body (extra_body merged), which
-        skips the typed-parameter transform (about a millisecond per request) and returns the raw response."""
+        Both go through the openai client's generic `post` with the wire body (extra_body merged), which skips
+        the typed-parameter transform (about a millisecond per request) and returns the raw response: read whole,
+        or, streamed, line by line as it arrives (`_streamed`)."""
         with self.ledger.sending():
             reply = self._send(endpoint, request)
             self.ledger.answer(self.root)
@@ -144,14 +144,7 @@ class Client:
         with self._whole_request() as deadline:
             try:
                 if request.get("stream"):
-                    resource = self._oa.chat.completions if endpoint == "chat" else self._oa.completions
-                    with resource.with_streaming_response.create(**request) as raw:
-                        lines = self._until(deadline, raw.iter_lines())
-                        reply = parse_stream(
-                            endpoint, lines, sent_at, t0, dialect=self.dialect, text_id=self._text_id()
-                        )
-                        self._drain(lines)
-                        return reply
+                    return self._streamed(endpoint, request, sent_at, t0, deadline)
                 resp = self._oa.post(
                     endpoint_path(endpoint), cast_to=httpx2.Response, body=wire_body(request)
                 )
@@ -162,6 +155,24 @@ class Client:
                 raise status_failure(exc.status_code, error_message(exc.response.read())) from None
             except (openai.APIConnectionError, *TRANSPORT_ERRORS) as exc:
                 raise self._transport_failure(exc, deadline) from None
+
+    def _streamed(
+        self, endpoint: str, request: dict[str, Any], sent_at: float, t0: float, deadline: float
+    ) -> Reply:
+        """A streamed request through the generic `post` too: the raw response comes back unread (stream=True
+        with an httpx2.Response to cast to), its lines are parsed as they arrive, and it is closed however the
+        parsing ends."""
+        resp: httpx2.Response = self._oa.post(
+            endpoint_path(endpoint), cast_to=httpx2.Response, body=wire_body(request), stream=True,
+            stream_cls=None,
+        )  # fmt: skip
+        try:
+            lines = self._until(deadline, resp.iter_lines())
+            reply = parse_stream(endpoint, lines, sent_at, t0, dialect=self.dialect, text_id=self._text_id())
+            self._drain(lines)
+            return reply
+        finally:
+            resp.close()
 
     # non-OpenAI endpoints
 
