@@ -143,11 +143,13 @@ class Client:
         t0 = time.perf_counter()
         with self._whole_request() as deadline:
             try:
-                if request.get("stream"):
-                    return self._streamed(endpoint, request, sent_at, t0, deadline)
-                resp = self._oa.post(
-                    endpoint_path(endpoint), cast_to=httpx2.Response, body=wire_body(request)
-                )
+                stream = bool(request.get("stream"))
+                resp: httpx2.Response = self._oa.post(
+                    endpoint_path(endpoint), cast_to=httpx2.Response, body=wire_body(request), stream=stream,
+                    stream_cls=None,
+                )  # fmt: skip
+                if stream:
+                    return self._streamed(resp, endpoint, sent_at, t0, deadline)
                 done = time.perf_counter() - t0
                 timings = ClientTimings(sent_at=sent_at, first_token_s=None, done_s=done)
                 return parse_body(endpoint, resp.content, timings, self.dialect, self._text_id())
@@ -157,15 +159,10 @@ class Client:
                 raise self._transport_failure(exc, deadline) from None
 
     def _streamed(
-        self, endpoint: str, request: dict[str, Any], sent_at: float, t0: float, deadline: float
+        self, resp: httpx2.Response, endpoint: str, sent_at: float, t0: float, deadline: float
     ) -> Reply:
-        """A streamed request through the generic `post` too: the raw response comes back unread (stream=True
-        with an httpx2.Response to cast to), its lines are parsed as they arrive, and it is closed however the
-        parsing ends."""
-        resp: httpx2.Response = self._oa.post(
-            endpoint_path(endpoint), cast_to=httpx2.Response, body=wire_body(request), stream=True,
-            stream_cls=None,
-        )  # fmt: skip
+        """A streamed answer, which the generic `post` returned unread (stream=True with an httpx2.Response to
+        cast to): its lines parsed as they arrive, and the response closed however the parsing ends."""
         try:
             lines = self._until(deadline, resp.iter_lines())
             reply = parse_stream(endpoint, lines, sent_at, t0, dialect=self.dialect, text_id=self._text_id())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -364,9 +363,8 @@ def test_no_request_loads_a_typed_openai_resource() -> None:
     imports do not count."""
     root = Path(__file__).resolve().parents[3]
     out = subprocess.run(
-        [sys.executable, "-c", _TYPED_RESOURCES], cwd=root, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PYTHONPATH": str(root)},
-    )  # fmt: skip
+        [sys.executable, "-c", _TYPED_RESOURCES], cwd=root, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 
